@@ -1,0 +1,62 @@
+"""Flask application factory: REST routes (flask-restful) and Socket.IO on one server."""
+
+from __future__ import annotations
+
+import logging
+
+from flask import Flask
+from flask_socketio import SocketIO
+
+from backend.context import Platform
+from backend.errors import JsonErrorApi, register_app_errors
+from backend.routes import register_routes
+from backend.socket_events import register_socket_events
+
+
+def create_app(platform: Platform) -> tuple[Flask, SocketIO]:
+    app = Flask("mojodex")
+    app.config["SECRET_KEY"] = platform.settings.secret_key
+    app.config["JSON_SORT_KEYS"] = False
+    app.config["MAX_CONTENT_LENGTH"] = 2 * 1024 * 1024
+    app.extensions["mojodex"] = platform
+    register_app_errors(app)
+    api = JsonErrorApi(app)
+    register_routes(api)
+    socketio = SocketIO(
+        app,
+        async_mode="threading",
+        cors_allowed_origins="*",
+        ping_interval=10,
+        ping_timeout=20,
+        logger=False,
+        engineio_logger=False,
+    )
+    register_socket_events(socketio, platform)
+    # Final events reach clients through the session's room, named after the session id.
+    platform.events.set_transport(lambda session_id, name, payload: socketio.emit(name, payload, to=session_id))
+    resume_unfinished_turns(platform)
+    return app, socketio
+
+
+def resume_unfinished_turns(platform: Platform) -> None:
+    """Messages accepted before a restart but never answered are answered now, in order."""
+    from sqlalchemy import select
+
+    from background.runner import TurnJob
+    from mojodex_core.db.models import Message
+
+    with platform.db() as db:
+        rows = list(
+            db.scalars(
+                select(Message)
+                .where(Message.sender == "user", Message.status.in_(("pending", "processing")))
+                .order_by(Message.message_pk)
+            )
+        )
+        for row in rows:
+            row.status = "pending"
+        jobs = [TurnJob(session_id=r.session_id, message_pk=r.message_pk) for r in rows]
+    for job in jobs:
+        platform.runner.submit(job)
+    if jobs:
+        logging.getLogger("mojodex.platform").info("resumed %d unanswered message(s)", len(jobs))

@@ -1,0 +1,199 @@
+"""The `mojodex` command: database, tasks, users, order tools, and the server.
+
+Exit codes: 0 success, 1 runtime failure, 2 bad input (a rejected spec, an unknown user).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+
+import click
+
+from mojodex_core.config import ConfigError, load_settings, resolve_database_url
+
+
+def _fail(message: str, code: int = 2) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+def _settings():  # noqa: ANN202
+    try:
+        return load_settings()
+    except ConfigError as exc:
+        _fail(str(exc))
+
+
+def _session_factory():  # noqa: ANN202
+    from mojodex_core.db import make_engine, make_session_factory
+
+    try:
+        url = resolve_database_url()
+    except ConfigError as exc:
+        _fail(str(exc))
+    return make_session_factory(make_engine(url))
+
+
+@click.group()
+def main() -> None:
+    """Mojodex platform administration."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+
+
+# --- database
+@main.group()
+def db() -> None:
+    """Database schema."""
+
+
+@db.command("upgrade")
+@click.option("--revision", default="head", show_default=True)
+def db_upgrade(revision: str) -> None:
+    """Apply Alembic migrations to DATABASE_URL."""
+    from mojodex_core.db.migrate import upgrade
+
+    try:
+        url = resolve_database_url()
+    except ConfigError as exc:
+        _fail(str(exc))
+    upgrade(url, revision)
+    click.echo(f"database at {url.split('@')[-1]} is at {revision}")
+
+
+# --- tasks
+@main.group()
+def tasks() -> None:
+    """Task specs (admin configuration)."""
+
+
+@tasks.command("load")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("--tasks-config-dir", type=click.Path(path_type=Path), default=None,
+              help="Folder menus are resolved against (default: the folder of each spec file).")
+def tasks_load(paths: tuple[Path, ...], tasks_config_dir: Path | None) -> None:
+    """Create or update tasks from spec files or folders, one transaction per file."""
+    from mojodex_core.db import transaction
+    from mojodex_core.task_loader import TaskConflict, spec_files, store_spec, validate_for_storage
+    from mojodex_core.task_spec import SpecError
+
+    factory = _session_factory()
+    failed = 0
+    for path in spec_files(list(paths)):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            click.echo(f"{path}: <file>: not valid JSON: {exc}", err=True)
+            failed += 1
+            continue
+        try:
+            spec = validate_for_storage(data, tasks_config_dir or path.parent)
+            with transaction(factory) as session:
+                _task, created = store_spec(session, spec, "upsert")
+        except SpecError as exc:
+            for issue in exc.errors:
+                click.echo(f"{path}: {issue.path}: {issue.rule}", err=True)
+            failed += 1
+            continue
+        except TaskConflict as exc:
+            click.echo(f"{path}: {exc}", err=True)
+            failed += 1
+            continue
+        click.echo(f"{'created' if created else 'updated'} {spec.name_for_system} ({spec.task_type}) from {path}")
+    if failed:
+        _fail(f"{failed} spec file(s) rejected; nothing was stored from them")
+
+
+# --- users
+@main.group()
+def users() -> None:
+    """Users and their tokens."""
+
+
+@users.command("create")
+@click.option("--name", required=True)
+@click.option("--email", required=True)
+@click.option("--language", default="en", show_default=True)
+def users_create(name: str, email: str, language: str) -> None:
+    """Create a user; prints its API token once, alone on the last line."""
+    from mojodex_core.db import transaction
+    from mojodex_core.users import UserError, create_user, issue_token
+
+    try:
+        with transaction(_session_factory()) as session:
+            user = create_user(session, name=name, email=email, language_code=language)
+            token = issue_token(session, user)
+    except UserError as exc:
+        _fail(str(exc))
+    click.echo(f"created user {user.email} ({user.user_id}); API token (shown once):")
+    click.echo(token)
+
+
+@users.command("grant")
+@click.option("--user", "email", required=True, help="The user's email.")
+@click.option("--task", "task_names", multiple=True, help="name_for_system of a task (repeatable).")
+@click.option("--all", "all_tasks", is_flag=True, help="Every task.")
+def users_grant(email: str, task_names: tuple[str, ...], all_tasks: bool) -> None:
+    """Let a user run tasks."""
+    from mojodex_core.db import transaction
+    from mojodex_core.users import UserError, find_user, grant
+
+    if bool(task_names) == all_tasks:
+        _fail("give either --task NAME (one or more) or --all")
+    try:
+        with transaction(_session_factory()) as session:
+            granted = grant(session, find_user(session, email), None if all_tasks else list(task_names))
+    except UserError as exc:
+        _fail(str(exc))
+    click.echo(f"granted {len(granted)} task(s) to {email}: {', '.join(granted) or '(already had them)'}")
+
+
+@users.command("demo")
+@click.option("--email", default="demo@mojodex.local", show_default=True)
+def users_demo(email: str) -> None:
+    """Ensure a demo user with every task; prints its token (kept in var/demo_token)."""
+    from mojodex_core.config import VAR_DIR
+    from mojodex_core.db import transaction
+    from mojodex_core.users import UserError, create_user, find_user, grant, issue_token, user_for_token
+
+    token_file = VAR_DIR / "demo_token"
+    with transaction(_session_factory()) as session:
+        try:
+            user = find_user(session, email)
+        except UserError:
+            user = create_user(session, name="Demo", email=email)
+        token = token_file.read_text().strip() if token_file.exists() else ""
+        if not token or user_for_token(session, token) is None:
+            token = issue_token(session, user, label="demo")
+            VAR_DIR.mkdir(parents=True, exist_ok=True)
+            token_file.write_text(token + "\n")
+            token_file.chmod(0o600)
+        grant(session, user, None)
+    click.echo(f"demo user {email}; API token:")
+    click.echo(token)
+
+
+# --- server
+@main.command("serve")
+@click.option("--workers-threads", default=100, show_default=True, help="gthread threads of the one worker.")
+def serve(workers_threads: int) -> None:
+    """Serve REST and Socket.IO under gunicorn (one gthread worker)."""
+    from backend.server import run_gunicorn
+
+    run_gunicorn(_settings(), threads=workers_threads)
+
+
+def _attach_order_commands() -> None:
+    try:
+        from mojodex_core.order.cli import order
+    except ImportError:  # the order engine is optional for the rest of the CLI
+        return
+    main.add_command(order)
+
+
+_attach_order_commands()
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,24 @@
+"""URL map. Paths and field names follow Mojodex so its clients keep working."""
+
+from __future__ import annotations
+
+from flask_restful import Api
+
+from backend.routes.execution import UserTaskExecutionResource, UserTaskExecutionRunResource, UserTaskExecutionTitleResource
+from backend.routes.health import HealthResource
+from backend.routes.messages import MessageResource, UserMessageResource
+from backend.routes.produced_text import ProducedTextResource, UserTaskExecutionProducedTextResource
+from backend.routes.tasks import TaskAdminResource, UserTaskResource
+
+
+def register_routes(api: Api) -> None:
+    api.add_resource(HealthResource, "/health")
+    api.add_resource(TaskAdminResource, "/task")
+    api.add_resource(UserTaskResource, "/user_task")
+    api.add_resource(UserTaskExecutionResource, "/user_task_execution")
+    api.add_resource(UserTaskExecutionRunResource, "/user_task_execution_run")
+    api.add_resource(UserTaskExecutionTitleResource, "/user_task_execution_title")
+    api.add_resource(UserMessageResource, "/user_message")
+    api.add_resource(MessageResource, "/message")
+    api.add_resource(UserTaskExecutionProducedTextResource, "/user_task_execution_produced_text")
+    api.add_resource(ProducedTextResource, "/produced_text")

@@ -1,0 +1,83 @@
+"""Small helpers shared by routes: reading input, checking ownership."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import g, request
+from sqlalchemy import select
+from sqlalchemy.orm import Session as DbSession
+
+from backend.errors import bad_request, not_found
+from mojodex_core.db.models import Session, UserTask, UserTaskExecution
+
+_MISSING = object()
+
+
+def json_body() -> dict[str, Any]:
+    body = request.get_json(silent=True)
+    if body is None and request.form:
+        body = request.form.to_dict()
+    if not isinstance(body, dict):
+        raise bad_request("request body must be a JSON object")
+    return body
+
+
+def field(body: dict[str, Any], name: str, kind: type | tuple[type, ...], default: Any = _MISSING) -> Any:
+    value = body.get(name, _MISSING)
+    if value is _MISSING or value is None:
+        if default is _MISSING:
+            raise bad_request(f"{name} is required", field=name)
+        return default
+    if kind is int and isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        value = int(value)  # query strings and form posts carry numbers as text
+    if isinstance(value, bool) and kind is int or not isinstance(value, kind):
+        expected = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise bad_request(f"{name} must be of type {expected}", field=name)
+    return value
+
+
+def query_int(name: str, default: Any = _MISSING, *, minimum: int | None = None, maximum: int | None = None) -> Any:
+    raw = request.args.get(name)
+    if raw is None or raw == "":
+        if default is _MISSING:
+            raise bad_request(f"{name} is required", field=name)
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise bad_request(f"{name} must be an integer", field=name) from None
+    if minimum is not None and value < minimum:
+        raise bad_request(f"{name} must be >= {minimum}", field=name)
+    if maximum is not None and value > maximum:
+        raise bad_request(f"{name} must be <= {maximum}", field=name)
+    return value
+
+
+def current_user_id() -> str:
+    return g.user.user_id
+
+
+def owned_execution(db: DbSession, user_task_execution_pk: int, *, include_deleted: bool = False) -> UserTaskExecution:
+    """The caller's execution, or 404: another user's pk looks exactly like a missing one."""
+    query = (
+        select(UserTaskExecution)
+        .join(UserTask, UserTask.user_task_pk == UserTaskExecution.user_task_fk)
+        .where(
+            UserTaskExecution.user_task_execution_pk == user_task_execution_pk,
+            UserTask.user_id == current_user_id(),
+        )
+    )
+    if not include_deleted:
+        query = query.where(UserTaskExecution.status != "deleted")
+    execution = db.scalar(query)
+    if execution is None:
+        raise not_found("user_task_execution")
+    return execution
+
+
+def owned_session(db: DbSession, session_id: str) -> Session:
+    session = db.get(Session, session_id) if isinstance(session_id, str) else None
+    if session is None or session.user_id != current_user_id():
+        raise not_found("session")
+    return session

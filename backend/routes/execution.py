@@ -1,0 +1,190 @@
+"""Lifecycle of a task execution: create, start from a form, read, rename, delete."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+
+from flask import g, request
+from flask_restful import Resource
+from sqlalchemy import func, select
+
+from backend.auth import user_required
+from backend.context import platform
+from backend.errors import ApiError, bad_request, not_found
+from backend.routes._input import current_user_id, field, json_body, owned_execution, query_int
+from mojodex_core.db.models import (
+    ProducedText,
+    ProducedTextVersion,
+    Session,
+    Task,
+    UserTask,
+    UserTaskExecution,
+)
+from mojodex_core.execution.intake import InputError, accept_user_message, validate_inputs
+from mojodex_core.execution.jobs import TurnJob
+from mojodex_core.execution.prompt import render
+from mojodex_core.execution.turn import execution_inputs
+from mojodex_core.task_view import displayed_data_for, predefined_actions
+
+log = logging.getLogger("mojodex.execution")
+
+FORM_MESSAGE_ID = "form_start"
+
+
+def execution_view(db, execution: UserTaskExecution) -> dict:  # noqa: ANN001
+    user_task = db.get(UserTask, execution.user_task_fk)
+    task = db.get(Task, user_task.task_fk)
+    displayed = displayed_data_for(task, g.user.language_code)
+    versions = db.scalar(
+        select(func.count(ProducedTextVersion.produced_text_version_pk))
+        .join(ProducedText)
+        .where(ProducedText.user_task_execution_fk == execution.user_task_execution_pk)
+    )
+    return {
+        "user_task_execution_pk": execution.user_task_execution_pk,
+        "user_task_pk": execution.user_task_fk,
+        "session_id": execution.session_id,
+        "task_name": displayed.name_for_user if displayed else task.name_for_system,
+        "name_for_system": task.name_for_system,
+        "icon": task.icon,
+        "status": execution.status,
+        "title": execution.title,
+        "summary": execution.summary,
+        "json_inputs_values": execution.json_input_values,
+        "start_date": execution.start_date.isoformat() if execution.start_date else None,
+        "end_date": execution.end_date.isoformat() if execution.end_date else None,
+        "created_at": execution.created_at.isoformat() if execution.created_at else None,
+        "produced_text_version_count": versions or 0,
+    }
+
+
+class UserTaskExecutionResource(Resource):
+    method_decorators = [user_required]
+
+    def put(self):  # noqa: ANN201
+        body = json_body()
+        user_task_pk = field(body, "user_task_pk", int)
+        client_platform = field(body, "platform", str, "webapp")
+        if client_platform not in ("webapp", "mobile"):
+            raise bad_request("platform must be 'webapp' or 'mobile'", field="platform")
+        with platform().db() as db:
+            user_task = db.get(UserTask, user_task_pk)
+            if user_task is None or user_task.user_id != current_user_id():
+                raise not_found("user_task")
+            if not user_task.enabled:
+                raise ApiError(403, "this task is not enabled for you")
+            task = db.get(Task, user_task.task_fk)
+            session = Session(
+                session_id=secrets.token_urlsafe(32),  # unguessable: it names the Socket.IO room
+                user_id=current_user_id(),
+                platform=client_platform,
+                language=g.user.language_code,
+            )
+            db.add(session)
+            db.flush()
+            execution = UserTaskExecution(
+                user_task_fk=user_task.user_task_pk, session_id=session.session_id, json_input_values={}, status="created"
+            )
+            db.add(execution)
+            db.flush()
+            displayed = displayed_data_for(task, g.user.language_code)
+            log.info("execution %s created for task %s", execution.user_task_execution_pk, task.name_for_system)
+            return {
+                "user_task_execution_pk": execution.user_task_execution_pk,
+                "session_id": session.session_id,
+                "json_input": displayed.json_input if displayed else [],
+                "actions": predefined_actions(db, task, current_user_id(), g.user.language_code),
+            }, 200
+
+    def get(self):  # noqa: ANN201
+        with platform().db() as db:
+            if request.args.get("user_task_execution_pk"):
+                execution = owned_execution(db, query_int("user_task_execution_pk"))
+                return execution_view(db, execution), 200
+            offset = query_int("offset", 0, minimum=0)
+            limit = query_int("limit", 20, minimum=1, maximum=100)
+            base = (
+                select(UserTaskExecution)
+                .join(UserTask, UserTask.user_task_pk == UserTaskExecution.user_task_fk)
+                .where(UserTask.user_id == current_user_id(), UserTaskExecution.status != "deleted")
+            )
+            total = db.scalar(select(func.count()).select_from(base.subquery()))
+            rows = db.scalars(
+                base.order_by(UserTaskExecution.created_at.desc(), UserTaskExecution.user_task_execution_pk.desc())
+                .offset(offset)
+                .limit(limit)
+            )
+            return {
+                "user_task_executions": [execution_view(db, e) for e in rows],
+                "total": total,
+                "offset": offset,
+                "limit": limit,
+            }, 200
+
+    def delete(self):  # noqa: ANN201
+        pk = query_int("user_task_execution_pk") if request.args.get("user_task_execution_pk") else field(
+            json_body(), "user_task_execution_pk", int
+        )
+        with platform().db() as db:
+            execution = owned_execution(db, pk)
+            execution.status = "deleted"
+            session_id = execution.session_id
+        platform().runner.cancel(session_id)
+        log.info("execution %s deleted", pk)
+        return {"user_task_execution_pk": pk, "status": "deleted"}, 200
+
+
+class UserTaskExecutionRunResource(Resource):
+    method_decorators = [user_required]
+
+    def post(self):  # noqa: ANN201
+        body = json_body()
+        pk = field(body, "user_task_execution_pk", int)
+        inputs = field(body, "inputs", dict)
+        current = platform()
+        with current.db() as db:
+            execution = owned_execution(db, pk)
+            task = db.get(Task, db.get(UserTask, execution.user_task_fk).task_fk)
+            displayed = displayed_data_for(task, g.user.language_code)
+            try:
+                values = validate_inputs(displayed.json_input if displayed else [], inputs)
+            except InputError as exc:
+                raise bad_request(str(exc), field=exc.field) from exc
+            if execution.start_date is not None and execution.json_input_values != values:
+                raise ApiError(409, "this execution has already started")
+            execution.json_input_values = values
+            session_id = execution.session_id
+            text = render(
+                "form_start_message.jinja2",
+                inputs=execution_inputs(execution, displayed.json_input if displayed else []),
+            )
+        accepted = accept_user_message(
+            current.session_factory,
+            current.events,
+            session_id=session_id,
+            user_task_execution_pk=pk,
+            text=text,
+            message_id=FORM_MESSAGE_ID,
+            event_name="form_input",
+        )
+        if accepted.run:
+            current.runner.submit(TurnJob(session_id=session_id, message_pk=accepted.message_pk))
+        elif accepted.status != "pending":
+            raise ApiError(409, "this execution has already started")
+        return {"user_task_execution_pk": pk, "session_id": session_id, "message_pk": accepted.message_pk}, 200
+
+
+class UserTaskExecutionTitleResource(Resource):
+    method_decorators = [user_required]
+
+    def post(self):  # noqa: ANN201
+        body = json_body()
+        pk = field(body, "user_task_execution_pk", int)
+        title = field(body, "title", str).strip()
+        if not title or len(title) > 255:
+            raise bad_request("title must be 1 to 255 characters", field="title")
+        with platform().db() as db:
+            execution = owned_execution(db, pk)
+            execution.title = title
+            return {"user_task_execution_pk": pk, "title": title}, 200

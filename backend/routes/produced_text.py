@@ -1,0 +1,107 @@
+"""Reading produced texts and their versions; a manual edit appends a version."""
+
+from __future__ import annotations
+
+from flask import g, request
+from flask_restful import Resource
+from sqlalchemy import func, select
+
+from backend.auth import user_required
+from backend.context import platform
+from backend.errors import bad_request, not_found
+from backend.routes._input import field, json_body, owned_execution, query_int
+from mojodex_core.db.models import ProducedText, ProducedTextVersion, UserTaskExecution
+from mojodex_core.execution.produced_text import append_version, version_payload
+
+
+def _owned_produced_text(db, produced_text_pk: int) -> ProducedText:  # noqa: ANN001
+    produced = db.get(ProducedText, produced_text_pk)
+    if produced is None or produced.user_id != g.user.user_id:
+        raise not_found("produced_text")
+    execution = db.get(UserTaskExecution, produced.user_task_execution_fk)
+    if execution is None or execution.status == "deleted":
+        raise not_found("produced_text")
+    return produced
+
+
+def _version_view(db, produced: ProducedText, version: ProducedTextVersion) -> dict:  # noqa: ANN001
+    count = db.scalar(
+        select(func.count()).where(ProducedTextVersion.produced_text_fk == produced.produced_text_pk)
+    )
+    return {
+        **version_payload(version, produced, version.text_type.name if version.text_type else None),
+        "produced_text_version_count": count,
+    }
+
+
+def _version_at(db, produced: ProducedText, index: int | None) -> ProducedTextVersion:  # noqa: ANN001
+    query = select(ProducedTextVersion).where(ProducedTextVersion.produced_text_fk == produced.produced_text_pk)
+    if index is None:
+        query = query.order_by(ProducedTextVersion.version_index.desc()).limit(1)
+    else:
+        query = query.where(ProducedTextVersion.version_index == index)
+    version = db.scalar(query)
+    if version is None:
+        raise not_found("produced_text_version" if index else "produced_text")
+    return version
+
+
+class UserTaskExecutionProducedTextResource(Resource):
+    """GET ?user_task_execution_pk=&produced_text_version_index= (1-based; latest when absent)."""
+
+    method_decorators = [user_required]
+
+    def get(self):  # noqa: ANN201
+        pk = query_int("user_task_execution_pk")
+        index = query_int("produced_text_version_index", None, minimum=1)
+        with platform().db() as db:
+            execution = owned_execution(db, pk)
+            produced = db.scalar(
+                select(ProducedText).where(ProducedText.user_task_execution_fk == execution.user_task_execution_pk)
+            )
+            if produced is None:
+                raise not_found("produced_text")
+            return _version_view(db, produced, _version_at(db, produced, index)), 200
+
+
+class ProducedTextResource(Resource):
+    method_decorators = [user_required]
+
+    def get(self):  # noqa: ANN201
+        pk = query_int("produced_text_pk")
+        index = query_int("produced_text_version_index", None, minimum=1)
+        with platform().db() as db:
+            produced = _owned_produced_text(db, pk)
+            return _version_view(db, produced, _version_at(db, produced, index)), 200
+
+    def post(self):  # noqa: ANN201
+        """A manual edit by the user: appended as the next version, never overwriting one."""
+        body = json_body()
+        production = field(body, "production", str)
+        title = field(body, "title", str, None)
+        if not production.strip():
+            raise bad_request("production must not be empty", field="production")
+        with platform().db() as db:
+            if body.get("produced_text_pk") is not None:
+                produced = _owned_produced_text(db, field(body, "produced_text_pk", int))
+                execution = db.get(UserTaskExecution, produced.user_task_execution_fk)
+            else:
+                execution = owned_execution(db, field(body, "user_task_execution_pk", int))
+            previous = db.scalar(
+                select(ProducedTextVersion)
+                .join(ProducedText)
+                .where(ProducedText.user_task_execution_fk == execution.user_task_execution_pk)
+                .order_by(ProducedTextVersion.version_index.desc())
+                .limit(1)
+            )
+            version = append_version(
+                db,
+                execution,
+                g.user.user_id,
+                title=title if title is not None else (previous.title if previous else ""),
+                production=production,
+                origin="manual_edit",
+                text_type_fk=previous.text_type_fk if previous else None,
+            )
+            db.flush()
+            return _version_view(db, version.produced_text, version), 200

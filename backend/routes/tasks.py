@@ -1,0 +1,97 @@
+"""Admin task configuration (PUT/POST/GET /task) and the user's task list (GET /user_task)."""
+
+from __future__ import annotations
+
+import logging
+
+from flask import g, request
+from flask_restful import Resource
+from sqlalchemy import select
+
+from backend.auth import admin_required, user_required
+from backend.context import platform
+from backend.errors import ApiError, bad_request
+from backend.routes._input import json_body
+from mojodex_core.db.models import Platform, Task, TaskPlatform, UserTask
+from mojodex_core.task_loader import TaskConflict, store_spec, validate_for_storage
+from mojodex_core.task_spec import SpecError
+from mojodex_core.task_view import displayed_data_for, user_task_view
+
+log = logging.getLogger("mojodex.tasks")
+
+
+def _task_summary(task: Task) -> dict:
+    return {
+        "task_pk": task.task_pk,
+        "name_for_system": task.name_for_system,
+        "type": task.type,
+        "icon": task.icon,
+        "languages": [d.language_code for d in task.displayed_data],
+        "updated_at": task.updated_at.isoformat() if task.updated_at else None,
+    }
+
+
+class TaskAdminResource(Resource):
+    method_decorators = [admin_required]
+
+    def _store(self, mode: str) -> tuple[dict, int]:
+        data = json_body()
+        try:
+            spec = validate_for_storage(data, platform().settings.tasks_config_dir)
+        except SpecError as exc:
+            raise ApiError(400, str(exc), errors=[{"path": e.path, "rule": e.rule} for e in exc.errors]) from exc
+        try:
+            with platform().db() as db:
+                task, created = store_spec(db, spec, mode)  # type: ignore[arg-type]
+                summary = _task_summary(task)
+        except TaskConflict as exc:
+            raise ApiError(exc.status, str(exc)) from exc
+        log.info("task %s %s by admin", spec.name_for_system, "created" if created else "updated")
+        return summary, 200
+
+    def put(self):  # noqa: ANN201
+        return self._store("create")
+
+    def post(self):  # noqa: ANN201
+        return self._store("update")
+
+    def get(self):  # noqa: ANN201
+        name = request.args.get("name_for_system")
+        with platform().db() as db:
+            if name:
+                task = db.scalar(select(Task).where(Task.name_for_system == name))
+                if task is None:
+                    raise ApiError(404, f"task {name!r} not found")
+                return {**_task_summary(task), "spec": task.spec}, 200
+            tasks = db.scalars(select(Task).order_by(Task.name_for_system))
+            return {"tasks": [_task_summary(t) for t in tasks]}, 200
+
+
+class UserTaskResource(Resource):
+    method_decorators = [user_required]
+
+    def get(self):  # noqa: ANN201
+        platform_name = request.args.get("platform")
+        if platform_name is not None and platform_name not in ("webapp", "mobile"):
+            raise bad_request("platform must be 'webapp' or 'mobile'", field="platform")
+        user = g.user
+        with platform().db() as db:
+            query = (
+                select(UserTask, Task)
+                .join(Task, Task.task_pk == UserTask.task_fk)
+                .where(UserTask.user_id == user.user_id, UserTask.enabled.is_(True))
+                .order_by(Task.name_for_system)
+            )
+            if platform_name:
+                query = query.where(
+                    Task.task_pk.in_(
+                        select(TaskPlatform.task_fk)
+                        .join(Platform, Platform.platform_pk == TaskPlatform.platform_fk)
+                        .where(Platform.name == platform_name)
+                    )
+                )
+            rows = db.execute(query).all()
+            return {"user_tasks": [user_task_view(ut, t, user.language_code) for ut, t in rows]}, 200
+
+
+__all__ = ["TaskAdminResource", "UserTaskResource", "displayed_data_for"]

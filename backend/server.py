@@ -1,0 +1,60 @@
+"""Process entry points: build the platform from the environment and serve it."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+from mojodex_core.config import ConfigError, Settings, load_settings
+
+
+def configure_logging(level: str) -> None:
+    logging.basicConfig(
+        level=getattr(logging, level, logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+def build_app(settings: Settings | None = None):  # noqa: ANN201
+    """The WSGI app for this process (platform built once, turns resumed)."""
+    from backend.app import create_app
+    from backend.context import build_platform
+    from backend.local_llm import maybe_start_local_llm
+
+    if settings is None:
+        try:
+            settings = load_settings()
+        except ConfigError as exc:
+            print(f"configuration error: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
+    configure_logging(settings.log_level)
+    settings = maybe_start_local_llm(settings)
+    platform = build_platform(settings)
+    app, _socketio = create_app(platform)
+    logging.getLogger("mojodex.server").info(
+        "mojodex ready: database=%s llm=%s", settings.database_url.split("@")[-1],
+        settings.llm.base_url or ("api key" if settings.llm.api_key else "none"),
+    )
+    return app
+
+
+def run_gunicorn(settings: Settings, threads: int = 100) -> None:
+    from gunicorn.app.base import BaseApplication
+
+    class _Gunicorn(BaseApplication):
+        def load_config(self) -> None:
+            self.cfg.set("bind", f"{settings.host}:{settings.port}")
+            # One worker: turns, rooms and the token buffer live in this process.
+            self.cfg.set("workers", 1)
+            self.cfg.set("worker_class", "gthread")
+            self.cfg.set("threads", threads)
+            self.cfg.set("timeout", 120)
+            self.cfg.set("accesslog", "-")
+            self.cfg.set("loglevel", settings.log_level.lower())
+
+        def load(self):  # noqa: ANN202
+            return build_app(settings)
+
+    print(f"Mojodex serving on http://{settings.host}:{settings.port}", flush=True)
+    _Gunicorn().run()

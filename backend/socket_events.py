@@ -1,0 +1,63 @@
+"""Socket.IO: authenticated connections that join their own sessions' rooms."""
+
+from __future__ import annotations
+
+import logging
+
+from flask import request
+from flask_socketio import SocketIO, emit, join_room
+
+from backend.auth import token_from_header
+from backend.context import Platform
+from mojodex_core.db.models import Session
+from mojodex_core.users import user_for_token
+
+log = logging.getLogger("mojodex.socket")
+
+
+def register_socket_events(socketio: SocketIO, platform: Platform) -> None:
+    users_by_sid: dict[str, str] = {}
+
+    @socketio.on("connect")
+    def on_connect(auth=None):  # noqa: ANN001, ANN202
+        token = ""
+        if isinstance(auth, dict):
+            token = token_from_header(str(auth.get("token") or ""))
+        with platform.db() as db:
+            user = user_for_token(db, token)
+            user_id = user.user_id if user else None
+        if user_id is None:
+            log.info("socket refused: missing or invalid token")
+            return False
+        users_by_sid[request.sid] = user_id
+        return True
+
+    @socketio.on("disconnect")
+    def on_disconnect(*_args):  # noqa: ANN002, ANN202
+        users_by_sid.pop(request.sid, None)
+
+    @socketio.on("start_session")
+    def on_start_session(data=None):  # noqa: ANN001, ANN202
+        user_id = users_by_sid.get(request.sid)
+        data = data if isinstance(data, dict) else {}
+        session_id = data.get("session_id")
+        try:
+            last_seq = int(data.get("last_seq") or 0)
+        except (TypeError, ValueError):
+            return {"error": "last_seq must be an integer"}
+        if not isinstance(session_id, str) or not session_id:
+            return {"error": "session_id is required"}
+        with platform.db() as db:
+            session = db.get(Session, session_id)
+            owned = session is not None and session.user_id == user_id
+        if not owned:
+            return {"error": "session not found"}
+        sid = request.sid
+        replayed = platform.events.join_and_replay(
+            session_id,
+            last_seq,
+            join=lambda: join_room(session_id, sid=sid),
+            send=lambda name, payload: emit(name, payload, to=sid),
+        )
+        log.info("socket %s joined session %s after seq %d (%d replayed)", sid, session_id, last_seq, replayed)
+        return {"session_id": session_id, "replayed": replayed}

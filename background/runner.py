@@ -1,0 +1,88 @@
+"""Runs assistant turns off the request thread, one turn at a time per session.
+
+The interface is two calls, submit and cancel, so that a distributed worker queue can
+replace the in-process threads without touching the routes.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Protocol
+
+from mojodex_core.execution.jobs import TurnJob
+
+log = logging.getLogger("mojodex.runner")
+
+__all__ = ["ThreadTurnRunner", "TurnJob", "TurnRunner"]
+
+
+TurnHandler = Callable[[TurnJob, threading.Event], None]
+
+
+class TurnRunner(Protocol):
+    def submit(self, job: TurnJob) -> None: ...
+
+    def cancel(self, session_id: str) -> None: ...
+
+    def shutdown(self, wait: bool = True) -> None: ...
+
+
+class ThreadTurnRunner:
+    """In-process runner: a thread pool, with a FIFO per session so turns never overlap."""
+
+    def __init__(self, handler: TurnHandler, max_workers: int = 64) -> None:
+        self._handler = handler
+        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="turn")
+        self._lock = threading.Lock()
+        self._queues: dict[str, deque[TurnJob]] = {}
+        self._running: dict[str, tuple[TurnJob, threading.Event]] = {}
+        self._idle = threading.Condition(self._lock)
+
+    def submit(self, job: TurnJob) -> None:
+        with self._lock:
+            queue = self._queues.setdefault(job.session_id, deque())
+            current = self._running.get(job.session_id)
+            if job in queue or (current is not None and current[0] == job):
+                return  # already on its way: answering it twice would be worse than once
+            queue.append(job)
+            if current is None and job.session_id not in self._running:
+                self._running[job.session_id] = (job, threading.Event())  # placeholder until drained
+                self._pool.submit(self._drain, job.session_id)
+
+    def _drain(self, session_id: str) -> None:
+        while True:
+            with self._lock:
+                queue = self._queues.get(session_id)
+                if not queue:
+                    self._queues.pop(session_id, None)
+                    self._running.pop(session_id, None)
+                    self._idle.notify_all()
+                    return
+                job = queue.popleft()
+                cancel = threading.Event()
+                self._running[session_id] = (job, cancel)
+            try:
+                self._handler(job, cancel)
+            except Exception:  # the handler records its own failures; this is the last net
+                log.exception("turn crashed: session=%s message_pk=%s", job.session_id, job.message_pk)
+
+    def cancel(self, session_id: str) -> None:
+        with self._lock:
+            self._queues.pop(session_id, None)
+            current = self._running.get(session_id)
+            if current is not None:
+                current[1].set()
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        with self._lock:
+            return self._idle.wait_for(lambda: not self._running, timeout=timeout)
+
+    def shutdown(self, wait: bool = True) -> None:
+        with self._lock:
+            for _job, cancel in self._running.values():
+                cancel.set()
+            self._queues.clear()
+        self._pool.shutdown(wait=wait, cancel_futures=True)

@@ -1,0 +1,180 @@
+"""Settings read from the environment, validated once at start-up.
+
+Every setting has one name, documented in README.md and .env.example. A malformed
+value raises ConfigError with one line naming the variable, so start-up fails loudly
+instead of half-working.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+from urllib.parse import urlparse
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+VAR_DIR = PROJECT_ROOT / "var"
+DEFAULT_DATABASE_URL = f"sqlite:///{VAR_DIR / 'mojodex.db'}"
+
+
+class ConfigError(Exception):
+    """A setting is missing or malformed; the message names the variable."""
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    base_url: str | None
+    api_key: str | None
+    model: str
+    fallback_model: str | None
+    timeout_s: float
+    max_retries: int
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.base_url or self.api_key)
+
+
+@dataclass(frozen=True)
+class Settings:
+    database_url: str
+    redis_url: str | None
+    llm: LLMConfig
+    admin_secret: str
+    secret_key: str
+    host: str
+    port: int
+    embedded: bool
+    tasks_config_dir: Path
+    log_level: str
+    token_coalesce_ms: int
+    turn_timeout_s: float
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+
+def _int(env: Mapping[str, str], name: str, default: int, lo: int, hi: int) -> int:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name}: must be an integer, got {raw!r}") from None
+    if not lo <= value <= hi:
+        raise ConfigError(f"{name}: must be between {lo} and {hi}, got {value}")
+    return value
+
+
+def _float(env: Mapping[str, str], name: str, default: float, lo: float, hi: float) -> float:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name}: must be a number, got {raw!r}") from None
+    if not lo <= value <= hi:
+        raise ConfigError(f"{name}: must be between {lo} and {hi}, got {value}")
+    return value
+
+
+def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    lowered = raw.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{name}: must be true or false, got {raw!r}")
+
+
+def _url(env: Mapping[str, str], name: str, schemes: tuple[str, ...]) -> str | None:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return None
+    parsed = urlparse(raw)
+    scheme = parsed.scheme.split("+")[0]
+    if scheme not in schemes:
+        raise ConfigError(f"{name}: must be a URL with scheme {' or '.join(schemes)}, got {raw!r}")
+    if scheme != "sqlite" and not parsed.netloc:
+        raise ConfigError(f"{name}: URL has no host, got {raw!r}")
+    return raw
+
+
+def _secret(env: Mapping[str, str], name: str, embedded: bool, var_dir: Path) -> str:
+    """Outside the embedded default a secret must be given; embedded, it is kept in var/."""
+    raw = env.get(name)
+    if raw:
+        if len(raw) < 16:
+            raise ConfigError(f"{name}: must be at least 16 characters long")
+        return raw
+    if not embedded:
+        raise ConfigError(f"{name}: is required (set it, or run the embedded default with `make run`)")
+    path = var_dir / name.lower()
+    if path.exists():
+        return path.read_text().strip()
+    var_dir.mkdir(parents=True, exist_ok=True)
+    value = secrets.token_urlsafe(32)
+    path.write_text(value + "\n")
+    path.chmod(0o600)
+    if name == "MOJODEX_ADMIN_SECRET":
+        # Printed once, on the run that creates it; later runs read it from var/.
+        print(f"Generated admin secret (stored in {path}): {value}", flush=True)
+    return value
+
+
+def normalise_database_url(url: str) -> str:
+    if url.startswith("postgres://"):
+        url = "postgresql://" + url[len("postgres://"):]
+    if url.startswith("postgresql://"):
+        # psycopg 3 is the driver we ship.
+        url = "postgresql+psycopg://" + url[len("postgresql://"):]
+    return url
+
+
+def resolve_database_url(env: Mapping[str, str] | None = None) -> str:
+    env = os.environ if env is None else env
+    var_dir = Path(env.get("MOJODEX_VAR_DIR") or VAR_DIR)
+    url = _url(env, "DATABASE_URL", ("sqlite", "postgresql", "postgres"))
+    return normalise_database_url(url or f"sqlite:///{var_dir / 'mojodex.db'}")
+
+
+def load_settings(env: Mapping[str, str] | None = None) -> Settings:
+    env = os.environ if env is None else env
+    embedded = _bool(env, "MOJODEX_EMBEDDED", False)
+    var_dir = Path(env.get("MOJODEX_VAR_DIR") or VAR_DIR)
+    database_url = resolve_database_url(env)
+    log_level = (env.get("MOJODEX_LOG_LEVEL") or "INFO").upper()
+    if log_level not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+        raise ConfigError(f"MOJODEX_LOG_LEVEL: must be one of DEBUG, INFO, WARNING, ERROR, got {log_level!r}")
+    llm = LLMConfig(
+        base_url=_url(env, "MOJODEX_LLM_BASE_URL", ("http", "https")),
+        api_key=env.get("MOJODEX_LLM_API_KEY") or env.get("OPENAI_API_KEY") or None,
+        model=env.get("MOJODEX_LLM_MODEL") or "gpt-4o-mini",
+        fallback_model=env.get("MOJODEX_LLM_FALLBACK_MODEL") or None,
+        timeout_s=_float(env, "MOJODEX_LLM_TIMEOUT_S", 60.0, 1.0, 600.0),
+        max_retries=_int(env, "MOJODEX_LLM_MAX_RETRIES", 3, 0, 10),
+    )
+    tasks_dir = Path(env.get("MOJODEX_TASKS_CONFIG_DIR") or PROJECT_ROOT / "tasks_config")
+    return Settings(
+        database_url=database_url,
+        redis_url=_url(env, "REDIS_URL", ("redis", "rediss", "unix")),
+        llm=llm,
+        admin_secret=_secret(env, "MOJODEX_ADMIN_SECRET", embedded, var_dir),
+        secret_key=_secret(env, "MOJODEX_SECRET_KEY", embedded, var_dir),
+        host=env.get("MOJODEX_HOST") or "127.0.0.1",
+        port=_int(env, "MOJODEX_PORT", 5001, 1, 65535),
+        embedded=embedded,
+        tasks_config_dir=tasks_dir,
+        log_level=log_level,
+        token_coalesce_ms=_int(env, "MOJODEX_TOKEN_COALESCE_MS", 30, 0, 1000),
+        turn_timeout_s=_float(env, "MOJODEX_TURN_TIMEOUT_S", 180.0, 1.0, 3600.0),
+    )

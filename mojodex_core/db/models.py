@@ -1,0 +1,352 @@
+"""The relational model, SQLAlchemy 2.0 typed ORM, identical on Postgres and SQLite.
+
+Deliberate differences from Mojodex: one produced_text per execution (unique FK), one
+user_task per (user, task), client message ids unique per session, event seq unique
+per session, and explicit status columns instead of NULL/true/false conventions.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+JsonType = JSON().with_variant(JSONB(), "postgresql")
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _status_check(column: str, values: tuple[str, ...]) -> CheckConstraint:
+    allowed = ", ".join(f"'{v}'" for v in values)
+    return CheckConstraint(f"{column} IN ({allowed})", name=f"{column}_allowed")
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+TASK_TYPES = ("instruct", "workflow", "order")
+EXECUTION_STATUSES = ("created", "started", "completed", "deleted")
+SENDERS = ("user", "assistant", "system")
+# user messages: pending -> processing -> answered | failed; others: final | error
+MESSAGE_STATUSES = ("pending", "processing", "answered", "failed", "final", "error")
+LLM_CALL_STATUSES = ("ok", "error")
+TOOL_EXECUTION_STATUSES = ("pending", "running", "done", "failed")
+
+
+class User(Base):
+    __tablename__ = "md_user"
+
+    user_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(255))
+    email: Mapped[str] = mapped_column(String(255), unique=True)
+    language_code: Mapped[str] = mapped_column(String(8), default="en")
+    timezone_offset_minutes: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ApiToken(Base):
+    __tablename__ = "api_token"
+
+    api_token_pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[str] = mapped_column(ForeignKey("md_user.user_id", ondelete="CASCADE"), index=True)
+    # sha256 of the token: a leaked database does not leak usable tokens.
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    label: Mapped[str] = mapped_column(String(255), default="default")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class Platform(Base):
+    __tablename__ = "platform"
+
+    platform_pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(32), unique=True)
+
+
+class TextType(Base):
+    """Output text types (email, document, meeting_minutes...): what a produced text is."""
+
+    __tablename__ = "text_type"
+
+    text_type_pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+
+
+class Task(Base):
+    __tablename__ = "task"
+    __table_args__ = (_status_check("type", TASK_TYPES),)
+
+    task_pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name_for_system: Mapped[str] = mapped_column(String(255), unique=True)
+    type: Mapped[str] = mapped_column(String(16))
+    definition_for_system: Mapped[str] = mapped_column(Text, default="")
+    final_instruction: Mapped[str | None] = mapped_column(Text)
+    output_format_instruction_title: Mapped[str | None] = mapped_column(Text)
+    output_format_instruction_draft: Mapped[str | None] = mapped_column(Text)
+    output_text_type_fk: Mapped[int | None] = mapped_column(ForeignKey("text_type.text_type_pk"), index=True)
+    icon: Mapped[str | None] = mapped_column(String(32))
+    infos_to_extract: Mapped[list[Any]] = mapped_column(JsonType, default=list)
+    result_chat_enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    menu: Mapped[str | None] = mapped_column(String(255))
+    # The validated spec as loaded: the source of truth for fields without their own column.
+    spec: Mapped[dict[str, Any]] = mapped_column(JsonType)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
+
+    displayed_data: Mapped[list[TaskDisplayedData]] = relationship(
+        back_populates="task", cascade="all, delete-orphan", order_by="TaskDisplayedData.language_code"
+    )
+    output_text_type: Mapped[TextType | None] = relationship()
+
+
+class TaskDisplayedData(Base):
+    __tablename__ = "task_displayed_data"
+    __table_args__ = (UniqueConstraint("task_fk", "language_code"),)
+
+    task_displayed_data_pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    task_fk: Mapped[int] = mapped_column(ForeignKey("task.task_pk", ondelete="CASCADE"), index=True)
+    language_code: Mapped[str] = mapped_column(String(8))
+    name_for_user: Mapped[str] = mapped_column(String(255))
+    definition_for_user: Mapped[str] = mapped_column(Text)
+    json_input: Mapped[list[Any]] = mapped_column(JsonType, default=list)
+
+    task: Mapped[Task] = relationship(back_populates="displayed_data")
+
+
+class TaskPlatform(Base):
+    __tablename__ = "task_platform"
+
+    task_fk: Mapped[int] = mapped_column(ForeignKey("task.task_pk", ondelete="CASCADE"), primary_key=True)
+    platform_fk: Mapped[int] = mapped_column(
+        ForeignKey("platform.platform_pk", ondelete="CASCADE"), primary_key=True, index=True
+    )
+
+
+class TaskPredefinedAction(Base):
+    """A follow-up task offered once this task has produced its text."""
+
+    __tablename__ = "task_predefined_action"
+    __table_args__ = (UniqueConstraint("task_fk", "action_name"),)
+
+    task_predefined_action_pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    task_fk: Mapped[int] = mapped_column(ForeignKey("task.task_pk", ondelete="CASCADE"), index=True)
+    # name_for_system of the follow-up task; resolved at read time so load order does not matter.
+    action_name: Mapped[str] = mapped_column(String(255))
+    displayed_data: Mapped[list[Any]] = mapped_column(JsonType, default=list)
+
+
+class TextEditAction(Base):
+    """A one-click edit offered on a produced text (shorten, formalise...)."""
+
+    __tablename__ = "text_edit_action"
+
+    text_edit_action_pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    emoji: Mapped[str | None] = mapped_column(String(16))
+    instruction: Mapped[str] = mapped_column(Text)
+    displayed_data: Mapped[list[Any]] = mapped_column(JsonType, default=list)
+
+
+class TextEditActionTextType(Base):
+    __tablename__ = "text_edit_action_text_type"
+
+    text_edit_action_fk: Mapped[int] = mapped_column(
+        ForeignKey("text_edit_action.text_edit_action_pk", ondelete="CASCADE"), primary_key=True
+    )
+    text_type_fk: Mapped[int] = mapped_column(
+        ForeignKey("text_type.text_type_pk", ondelete="CASCADE"), primary_key=True, index=True
+    )
+
+
+class UserTask(Base):
+    __tablename__ = "user_task"
+    __table_args__ = (UniqueConstraint("user_id", "task_fk"),)
+
+    user_task_pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[str] = mapped_column(ForeignKey("md_user.user_id", ondelete="CASCADE"), index=True)
+    task_fk: Mapped[int] = mapped_column(ForeignKey("task.task_pk", ondelete="CASCADE"), index=True)
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    task: Mapped[Task] = relationship()
+
+
+class Session(Base):
+    __tablename__ = "md_session"
+
+    session_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[str] = mapped_column(ForeignKey("md_user.user_id", ondelete="CASCADE"), index=True)
+    platform: Mapped[str] = mapped_column(String(32), default="webapp")
+    language: Mapped[str | None] = mapped_column(String(8))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class UserTaskExecution(Base):
+    __tablename__ = "user_task_execution"
+    __table_args__ = (_status_check("status", EXECUTION_STATUSES),)
+
+    user_task_execution_pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_task_fk: Mapped[int] = mapped_column(ForeignKey("user_task.user_task_pk", ondelete="CASCADE"), index=True)
+    session_id: Mapped[str] = mapped_column(ForeignKey("md_session.session_id", ondelete="CASCADE"), index=True)
+    json_input_values: Mapped[dict[str, Any] | None] = mapped_column(JsonType)
+    status: Mapped[str] = mapped_column(String(16), default="created")
+    start_date: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    end_date: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    title: Mapped[str | None] = mapped_column(String(255))
+    summary: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+
+    user_task: Mapped[UserTask] = relationship()
+    session: Mapped[Session] = relationship()
+
+
+class Message(Base):
+    __tablename__ = "message"
+    __table_args__ = (
+        UniqueConstraint("session_id", "message_id"),
+        _status_check("sender", SENDERS),
+        _status_check("status", MESSAGE_STATUSES),
+        Index("ix_message_session_seq", "session_id", "seq"),
+    )
+
+    message_pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    session_id: Mapped[str] = mapped_column(ForeignKey("md_session.session_id", ondelete="CASCADE"))
+    user_task_execution_fk: Mapped[int | None] = mapped_column(
+        ForeignKey("user_task_execution.user_task_execution_pk", ondelete="CASCADE"), index=True
+    )
+    sender: Mapped[str] = mapped_column(String(16))
+    # The client's idempotency key (user messages only).
+    message_id: Mapped[str | None] = mapped_column(String(128))
+    event_name: Mapped[str] = mapped_column(String(64))
+    text: Mapped[str] = mapped_column(Text, default="")
+    text_with_tags: Mapped[str | None] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(16))
+    error: Mapped[str | None] = mapped_column(Text)
+    # The seq of the session event that announced this message (see SessionEvent).
+    seq: Mapped[int | None] = mapped_column(Integer)
+    # For a user message: the message_pk of the assistant answer or error that closed its turn.
+    answer_message_fk: Mapped[int | None] = mapped_column(Integer)
+    data: Mapped[dict[str, Any]] = mapped_column(JsonType, default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ProducedText(Base):
+    __tablename__ = "produced_text"
+
+    produced_text_pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    # unique: an execution has one produced text; versions accumulate under it.
+    user_task_execution_fk: Mapped[int] = mapped_column(
+        ForeignKey("user_task_execution.user_task_execution_pk", ondelete="CASCADE"), unique=True
+    )
+    user_id: Mapped[str] = mapped_column(ForeignKey("md_user.user_id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    versions: Mapped[list[ProducedTextVersion]] = relationship(
+        back_populates="produced_text", order_by="ProducedTextVersion.version_index"
+    )
+
+
+class ProducedTextVersion(Base):
+    """Append-only: a version is never updated, an edit adds the next index."""
+
+    __tablename__ = "produced_text_version"
+    __table_args__ = (UniqueConstraint("produced_text_fk", "version_index"),)
+
+    produced_text_version_pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    produced_text_fk: Mapped[int] = mapped_column(ForeignKey("produced_text.produced_text_pk", ondelete="CASCADE"))
+    version_index: Mapped[int] = mapped_column(Integer)
+    title: Mapped[str] = mapped_column(Text, default="")
+    production: Mapped[str] = mapped_column(Text)
+    text_type_fk: Mapped[int | None] = mapped_column(ForeignKey("text_type.text_type_pk"), index=True)
+    origin: Mapped[str] = mapped_column(String(16), default="assistant")
+    message_fk: Mapped[int | None] = mapped_column(ForeignKey("message.message_pk", ondelete="SET NULL"), index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    produced_text: Mapped[ProducedText] = relationship(back_populates="versions")
+    text_type: Mapped[TextType | None] = relationship()
+
+
+class TaskToolExecution(Base):
+    __tablename__ = "task_tool_execution"
+    __table_args__ = (_status_check("status", TOOL_EXECUTION_STATUSES),)
+
+    task_tool_execution_pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_task_execution_fk: Mapped[int] = mapped_column(
+        ForeignKey("user_task_execution.user_task_execution_pk", ondelete="CASCADE"), index=True
+    )
+    tool_name: Mapped[str] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class TaskToolQuery(Base):
+    __tablename__ = "task_tool_query"
+
+    task_tool_query_pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    task_tool_execution_fk: Mapped[int] = mapped_column(
+        ForeignKey("task_tool_execution.task_tool_execution_pk", ondelete="CASCADE"), index=True
+    )
+    query: Mapped[dict[str, Any]] = mapped_column(JsonType)
+    result: Mapped[dict[str, Any] | None] = mapped_column(JsonType)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class LLMCall(Base):
+    __tablename__ = "llm_call"
+    __table_args__ = (_status_check("status", LLM_CALL_STATUSES),)
+
+    llm_call_pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    label: Mapped[str] = mapped_column(String(64))
+    model: Mapped[str] = mapped_column(String(128))
+    prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    latency_ms: Mapped[float] = mapped_column(Float, default=0.0)
+    cost: Mapped[float] = mapped_column(Float, default=0.0)
+    attempts: Mapped[int] = mapped_column(Integer, default=1)
+    status: Mapped[str] = mapped_column(String(16), default="ok")
+    error: Mapped[str | None] = mapped_column(Text)
+    user_task_execution_fk: Mapped[int | None] = mapped_column(
+        ForeignKey("user_task_execution.user_task_execution_pk", ondelete="SET NULL"), index=True
+    )
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class SessionEvent(Base):
+    """Every final event sent to a session, in order, so a reconnecting client can catch up."""
+
+    __tablename__ = "session_event"
+    __table_args__ = (UniqueConstraint("session_id", "seq"),)
+
+    session_event_pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    session_id: Mapped[str] = mapped_column(ForeignKey("md_session.session_id", ondelete="CASCADE"))
+    seq: Mapped[int] = mapped_column(Integer)
+    event_name: Mapped[str] = mapped_column(String(64))
+    payload: Mapped[dict[str, Any]] = mapped_column(JsonType)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -1,0 +1,171 @@
+"""The per-session event stream: sequence numbers, durable log, live transport, replay.
+
+Final events (mojo_message, draft_message, error...) are written to the session_event
+table before they are sent, so a client reconnecting with its last seq gets everything it
+missed. Token deltas are too many to write to the database; they are kept in a bounded
+in-memory buffer per session instead, so a reconnect in the middle of a stream still
+gets the tokens it missed. A per-session lock makes "join the room, then replay" atomic
+with respect to publishing, which is what makes each event arrive exactly once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any, Callable, Iterator, Protocol
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session as DbSession, sessionmaker
+
+from mojodex_core.db import transaction
+from mojodex_core.db.models import SessionEvent
+
+log = logging.getLogger("mojodex.events")
+
+Transport = Callable[[str, str, dict[str, Any]], None]  # (session_id, event_name, payload)
+
+
+class EventPublisher(Protocol):
+    def publishing(self, session_id: str) -> AbstractContextManager[Publication]: ...
+
+    def publish(self, session_id: str, event_name: str, payload: dict[str, Any], *, durable: bool = True) -> int: ...
+
+
+class Publication:
+    """Events written inside one transaction, sent after it commits."""
+
+    def __init__(self, session_id: str, last_seq: int) -> None:
+        self.session_id = session_id
+        self.last_seq = last_seq
+        self.events: list[tuple[str, dict[str, Any]]] = []
+
+    def add(self, db: DbSession, event_name: str, payload: dict[str, Any]) -> int:
+        self.last_seq += 1
+        payload = {**payload, "seq": self.last_seq}
+        db.add(SessionEvent(session_id=self.session_id, seq=self.last_seq, event_name=event_name, payload=payload))
+        self.events.append((event_name, payload))
+        return self.last_seq
+
+
+class _SessionStream:
+    __slots__ = ("lock", "last_seq", "tokens", "touched")
+
+    def __init__(self, last_seq: int, buffer_size: int) -> None:
+        self.lock = threading.RLock()
+        self.last_seq = last_seq
+        self.tokens: deque[tuple[int, str, dict[str, Any]]] = deque(maxlen=buffer_size)
+        self.touched = time.monotonic()
+
+
+class SessionEventLog:
+    def __init__(
+        self,
+        session_factory: sessionmaker[DbSession],
+        transport: Transport | None = None,
+        *,
+        token_buffer_size: int = 5000,
+        idle_forget_s: float = 900.0,
+    ) -> None:
+        self._factory = session_factory
+        self._transport = transport
+        self._buffer_size = token_buffer_size
+        self._idle_forget_s = idle_forget_s
+        self._streams: dict[str, _SessionStream] = {}
+        self._streams_lock = threading.Lock()
+
+    def set_transport(self, transport: Transport | None) -> None:
+        self._transport = transport
+
+    def _stream(self, session_id: str) -> _SessionStream:
+        with self._streams_lock:
+            stream = self._streams.get(session_id)
+            if stream is None:
+                self._forget_idle()
+                with self._factory() as db:
+                    last = db.scalar(select(func.max(SessionEvent.seq)).where(SessionEvent.session_id == session_id))
+                stream = self._streams[session_id] = _SessionStream(last or 0, self._buffer_size)
+            stream.touched = time.monotonic()
+            return stream
+
+    def _forget_idle(self) -> None:
+        now = time.monotonic()
+        for session_id in [s for s, st in self._streams.items() if now - st.touched > self._idle_forget_s]:
+            stream = self._streams[session_id]
+            if stream.lock.acquire(blocking=False):
+                try:
+                    del self._streams[session_id]
+                finally:
+                    stream.lock.release()
+
+    @contextmanager
+    def publishing(self, session_id: str) -> Iterator[Publication]:
+        """Holds the session's stream while the caller writes events in its own transaction.
+
+        The caller adds events with `publication.add(db, ...)` and commits inside the block;
+        the events are sent only once the block ends without error, in seq order.
+        """
+        stream = self._stream(session_id)
+        with stream.lock:
+            publication = Publication(session_id, stream.last_seq)
+            yield publication
+            stream.last_seq = publication.last_seq
+            for name, payload in publication.events:
+                self._send(session_id, name, payload)
+
+    def publish(self, session_id: str, event_name: str, payload: dict[str, Any], *, durable: bool = True) -> int:
+        if durable:
+            with self.publishing(session_id) as publication, transaction(self._factory) as db:
+                return publication.add(db, event_name, payload)
+        stream = self._stream(session_id)
+        with stream.lock:
+            seq = stream.last_seq = stream.last_seq + 1
+            payload = {**payload, "seq": seq}
+            stream.tokens.append((seq, event_name, payload))
+            self._send(session_id, event_name, payload)
+            return seq
+
+    def _send(self, session_id: str, event_name: str, payload: dict[str, Any]) -> None:
+        if self._transport is None:
+            return
+        try:
+            self._transport(session_id, event_name, payload)
+        except Exception:  # a dead socket must not fail the turn; the log has the event
+            log.exception("transport failed for %s %s seq=%s", session_id, event_name, payload.get("seq"))
+
+    def events_after(self, session_id: str, last_seq: int) -> list[tuple[int, str, dict[str, Any]]]:
+        stream = self._stream(session_id)
+        with stream.lock:
+            return self._events_after_locked(session_id, stream, last_seq)
+
+    def _events_after_locked(
+        self, session_id: str, stream: _SessionStream, last_seq: int
+    ) -> list[tuple[int, str, dict[str, Any]]]:
+        with self._factory() as db:
+            rows = db.execute(
+                select(SessionEvent.seq, SessionEvent.event_name, SessionEvent.payload)
+                .where(SessionEvent.session_id == session_id, SessionEvent.seq > last_seq)
+                .order_by(SessionEvent.seq)
+            ).all()
+        events = [(r.seq, r.event_name, r.payload) for r in rows]
+        events += [e for e in stream.tokens if e[0] > last_seq]
+        events.sort(key=lambda e: e[0])
+        return events
+
+    def join_and_replay(
+        self,
+        session_id: str,
+        last_seq: int,
+        join: Callable[[], None],
+        send: Callable[[str, dict[str, Any]], None],
+    ) -> int:
+        """Joins the live stream and sends what came after last_seq, with no gap or duplicate."""
+        stream = self._stream(session_id)
+        with stream.lock:
+            join()
+            events = self._events_after_locked(session_id, stream, last_seq)
+            for _seq, name, payload in events:
+                send(name, payload)
+            return len(events)

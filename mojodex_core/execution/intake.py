@@ -1,0 +1,117 @@
+"""Accepting what the user sends: form inputs and chat messages, idempotent by message_id."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session as DbSession, sessionmaker
+
+from mojodex_core.db import transaction
+from mojodex_core.db.models import Message
+from mojodex_core.execution.events import EventPublisher
+
+MAX_TEXT_CHARS = 50_000
+MEDIA_TYPES = ("image", "multiple_images", "audio_file", "video")
+
+
+class InputError(ValueError):
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+
+
+def validate_inputs(json_input: list[dict[str, Any]], inputs: Any) -> dict[str, Any]:
+    """Checks form values against the task's json_input; returns the values to store."""
+    if not isinstance(inputs, dict):
+        raise InputError("inputs", "must be an object mapping input_name to value")
+    declared = {i["input_name"]: i for i in json_input}
+    for name in inputs:
+        if name not in declared:
+            known = ", ".join(sorted(declared)) or "none"
+            raise InputError(f"inputs.{name}", f"unknown input (known inputs: {known})")
+    values: dict[str, Any] = {}
+    for name, spec in declared.items():
+        value = inputs.get(name)
+        kind = spec.get("type")
+        empty = value is None or (isinstance(value, str) and not value.strip()) or value == []
+        if empty:
+            # Media inputs are attachments the web form may not send; text inputs are the task.
+            if kind in MEDIA_TYPES or spec.get("optional"):
+                continue
+            raise InputError(f"inputs.{name}", "is required")
+        if kind == "drop_down_list":
+            allowed = [v["value"] for v in spec.get("possible_values", [])]
+            if value not in allowed:
+                raise InputError(f"inputs.{name}", f"must be one of: {', '.join(map(str, allowed))}")
+        elif kind == "multiple_images":
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise InputError(f"inputs.{name}", "must be a list of strings")
+        elif not isinstance(value, str):
+            raise InputError(f"inputs.{name}", "must be a string")
+        elif len(value) > MAX_TEXT_CHARS:
+            raise InputError(f"inputs.{name}", f"must be at most {MAX_TEXT_CHARS} characters")
+        values[name] = value
+    return values
+
+
+@dataclass(frozen=True)
+class Accepted:
+    message_pk: int
+    status: str
+    run: bool  # whether a turn must be started for it
+
+
+def accept_user_message(
+    factory: sessionmaker[DbSession],
+    events: EventPublisher,
+    *,
+    session_id: str,
+    user_task_execution_pk: int,
+    text: str,
+    message_id: str,
+    event_name: str = "user_message",
+) -> Accepted:
+    """Stores the message once per (session, message_id); a failed one is set to run again."""
+    for _ in range(3):
+        try:
+            with events.publishing(session_id) as publication, transaction(factory) as db:
+                existing = db.scalar(
+                    select(Message).where(Message.session_id == session_id, Message.message_id == message_id)
+                )
+                if existing is not None:
+                    if existing.status == "failed":
+                        existing.status = "pending"
+                        existing.error = None
+                        return Accepted(existing.message_pk, existing.status, run=True)
+                    return Accepted(existing.message_pk, existing.status, run=False)
+                message = Message(
+                    session_id=session_id,
+                    user_task_execution_fk=user_task_execution_pk,
+                    sender="user",
+                    message_id=message_id,
+                    event_name=event_name,
+                    text=text,
+                    status="pending",
+                    data={},
+                )
+                db.add(message)
+                db.flush()
+                message.seq = publication.add(
+                    db,
+                    "user_message_reception",
+                    {
+                        "message_pk": message.message_pk,
+                        "message_id": message_id,
+                        "text": text,
+                        "event_name": event_name,
+                        "session_id": session_id,
+                        "user_task_execution_pk": user_task_execution_pk,
+                    },
+                )
+                return Accepted(message.message_pk, "pending", run=True)
+        except IntegrityError:
+            continue  # the same message_id raced in from a retrying client: read theirs
+    raise RuntimeError(f"could not store message {message_id!r} of session {session_id}")

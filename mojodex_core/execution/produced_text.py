@@ -1,0 +1,81 @@
+"""The result of an execution: one produced_text, an append-only list of versions."""
+
+from __future__ import annotations
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session as DbSession
+
+from mojodex_core.db.models import ProducedText, ProducedTextVersion, UserTaskExecution
+
+MAX_ATTEMPTS = 5
+
+
+def get_or_create_produced_text(db: DbSession, execution: UserTaskExecution, user_id: str) -> ProducedText:
+    for _ in range(MAX_ATTEMPTS):
+        found = db.scalar(
+            select(ProducedText)
+            .where(ProducedText.user_task_execution_fk == execution.user_task_execution_pk)
+            .with_for_update()
+        )
+        if found is not None:
+            return found
+        try:
+            with db.begin_nested():
+                produced = ProducedText(user_task_execution_fk=execution.user_task_execution_pk, user_id=user_id)
+                db.add(produced)
+            return produced
+        except IntegrityError:
+            continue  # another turn or an edit created it first: use theirs
+    raise RuntimeError(f"could not create produced_text for execution {execution.user_task_execution_pk}")
+
+
+def append_version(
+    db: DbSession,
+    execution: UserTaskExecution,
+    user_id: str,
+    *,
+    title: str,
+    production: str,
+    origin: str,
+    text_type_fk: int | None = None,
+    message_pk: int | None = None,
+) -> ProducedTextVersion:
+    """Adds the next version; concurrent writers get distinct, gap-free indexes."""
+    produced = get_or_create_produced_text(db, execution, user_id)
+    for _ in range(MAX_ATTEMPTS):
+        last = db.scalar(
+            select(func.max(ProducedTextVersion.version_index)).where(
+                ProducedTextVersion.produced_text_fk == produced.produced_text_pk
+            )
+        )
+        try:
+            with db.begin_nested():
+                version = ProducedTextVersion(
+                    produced_text_fk=produced.produced_text_pk,
+                    version_index=(last or 0) + 1,
+                    title=title,
+                    production=production,
+                    origin=origin,
+                    text_type_fk=text_type_fk,
+                    message_fk=message_pk,
+                )
+                db.add(version)
+            return version
+        except IntegrityError:
+            continue
+    raise RuntimeError(f"could not append a version to produced_text {produced.produced_text_pk}")
+
+
+def version_payload(version: ProducedTextVersion, produced: ProducedText, text_type: str | None) -> dict:
+    return {
+        "produced_text_pk": produced.produced_text_pk,
+        "produced_text_version_pk": version.produced_text_version_pk,
+        "produced_text_version_index": version.version_index,
+        "produced_text_title": version.title,
+        "produced_text": version.production,
+        "text_type": text_type,
+        "origin": version.origin,
+        "user_task_execution_pk": produced.user_task_execution_fk,
+        "created_at": version.created_at.isoformat() if version.created_at else None,
+    }

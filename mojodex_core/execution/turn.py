@@ -1,0 +1,351 @@
+"""One assistant turn of an instruct task: prompt, streamed LLM call, tag dispatch.
+
+A turn answers one user message. Its outcome is committed to the database before any
+final event is published, and a failure leaves the user message in place, marked
+failed, with an error message beside it, so the client can retry with the same
+message_id.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session as DbSession, sessionmaker
+
+from mojodex_core.db import transaction
+from mojodex_core.db.models import (
+    Message,
+    ProducedText,
+    ProducedTextVersion,
+    Session,
+    Task,
+    User,
+    UserTask,
+    UserTaskExecution,
+)
+from mojodex_core.execution.coalescer import TokenCoalescer
+from mojodex_core.execution.events import EventPublisher
+from mojodex_core.execution.jobs import TurnJob
+from mojodex_core.execution.prompt import (
+    ChatMessage,
+    instruct_grammar,
+    local_datetime,
+    render,
+    window_conversation,
+)
+from mojodex_core.execution.produced_text import append_version, version_payload
+from mojodex_core.llm import LLMCancelled, LLMError, LLMNotConfigured, LLMProvider
+from mojodex_core.tags import ParsedReply, TagStreamParser
+from mojodex_core.task_view import displayed_data_for
+
+log = logging.getLogger("mojodex.turn")
+
+NO_LLM_MESSAGE = (
+    "No LLM configured: set MOJODEX_LLM_BASE_URL (an OpenAI-compatible endpoint) or OPENAI_API_KEY, "
+    "or install the local model with `make run`."
+)
+
+
+class TurnFailed(Exception):
+    """A turn that cannot produce an answer; the message is shown to the user."""
+
+
+@dataclass
+class TurnContext:
+    session_id: str
+    message_pk: int
+    message_id: str | None
+    user_task_execution_pk: int
+    user_id: str
+    llm_messages: list[dict[str, str]]
+    output_text_type_fk: int | None
+    output_text_type: str | None
+    events_after_commit: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+
+def execution_inputs(execution: UserTaskExecution, json_input: list[dict]) -> list[dict[str, str]]:
+    values = execution.json_input_values or {}
+    described = []
+    for spec_input in json_input:
+        name = spec_input.get("input_name")
+        if name in values and values[name] not in (None, "", []):
+            description = spec_input.get("description_for_system") or spec_input.get("description_for_user") or name
+            described.append({"name": name, "description": description, "value": values[name]})
+    return described
+
+
+class InstructTurn:
+    """Callable handed to the runner: runs one turn for a TurnJob."""
+
+    def __init__(
+        self,
+        session_factory: sessionmaker[DbSession],
+        events: EventPublisher,
+        llm: LLMProvider | None,
+        *,
+        coalesce_ms: int = 30,
+        context_tokens: int = 12000,
+        use_grammar: bool = False,
+        turn_timeout_s: float = 180.0,
+    ) -> None:
+        self._factory = session_factory
+        self._events = events
+        self._llm = llm
+        self._coalesce_ms = coalesce_ms
+        self._context_tokens = context_tokens
+        self._use_grammar = use_grammar
+        self._turn_timeout_s = turn_timeout_s
+
+    def __call__(self, job: TurnJob, cancel: threading.Event) -> None:
+        started = time.monotonic()
+        context = self._begin(job)
+        if context is None:
+            return
+        timed_out = threading.Event()
+
+        def on_timeout() -> None:
+            timed_out.set()
+            cancel.set()
+
+        watchdog = threading.Timer(self._turn_timeout_s, on_timeout)
+        watchdog.daemon = True
+        watchdog.start()
+        try:
+            reply = self._generate(context, cancel)
+            self._complete(context, reply)
+            log.info(
+                "turn done session=%s message_pk=%s kind=%s in %.0f ms",
+                job.session_id, job.message_pk, reply.kind, (time.monotonic() - started) * 1000,
+            )
+        except Exception as exc:  # every failure ends the turn the same visible way
+            if timed_out.is_set():
+                reason = f"The assistant took too long to answer (over {self._turn_timeout_s:.0f} s). Please retry."
+            elif isinstance(exc, LLMCancelled):
+                reason = "The turn was cancelled."
+            elif isinstance(exc, LLMNotConfigured):
+                reason = NO_LLM_MESSAGE
+            elif isinstance(exc, (LLMError, TurnFailed)):
+                reason = str(exc)
+            else:
+                log.exception("turn crashed session=%s message_pk=%s", job.session_id, job.message_pk)
+                reason = "The assistant failed to answer because of an internal error. Please retry."
+            self._fail(context, reason)
+        finally:
+            watchdog.cancel()
+
+    # --- phase 1: load everything the prompt needs, mark the message as being processed
+    def _begin(self, job: TurnJob) -> TurnContext | None:
+        with transaction(self._factory) as db:
+            message = db.get(Message, job.message_pk, with_for_update=True)
+            if message is None or message.status != "pending":
+                return None  # answered already, or not ours to answer: never answer twice
+            message.status = "processing"
+            execution = db.get(UserTaskExecution, message.user_task_execution_fk)
+            if execution is None or execution.status == "deleted":
+                message.status = "failed"
+                message.error = "the task execution was deleted"
+                return None
+            session = db.get(Session, execution.session_id)
+            user_task = db.get(UserTask, execution.user_task_fk)
+            task = db.get(Task, user_task.task_fk)
+            user = db.get(User, user_task.user_id)
+            started_now = execution.start_date is None
+            if started_now:
+                execution.start_date = datetime.now(timezone.utc)
+                execution.status = "started"
+            context = TurnContext(
+                session_id=session.session_id,
+                message_pk=message.message_pk,
+                message_id=message.message_id,
+                user_task_execution_pk=execution.user_task_execution_pk,
+                user_id=user.user_id,
+                llm_messages=self._llm_messages(db, session, execution, task, user, message.message_pk),
+                output_text_type_fk=task.output_text_type_fk,
+                output_text_type=task.output_text_type.name if task.output_text_type else None,
+            )
+        if started_now:
+            self._events.publish(
+                context.session_id,
+                "user_task_execution_start",
+                {"session_id": context.session_id, "user_task_execution_pk": context.user_task_execution_pk},
+            )
+        return context
+
+    def _llm_messages(
+        self, db: DbSession, session: Session, execution: UserTaskExecution, task: Task, user: User, upto_pk: int
+    ) -> list[dict[str, str]]:
+        language = session.language or user.language_code
+        displayed = displayed_data_for(task, language)
+        latest = db.scalar(
+            select(ProducedTextVersion)
+            .join(ProducedText)
+            .where(ProducedText.user_task_execution_fk == execution.user_task_execution_pk)
+            .order_by(ProducedTextVersion.version_index.desc())
+            .limit(1)
+        )
+        system = render(
+            "instruct_task.jinja2",
+            username=user.name,
+            language=language,
+            local_datetime=local_datetime(user.timezone_offset_minutes),
+            task=task,
+            inputs=execution_inputs(execution, displayed.json_input if displayed else []),
+            infos_to_extract=task.infos_to_extract or [],
+            produced_text=latest,
+        )
+        rows = db.scalars(
+            select(Message)
+            .where(
+                Message.session_id == session.session_id,
+                Message.message_pk <= upto_pk,
+                Message.sender.in_(("user", "assistant")),
+            )
+            .order_by(Message.message_pk)
+        )
+        conversation = [
+            ChatMessage(
+                role=row.sender,
+                content=(row.text_with_tags or row.text) if row.sender == "assistant" else row.text,
+            )
+            for row in rows
+        ]
+        windowed = window_conversation(conversation, self._context_tokens)
+        return [{"role": "system", "content": system}] + [{"role": m.role, "content": m.content} for m in windowed]
+
+    # --- phase 2: stream the LLM reply through the tag parser to the client
+    def _generate(self, context: TurnContext, cancel: threading.Event) -> ParsedReply:
+        if self._llm is None:
+            raise LLMNotConfigured(NO_LLM_MESSAGE)
+        parser = TagStreamParser()
+        base = {"session_id": context.session_id, "user_task_execution_pk": context.user_task_execution_pk}
+
+        def publish_tokens(channel: str, text: str) -> None:
+            if channel == "mojo":
+                self._events.publish(context.session_id, "mojo_token", {**base, "delta": text}, durable=False)
+            else:
+                self._events.publish(
+                    context.session_id, "draft_token", {**base, "part": channel, "delta": text}, durable=False
+                )
+
+        coalescer = TokenCoalescer(publish_tokens, self._coalesce_ms)
+
+        def on_token(chunk: str) -> None:
+            for delta in parser.feed(chunk):
+                coalescer.add(delta.channel, delta.text)
+
+        self._llm.chat(
+            context.llm_messages,
+            label="INSTRUCT_TASK",
+            stream=True,
+            on_token=on_token,
+            user_task_execution_pk=context.user_task_execution_pk,
+            cancel=cancel,
+            grammar=instruct_grammar() if self._use_grammar else None,
+        )
+        deltas, reply = parser.finish()
+        for delta in deltas:
+            coalescer.add(delta.channel, delta.text)
+        coalescer.flush()
+        return reply
+
+    # --- phase 3: store the outcome, then tell the client
+    def _complete(self, context: TurnContext, reply: ParsedReply) -> None:
+        with self._events.publishing(context.session_id) as publication, transaction(self._factory) as db:
+            user_message = db.get(Message, context.message_pk)
+            execution = db.get(UserTaskExecution, context.user_task_execution_pk)
+            if reply.language:
+                db.get(Session, context.session_id).language = reply.language[:8]
+            if reply.kind == "execution" and (reply.draft or reply.title):
+                answer, payload = self._store_draft(db, context, execution, reply)
+            else:
+                text = (reply.text or "").strip()
+                if not text:
+                    raise TurnFailed("The assistant returned an empty answer. Please retry.")
+                answer = self._add_answer(db, context, "mojo_message", text, reply.text_with_tags)
+                payload = {"text": text, "message_pk": answer.message_pk}
+            user_message.status = "answered"
+            user_message.answer_message_fk = answer.message_pk
+            answer.seq = publication.add(
+                db,
+                answer.event_name,
+                {
+                    **payload,
+                    "session_id": context.session_id,
+                    "user_task_execution_pk": context.user_task_execution_pk,
+                    "user_message_pk": context.message_pk,
+                },
+            )
+
+    def _add_answer(self, db: DbSession, context: TurnContext, event_name: str, text: str, raw: str) -> Message:
+        answer = Message(
+            session_id=context.session_id,
+            user_task_execution_fk=context.user_task_execution_pk,
+            sender="assistant",
+            event_name=event_name,
+            text=text,
+            text_with_tags=raw,
+            status="final",
+            data={},
+        )
+        db.add(answer)
+        db.flush()
+        return answer
+
+    def _store_draft(
+        self, db: DbSession, context: TurnContext, execution: UserTaskExecution, reply: ParsedReply
+    ) -> tuple[Message, dict[str, Any]]:
+        title = (reply.title or "").strip()
+        draft = (reply.draft or "").strip()
+        answer = self._add_answer(db, context, "draft_message", f"{title}\n\n{draft}".strip(), reply.text_with_tags)
+        version = append_version(
+            db, execution, context.user_id, title=title, production=draft, origin="assistant",
+            text_type_fk=context.output_text_type_fk, message_pk=answer.message_pk,
+        )
+        answer.data = {"produced_text_version_pk": version.produced_text_version_pk}
+        if execution.status != "completed":
+            execution.status = "completed"
+            execution.end_date = datetime.now(timezone.utc)
+        if not execution.title and title:
+            execution.title = title[:255]
+        db.flush()
+        payload = version_payload(version, version.produced_text, context.output_text_type)
+        payload["message_pk"] = answer.message_pk
+        return answer, payload
+
+    def _fail(self, context: TurnContext, reason: str) -> None:
+        with self._events.publishing(context.session_id) as publication, transaction(self._factory) as db:
+            user_message = db.get(Message, context.message_pk)
+            error = Message(
+                session_id=context.session_id,
+                user_task_execution_fk=context.user_task_execution_pk,
+                sender="system",
+                event_name="error",
+                text=reason,
+                status="error",
+                data={"user_message_pk": context.message_pk},
+            )
+            db.add(error)
+            db.flush()
+            user_message.status = "failed"
+            user_message.error = reason
+            user_message.answer_message_fk = error.message_pk
+            error.seq = publication.add(
+                db,
+                "error",
+                {
+                    "error": reason,
+                    "message_pk": error.message_pk,
+                    "user_message_pk": context.message_pk,
+                    "message_id": context.message_id,
+                    "session_id": context.session_id,
+                    "user_task_execution_pk": context.user_task_execution_pk,
+                    "retryable": True,
+                },
+            )
+        log.warning("turn failed session=%s message_pk=%s: %s", context.session_id, context.message_pk, reason)

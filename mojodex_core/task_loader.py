@@ -1,0 +1,148 @@
+"""Stores validated task specs: create, update or upsert by name_for_system.
+
+Validation happens before any write, so a rejected spec stores nothing; the caller owns
+the transaction (one per file for the CLI, one per request for REST).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session as DbSession
+
+from mojodex_core.db.models import (
+    Platform,
+    Task,
+    TaskDisplayedData,
+    TaskPlatform,
+    TaskPredefinedAction,
+    TextType,
+)
+from mojodex_core.task_spec import OrderTaskSpec, SpecError, SpecIssue, TaskSpec, validate_spec
+
+Mode = Literal["create", "update", "upsert"]
+
+
+class TaskConflict(Exception):
+    """create of an existing task, or update of a missing one."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def check_menu(spec: OrderTaskSpec, tasks_config_dir: Path) -> None:
+    """An order task must name a readable, valid menu: checked before anything is stored."""
+    from mojodex_core.order.menu import MenuError, load_menu
+
+    path = spec.menu_path(tasks_config_dir)
+    if not path.is_file():
+        raise SpecError([SpecIssue("menu", f"menu file not found: {spec.menu} (looked in {tasks_config_dir})")])
+    try:
+        load_menu(path)
+    except (MenuError, ValueError) as exc:
+        raise SpecError([SpecIssue("menu", f"invalid menu {spec.menu}: {exc}")]) from exc
+
+
+def validate_for_storage(data: Any, tasks_config_dir: Path) -> TaskSpec:
+    spec = validate_spec(data)
+    if isinstance(spec, OrderTaskSpec):
+        check_menu(spec, tasks_config_dir)
+    return spec
+
+
+def _get_or_create(db: DbSession, model: type, **key: Any) -> Any:
+    found = db.scalar(select(model).filter_by(**key))
+    if found is None:
+        found = model(**key)
+        db.add(found)
+        db.flush()
+    return found
+
+
+def store_spec(db: DbSession, spec: TaskSpec, mode: Mode = "upsert") -> tuple[Task, bool]:
+    """Writes the spec; returns (task, created)."""
+    task = db.scalar(select(Task).where(Task.name_for_system == spec.name_for_system))
+    if mode == "create" and task is not None:
+        raise TaskConflict(f"task {spec.name_for_system!r} already exists (use POST /task to update it)", 409)
+    if mode == "update" and task is None:
+        raise TaskConflict(f"task {spec.name_for_system!r} not found (use PUT /task to create it)", 404)
+    created = task is None
+    if created:
+        task = Task(name_for_system=spec.name_for_system)
+        db.add(task)
+
+    task.type = spec.task_type
+    task.definition_for_system = spec.definition_for_system
+    task.final_instruction = getattr(spec, "final_instruction", None)
+    task.output_format_instruction_title = getattr(spec, "output_format_instruction_title", None)
+    task.output_format_instruction_draft = getattr(spec, "output_format_instruction_draft", None)
+    task.icon = spec.icon
+    task.infos_to_extract = [info.model_dump(mode="json") for info in getattr(spec, "infos_to_extract", [])]
+    task.result_chat_enabled = spec.result_chat_enabled
+    task.menu = getattr(spec, "menu", None)
+    task.spec = spec.model_dump(mode="json", exclude_none=True)
+    task.output_text_type = _get_or_create(db, TextType, name=spec.output_type)
+    db.flush()
+
+    _sync_displayed_data(db, task, spec)
+    _sync_platforms(db, task, spec.platforms)
+    _sync_predefined_actions(db, task, spec)
+    db.flush()
+    return task, created
+
+
+def _sync_displayed_data(db: DbSession, task: Task, spec: TaskSpec) -> None:
+    # Updated in place by language: a delete-then-insert would trip the unique (task, language).
+    existing = {d.language_code: d for d in task.displayed_data}
+    wanted = {d.language_code: d for d in spec.task_displayed_data}
+    for language, data in wanted.items():
+        row = existing.get(language)
+        if row is None:
+            row = TaskDisplayedData(language_code=language)
+            task.displayed_data.append(row)
+        row.name_for_user = data.name_for_user
+        row.definition_for_user = data.definition_for_user
+        row.json_input = [i.model_dump(mode="json", exclude_none=True) for i in data.json_input]
+    for language, row in existing.items():
+        if language not in wanted:
+            task.displayed_data.remove(row)
+
+
+def _sync_platforms(db: DbSession, task: Task, names: list[str]) -> None:
+    wanted = {_get_or_create(db, Platform, name=name).platform_pk for name in names}
+    current = {row.platform_fk: row for row in db.scalars(select(TaskPlatform).where(TaskPlatform.task_fk == task.task_pk))}
+    for platform_pk in wanted - current.keys():
+        db.add(TaskPlatform(task_fk=task.task_pk, platform_fk=platform_pk))
+    for platform_pk in current.keys() - wanted:
+        db.delete(current[platform_pk])
+
+
+def _sync_predefined_actions(db: DbSession, task: Task, spec: TaskSpec) -> None:
+    current = {
+        row.action_name: row
+        for row in db.scalars(select(TaskPredefinedAction).where(TaskPredefinedAction.task_fk == task.task_pk))
+    }
+    wanted = {action.task_name: action for action in spec.predefined_actions}
+    for name, action in wanted.items():
+        row = current.get(name)
+        if row is None:
+            row = TaskPredefinedAction(task_fk=task.task_pk, action_name=name)
+            db.add(row)
+        row.displayed_data = [d.model_dump(mode="json", exclude_none=True) for d in action.displayed_data]
+    for name, row in current.items():
+        if name not in wanted:
+            db.delete(row)
+
+
+def spec_files(paths: list[Path]) -> list[Path]:
+    """Files named directly, and the *.json directly inside folders (menus/ holds menus, not tasks)."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files.extend(sorted(p for p in path.glob("*.json") if p.is_file()))
+        else:
+            files.append(path)
+    return files

@@ -1,0 +1,91 @@
+"""Users, their API tokens (stored as sha256 hashes) and which tasks they may run."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+import uuid
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session as DbSession
+
+from mojodex_core.db.models import ApiToken, Task, User, UserTask
+
+EMAIL_RE = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+
+
+class UserError(Exception):
+    """A user operation that cannot be done; the message says why."""
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def create_user(db: DbSession, *, name: str, email: str, language_code: str = "en") -> User:
+    email = email.strip().lower()
+    if not EMAIL_RE.match(email):
+        raise UserError(f"email: not a valid address: {email!r}")
+    if not name.strip():
+        raise UserError("name: must not be empty")
+    if not re.fullmatch(r"[a-z]{2}(-[A-Za-z]{2})?", language_code):
+        raise UserError(f"language: must be a language code like 'en' or 'fr', got {language_code!r}")
+    if db.scalar(select(User).where(User.email == email)):
+        raise UserError(f"email: a user with {email} already exists")
+    user = User(user_id=uuid.uuid4().hex, name=name.strip(), email=email, language_code=language_code)
+    db.add(user)
+    db.flush()
+    return user
+
+
+def issue_token(db: DbSession, user: User, label: str = "default") -> str:
+    """Returns the token in clear: the only moment it exists outside the client."""
+    token = secrets.token_urlsafe(32)
+    db.add(ApiToken(user_id=user.user_id, token_hash=hash_token(token), label=label))
+    db.flush()
+    return token
+
+
+def user_for_token(db: DbSession, token: str) -> User | None:
+    if not token:
+        return None
+    row = db.execute(
+        select(User)
+        .join(ApiToken, ApiToken.user_id == User.user_id)
+        .where(ApiToken.token_hash == hash_token(token), ApiToken.revoked_at.is_(None))
+    ).scalar_one_or_none()
+    return row
+
+
+def find_user(db: DbSession, email: str) -> User:
+    user = db.scalar(select(User).where(User.email == email.strip().lower()))
+    if user is None:
+        raise UserError(f"user: no user with email {email!r}")
+    return user
+
+
+def grant(db: DbSession, user: User, task_names: list[str] | None) -> list[str]:
+    """Enables tasks for a user (None: every task). Returns the names newly granted."""
+    query = select(Task)
+    if task_names is not None:
+        query = query.where(Task.name_for_system.in_(task_names))
+    tasks = list(db.scalars(query))
+    if task_names is not None:
+        missing = sorted(set(task_names) - {t.name_for_system for t in tasks})
+        if missing:
+            raise UserError(f"task: no task named {', '.join(missing)}")
+    existing = {
+        ut.task_fk: ut for ut in db.scalars(select(UserTask).where(UserTask.user_id == user.user_id))
+    }
+    granted = []
+    for task in tasks:
+        user_task = existing.get(task.task_pk)
+        if user_task is None:
+            db.add(UserTask(user_id=user.user_id, task_fk=task.task_pk, enabled=True))
+            granted.append(task.name_for_system)
+        elif not user_task.enabled:
+            user_task.enabled = True
+            granted.append(task.name_for_system)
+    db.flush()
+    return granted

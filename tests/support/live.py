@@ -1,0 +1,250 @@
+"""A live platform server for integration tests: real HTTP, real Socket.IO, real openai client.
+
+One server per test session, on the suite's database, talking to the scripted LLM server.
+Tests isolate themselves by creating their own users.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+import requests
+import socketio
+from werkzeug.serving import make_server
+
+from backend.app import create_app
+from backend.context import Platform, build_platform
+from mojodex_core.config import LLMConfig, Settings
+from mojodex_core.db import transaction
+from mojodex_core.task_loader import store_spec
+from mojodex_core.task_spec import validate_spec
+from mojodex_core.users import create_user, grant, issue_token
+
+ADMIN_SECRET = "test-admin-secret-0123456789"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+TEST_TASK = {
+    "task_type": "instruct",
+    "platforms": ["webapp", "mobile"],
+    "name_for_system": "test_email",
+    "definition_for_system": "The user needs help writing an email",
+    "final_instruction": "Write the email.",
+    "output_format_instruction_title": "SUBJECT",
+    "output_format_instruction_draft": "BODY",
+    "output_type": "email",
+    "icon": "✉️",
+    "infos_to_extract": [{"info_name": "recipient", "description": "Who receives the email"}],
+    "predefined_actions": [],
+    "result_chat_enabled": True,
+    "task_displayed_data": [
+        {
+            "language_code": "en",
+            "name_for_user": "Email",
+            "definition_for_user": "Write an email",
+            "json_input": [
+                {
+                    "input_name": "email_content",
+                    "description_for_user": "What is the email about?",
+                    "description_for_system": "What the email is about",
+                    "placeholder": "Tell me",
+                    "type": "text_area",
+                },
+                {
+                    "input_name": "tone",
+                    "description_for_user": "Tone",
+                    "description_for_system": "Tone of the email",
+                    "type": "drop_down_list",
+                    "possible_values": [
+                        {"value": "formal", "displayed_text": "Formal"},
+                        {"value": "friendly", "displayed_text": "Friendly"},
+                    ],
+                },
+            ],
+        },
+        {
+            "language_code": "fr",
+            "name_for_user": "E-mail",
+            "definition_for_user": "Écrire un e-mail",
+            "json_input": [
+                {
+                    "input_name": "email_content",
+                    "description_for_user": "De quoi parle l'e-mail ?",
+                    "description_for_system": "What the email is about",
+                    "placeholder": "Dites-moi",
+                    "type": "text_area",
+                },
+                {
+                    "input_name": "tone",
+                    "description_for_user": "Ton",
+                    "description_for_system": "Tone of the email",
+                    "type": "drop_down_list",
+                    "possible_values": [
+                        {"value": "formal", "displayed_text": "Formel"},
+                        {"value": "friendly", "displayed_text": "Amical"},
+                    ],
+                },
+            ],
+        },
+    ],
+}
+
+_counter = itertools.count(1)
+
+
+class Client:
+    """A user of the platform over HTTP."""
+
+    def __init__(self, base_url: str, token: str, user_id: str) -> None:
+        self.base_url = base_url
+        self.token = token
+        self.user_id = user_id
+        self.http = requests.Session()
+        self.http.headers["Authorization"] = f"Bearer {token}"
+
+    def call(self, method: str, path: str, **kwargs: Any) -> requests.Response:
+        return self.http.request(method, self.base_url + path, timeout=30, **kwargs)
+
+    def ok(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        response = self.call(method, path, **kwargs)
+        assert response.status_code == 200, f"{method} {path}: {response.status_code} {response.text}"
+        return response.json()
+
+    def user_task_pk(self, name: str = "test_email") -> int:
+        tasks = self.ok("GET", "/user_task")["user_tasks"]
+        return next(t["user_task_pk"] for t in tasks if t["name_for_system"] == name)
+
+    def new_execution(self, name: str = "test_email") -> dict[str, Any]:
+        return self.ok("PUT", "/user_task_execution", json={"user_task_pk": self.user_task_pk(name)})
+
+    def socket(self, session_id: str | None = None, last_seq: int = 0) -> "SocketRecorder":
+        recorder = SocketRecorder(self.base_url, self.token)
+        if session_id:
+            recorder.start_session(session_id, last_seq)
+        return recorder
+
+
+@dataclass
+class SocketRecorder:
+    """A python-socketio client (websocket transport) that records every event it receives."""
+
+    base_url: str
+    token: str
+    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._cond = threading.Condition()
+        self.client = socketio.Client(reconnection=False)
+        self.client.on("*", self._record)
+        self.client.connect(self.base_url, auth={"token": self.token}, transports=["websocket"], wait_timeout=10)
+
+    def _record(self, event: str, data: Any = None) -> None:
+        with self._cond:
+            self.events.append((event, data))
+            self._cond.notify_all()
+
+    def start_session(self, session_id: str, last_seq: int = 0) -> dict[str, Any]:
+        return self.client.call("start_session", {"session_id": session_id, "last_seq": last_seq}, timeout=10)
+
+    def wait_for(self, predicate, timeout: float = 15.0) -> list[tuple[str, dict[str, Any]]]:  # noqa: ANN001
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not predicate(self.events):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise AssertionError(f"timed out; events so far: {[e for e, _ in self.events]}")
+                self._cond.wait(remaining)
+            return list(self.events)
+
+    def wait_event(self, name: str, count: int = 1, timeout: float = 15.0) -> list[dict[str, Any]]:
+        events = self.wait_for(lambda evs: sum(1 for e, _ in evs if e == name) >= count, timeout)
+        return [d for e, d in events if e == name]
+
+    def named(self, name: str) -> list[dict[str, Any]]:
+        with self._cond:
+            return [d for e, d in self.events if e == name]
+
+    def close(self) -> None:
+        if self.client.connected:
+            self.client.disconnect()
+
+
+@dataclass
+class LiveServer:
+    base_url: str
+    platform: Platform
+
+    def db(self):  # noqa: ANN201
+        return transaction(self.platform.session_factory)
+
+    def new_user(self, language: str = "en", tasks: list[str] | None = None) -> Client:
+        with self.db() as db:
+            user = create_user(
+                db, name=f"User {next(_counter)}", email=f"u{uuid.uuid4().hex[:12]}@example.com", language_code=language
+            )
+            token = issue_token(db, user)
+            grant(db, user, tasks if tasks is not None else ["test_email"])
+            user_id = user.user_id
+        return Client(self.base_url, token, user_id)
+
+    def admin(self) -> requests.Session:
+        session = requests.Session()
+        session.headers["Authorization"] = ADMIN_SECRET
+        return session
+
+    def wait_idle(self, timeout: float = 15.0) -> None:
+        assert self.platform.runner.wait_idle(timeout), "runner still busy"
+
+
+def live_settings(database_url: str, llm_base_url: str | None) -> Settings:
+    return Settings(
+        database_url=database_url,
+        redis_url=None,
+        llm=LLMConfig(
+            base_url=llm_base_url, api_key="test" if llm_base_url else None, model="gpt-4o-mini",
+            fallback_model=None, timeout_s=5.0, max_retries=2,
+        ),
+        admin_secret=ADMIN_SECRET,
+        secret_key="test-secret-key-0123456789",
+        host="127.0.0.1",
+        port=0,
+        embedded=False,
+        tasks_config_dir=REPO_ROOT / "tasks_config",
+        log_level="INFO",
+        token_coalesce_ms=30,
+        turn_timeout_s=20.0,
+    )
+
+
+def start_live_server(settings: Settings) -> tuple[LiveServer, Any, threading.Thread]:
+    platform = build_platform(settings, llm_overrides={"backoff_base_s": 0.01, "first_token_timeout_s": 3})
+    with transaction(platform.session_factory) as db:
+        store_spec(db, validate_spec(TEST_TASK), "upsert")
+    app, _socketio = create_app(platform)
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    return LiveServer(f"http://127.0.0.1:{server.server_port}", platform), server, thread
+
+
+@pytest.fixture(scope="session")
+def live_server(database_url: str, scripted_llm) -> Iterator[LiveServer]:  # noqa: ANN001
+    live, server, _thread = start_live_server(live_settings(database_url, scripted_llm.base_url))
+    try:
+        yield live
+    finally:
+        server.shutdown()
+        live.platform.close()
+
+
+@pytest.fixture
+def live(live_server: LiveServer, llm) -> Iterator[LiveServer]:  # noqa: ANN001
+    """The live server with a reset LLM script; waits for turns to finish after each test."""
+    yield live_server
+    live_server.platform.runner.wait_idle(10)
