@@ -1,0 +1,400 @@
+"""LLMProvider: one interface over the official ``openai`` client, for any OpenAI-compatible endpoint."""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import openai
+from pydantic import BaseModel
+
+from . import structured as so
+from .errors import (
+    LLMCancelled,
+    LLMError,
+    LLMNotConfigured,
+    LLMRequestRejected,
+    StructuredOutputError,
+)
+from .failures import Failure, classify, final_error
+from .records import CallTally, LLMCallRecord, LLMResult, log_call
+from .settings import LLMSettings
+from .streaming import CallbackFailed, CancelWatcher, OverallTimeout, merge_tool_call
+
+logger = logging.getLogger("mojodex.llm")
+
+T = TypeVar("T", bound=BaseModel)
+Recorder = Callable[[LLMCallRecord], None]
+Messages = Sequence[dict[str, Any]]
+
+MAX_BACKOFF_S = 10.0
+
+
+class _Attempt:
+    """Per-attempt state: whether text already reached the caller (no retry after that)."""
+
+    def __init__(self) -> None:
+        self.delivered = False
+        self.first_token_at: float | None = None
+
+
+class LLMProvider:
+    """Thread-safe; share one instance per endpoint (it remembers backend capabilities)."""
+
+    def __init__(self, settings: LLMSettings, recorder: Recorder | None = None) -> None:
+        self.settings = settings
+        self.recorder = recorder
+        self._client: openai.OpenAI | None = None
+        self._client_lock = threading.Lock()
+        self._json_schema_unsupported = False
+
+    # ------------------------------------------------------------------ public API
+
+    @property
+    def structured_mode_in_use(self) -> str:
+        mode = self.settings.structured_mode
+        if mode == "auto":
+            return "json_object" if self._json_schema_unsupported else "json_schema"
+        return mode
+
+    def chat(
+        self,
+        messages: Messages,
+        *,
+        label: str,
+        stream: bool = False,
+        on_token: Callable[[str], None] | None = None,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+        grammar: str | None = None,
+        user_task_execution_pk: int | None = None,
+        cancel: threading.Event | None = None,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> LLMResult:
+        started = time.monotonic()
+        tally = CallTally(model=self.settings.model)
+        extra: dict[str, Any] = {}
+        if grammar:
+            extra["extra_body"] = {"grammar": grammar}
+        if tools:
+            extra["tools"] = tools
+        try:
+            result = self._complete(
+                list(messages),
+                tally,
+                started,
+                stream=stream,
+                on_token=on_token,
+                temperature=temperature,
+                max_tokens=max_tokens,
+                cancel=cancel,
+                options=extra,
+            )
+        except BaseException as exc:
+            self._record(label, tally, started, user_task_execution_pk, exc)
+            raise
+        self._record(label, tally, started, user_task_execution_pk, None)
+        return result
+
+    def structured(
+        self,
+        messages: Messages,
+        response_model: type[T],
+        *,
+        label: str,
+        user_task_execution_pk: int | None = None,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+        cancel: threading.Event | None = None,
+    ) -> T:
+        """Ask for JSON matching ``response_model``; one corrective retry on invalid output."""
+        started = time.monotonic()
+        tally = CallTally(model=self.settings.model)
+        try:
+            value = self._structured(
+                list(messages), response_model, tally, started, temperature, max_tokens, cancel
+            )
+        except BaseException as exc:
+            self._record(label, tally, started, user_task_execution_pk, exc)
+            raise
+        self._record(label, tally, started, user_task_execution_pk, None)
+        return value
+
+    def close(self) -> None:
+        with self._client_lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+    # ------------------------------------------------------------------ structured
+
+    def _structured(
+        self,
+        messages: list[dict[str, Any]],
+        response_model: type[T],
+        tally: CallTally,
+        started: float,
+        temperature: float,
+        max_tokens: int | None,
+        cancel: threading.Event | None,
+    ) -> T:
+        invalid = 0
+        while True:
+            mode = self.structured_mode_in_use
+            options, instruction = so.request_options(mode, response_model)
+            try:
+                result = self._complete(
+                    so.with_system_message(messages, instruction),
+                    tally,
+                    started,
+                    stream=False,
+                    on_token=None,
+                    temperature=temperature,
+                    max_tokens=max_tokens,
+                    cancel=cancel,
+                    options=options,
+                )
+            except LLMRequestRejected as exc:
+                if (
+                    self.settings.structured_mode == "auto"
+                    and mode == "json_schema"
+                    and exc.status_code in (400, 422)
+                    and so.mentions_unsupported_format(exc.detail)
+                ):
+                    self._json_schema_unsupported = True
+                    logger.warning(
+                        "LLM endpoint %s rejected response_format json_schema; using json_object from now on",
+                        self.settings.base_url or "api.openai.com",
+                    )
+                    continue
+                raise
+            try:
+                return so.parse(result.text, response_model)
+            except so.InvalidStructuredOutput as err:
+                invalid += 1
+                if invalid >= 2:
+                    raise StructuredOutputError(
+                        f"The assistant returned an answer in an unexpected format ({err}).",
+                        attempts=tally.attempts,
+                        detail=str(err),
+                        raw=result.text,
+                    ) from None
+                logger.info("structured output invalid (%s); asking the model once more", err)
+                messages = [*messages, {"role": "assistant", "content": result.text}, so.retry_message(err)]
+
+    # ------------------------------------------------------------------ retries
+
+    def _complete(
+        self,
+        messages: list[dict[str, Any]],
+        tally: CallTally,
+        started: float,
+        *,
+        stream: bool,
+        on_token: Callable[[str], None] | None,
+        temperature: float,
+        max_tokens: int | None,
+        cancel: threading.Event | None,
+        options: dict[str, Any],
+    ) -> LLMResult:
+        settings = self.settings
+        if not settings.configured:
+            raise LLMNotConfigured()
+        client = self._get_client()
+        max_attempts = settings.max_retries + 1
+        tries = 0  # attempts within this _complete (tally.attempts spans the whole public call)
+        while True:
+            if cancel is not None and cancel.is_set():
+                raise LLMCancelled(attempts=tally.attempts)
+            tries += 1
+            tally.attempts += 1
+            attempt = _Attempt()
+            request = dict(options)
+            request.update(model=tally.model, messages=messages, temperature=temperature)
+            if max_tokens is not None:
+                request["max_tokens"] = max_tokens
+            try:
+                if stream:
+                    return self._stream_once(client, request, tally, started, attempt, on_token, cancel)
+                return self._once(client, request, tally, started)
+            except LLMError:
+                raise
+            except CallbackFailed as wrapped:
+                raise wrapped.original from None  # the caller's on_token bug, not an LLM failure
+            except Exception as exc:
+                failure = classify(exc)
+                if failure is None:
+                    raise
+            if cancel is not None and cancel.is_set():
+                raise LLMCancelled(attempts=tally.attempts)
+            if not failure.retryable or attempt.delivered or tries >= max_attempts:
+                limit = settings.first_token_timeout_s if stream else settings.timeout_s
+                raise final_error(failure, tally.attempts, attempt.delivered, limit)
+            logger.debug("LLM attempt %d/%d failed (%s); retrying", tries, max_attempts, failure.short())
+            if (
+                failure.kind == "rate_limit"
+                and settings.fallback_model
+                and tally.model != settings.fallback_model
+            ):
+                logger.warning(
+                    "LLM rate limited on %s; falling back to %s", tally.model, settings.fallback_model
+                )
+                tally.model = settings.fallback_model
+                continue  # a different model: no need to wait
+            self._backoff(tries, failure, cancel, tally)
+
+    def _backoff(
+        self, tries: int, failure: Failure, cancel: threading.Event | None, tally: CallTally
+    ) -> None:
+        delay = self.settings.backoff_base_s * (2 ** (tries - 1)) * (1 + random.random() * 0.25)
+        if failure.retry_after_s is not None:
+            delay = max(delay, min(failure.retry_after_s, self.settings.timeout_s))
+        delay = min(delay, MAX_BACKOFF_S)
+        if cancel is not None:
+            if cancel.wait(delay):
+                raise LLMCancelled(attempts=tally.attempts)
+        elif delay > 0:
+            time.sleep(delay)
+
+    # ------------------------------------------------------------------ one attempt
+
+    def _get_client(self) -> openai.OpenAI:
+        with self._client_lock:
+            if self._client is None:
+                self._client = openai.OpenAI(
+                    base_url=self.settings.base_url,
+                    # Local servers need no key, but the client insists on one.
+                    api_key=self.settings.api_key or "no-key",
+                    max_retries=0,  # retries are ours (we must not retry after the first token)
+                    timeout=self.settings.timeout_s,
+                )
+            return self._client
+
+    def _once(
+        self, client: openai.OpenAI, request: dict[str, Any], tally: CallTally, started: float
+    ) -> LLMResult:
+        response = client.chat.completions.create(**request, timeout=self.settings.timeout_s)
+        choices = getattr(response, "choices", None)
+        if not choices:
+            raise ValueError(f"chat completion without choices: {str(response)[:200]!r}")
+        message = choices[0].message
+        text = message.content or ""
+        tool_calls = [call.model_dump() for call in (message.tool_calls or [])]
+        usage = getattr(response, "usage", None)
+        tally.add_usage(usage, request["messages"], text)
+        latency = (time.monotonic() - started) * 1000
+        return LLMResult(
+            text=text,
+            model=tally.model,
+            prompt_tokens=tally.prompt_tokens,
+            completion_tokens=tally.completion_tokens,
+            latency_ms=latency,
+            first_token_ms=latency,
+            usage_estimated=tally.usage_estimated,
+            attempts=tally.attempts,
+            finish_reason=choices[0].finish_reason,
+            tool_calls=tool_calls,
+        )
+
+    def _stream_once(
+        self,
+        client: openai.OpenAI,
+        request: dict[str, Any],
+        tally: CallTally,
+        started: float,
+        attempt: _Attempt,
+        on_token: Callable[[str], None] | None,
+        cancel: threading.Event | None,
+    ) -> LLMResult:
+        settings = self.settings
+        # connect/write/pool bounded by timeout_s; every read (headers, each chunk) by first_token_timeout_s.
+        timeout = openai.Timeout(settings.timeout_s, read=settings.first_token_timeout_s)
+        attempt_started = time.monotonic()
+        stream = client.chat.completions.create(
+            **request, stream=True, stream_options={"include_usage": True}, timeout=timeout
+        )
+        watcher = CancelWatcher(cancel, stream) if cancel is not None else None
+        parts: list[str] = []
+        tool_calls: dict[int, dict[str, Any]] = {}
+        usage = None
+        finish_reason = None
+        try:
+            for chunk in stream:
+                if cancel is not None and cancel.is_set():
+                    raise LLMCancelled(attempts=tally.attempts)
+                if getattr(chunk, "usage", None):
+                    usage = chunk.usage
+                for choice in chunk.choices or []:
+                    if choice.index not in (0, None):
+                        continue
+                    finish_reason = choice.finish_reason or finish_reason
+                    delta = choice.delta
+                    if delta is None:
+                        continue
+                    for call in delta.tool_calls or []:
+                        merge_tool_call(tool_calls, call)
+                    if delta.content:
+                        if attempt.first_token_at is None:
+                            attempt.first_token_at = time.monotonic()
+                        parts.append(delta.content)
+                        if on_token is not None:
+                            attempt.delivered = True
+                            try:
+                                on_token(delta.content)
+                            except Exception as exc:
+                                raise CallbackFailed(exc) from exc
+                if time.monotonic() - attempt_started > settings.timeout_s:
+                    raise OverallTimeout(f"stream still running after {settings.timeout_s:g}s")
+        except CallbackFailed:
+            raise
+        except Exception:
+            if cancel is not None and cancel.is_set():
+                raise LLMCancelled(attempts=tally.attempts) from None
+            raise
+        finally:
+            if watcher is not None:
+                watcher.stop()
+            stream.close()
+        if cancel is not None and cancel.is_set():
+            raise LLMCancelled(attempts=tally.attempts)
+        if finish_reason is None:
+            logger.warning("LLM stream ended without finish_reason (model=%s)", tally.model)
+        text = "".join(parts)
+        tally.add_usage(usage, request["messages"], text)
+        now = time.monotonic()
+        first = attempt.first_token_at or now
+        return LLMResult(
+            text=text,
+            model=tally.model,
+            prompt_tokens=tally.prompt_tokens,
+            completion_tokens=tally.completion_tokens,
+            latency_ms=(now - started) * 1000,
+            first_token_ms=(first - started) * 1000,
+            usage_estimated=tally.usage_estimated,
+            attempts=tally.attempts,
+            finish_reason=finish_reason,
+            tool_calls=list(tool_calls.values()),
+        )
+
+    # ------------------------------------------------------------------ records
+
+    def _record(
+        self,
+        label: str,
+        tally: CallTally,
+        started: float,
+        user_task_execution_pk: int | None,
+        exc: BaseException | None,
+    ) -> None:
+        record = tally.to_record(label, (time.monotonic() - started) * 1000, user_task_execution_pk, exc)
+        log_call(record, exc)
+        if self.recorder is None:
+            return
+        try:
+            self.recorder(record)
+        except Exception:
+            logger.exception("LLM call recorder failed (label=%s); the call itself is unaffected", label)

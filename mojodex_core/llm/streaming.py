@@ -1,0 +1,74 @@
+"""Stream helpers: cancellation watcher, tool-call delta merging, internal signals."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+from typing import Any
+
+logger = logging.getLogger("mojodex.llm")
+
+CANCEL_POLL_S = 0.05
+
+
+class CallbackFailed(Exception):
+    """Wraps an exception raised by the caller's ``on_token`` (never retried or reclassified)."""
+
+    def __init__(self, original: Exception) -> None:
+        super().__init__(str(original))
+        self.original = original
+
+
+class OverallTimeout(TimeoutError):
+    """The stream exceeded ``timeout_s`` in total (classified as a timeout)."""
+
+
+class CancelWatcher:
+    """Closes the stream as soon as ``cancel`` is set, even while a read is blocked."""
+
+    def __init__(self, cancel: threading.Event, stream: Any) -> None:
+        self._cancel = cancel
+        self._stream = stream
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="llm-cancel-watch", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._done.wait(CANCEL_POLL_S):
+            if self._cancel.is_set():
+                self._interrupt()
+                return
+
+    def _interrupt(self) -> None:
+        # Closing the response does not wake a thread blocked in recv(); shutting the
+        # socket down does (the connection is then dropped from the pool).
+        response = getattr(self._stream, "response", None)
+        extensions = getattr(response, "extensions", None) or {}
+        network_stream = extensions.get("network_stream")
+        try:
+            sock = network_stream.get_extra_info("socket") if network_stream is not None else None
+            if sock is not None:
+                sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            logger.debug("shutting down a cancelled stream's socket failed", exc_info=True)
+        try:
+            self._stream.close()
+        except Exception:  # closing a stream being read may race; the reader handles it
+            logger.debug("closing a cancelled stream failed", exc_info=True)
+
+    def stop(self) -> None:
+        self._done.set()
+
+
+def merge_tool_call(acc: dict[int, dict[str, Any]], call: Any) -> None:
+    index = getattr(call, "index", 0) or 0
+    entry = acc.setdefault(index, {"id": None, "type": "function", "function": {"name": "", "arguments": ""}})
+    if getattr(call, "id", None):
+        entry["id"] = call.id
+    function = getattr(call, "function", None)
+    if function is not None:
+        if function.name:
+            entry["function"]["name"] += function.name
+        if function.arguments:
+            entry["function"]["arguments"] += function.arguments

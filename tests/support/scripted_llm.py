@@ -1,0 +1,538 @@
+"""A scripted OpenAI-compatible HTTP server for tests.
+
+It speaks just enough of the OpenAI REST API for the official ``openai`` client
+(and anything else that talks to an OpenAI-compatible endpoint) to be driven over
+real HTTP, with per-test scripts:
+
+    server = ScriptedLLMServer().start()          # server.base_url -> "http://127.0.0.1:PORT/v1"
+    server.script(Reply("hello"), HTTPError(429), Reply(chunks=["a", "b"], delay_s=0.01))
+    ...
+    server.requests                                # JSON bodies received, in order
+    server.reset(); server.stop()
+
+Each ``POST /v1/chat/completions`` consumes the next scripted step. When the queue is
+empty, ``server.responder(request_json)`` is asked for a step (dynamic answers); when
+there is no responder either, the server answers HTTP 500 "scripted LLM: no step left"
+so that a test that under-scripts fails loudly.
+
+Requests are served on their own threads (``ThreadingHTTPServer``), with HTTP/1.1
+keep-alive and chunked transfer for streams, so dozens of concurrent streaming
+clients are fine.
+"""
+
+from __future__ import annotations
+
+import json as _json
+import re
+import socket
+import sys
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Self
+
+__all__ = [
+    "DropMidStream",
+    "HTTPError",
+    "Hang",
+    "Malformed",
+    "Reply",
+    "ScriptedLLMServer",
+    "Step",
+    "ToolCall",
+]
+
+
+# --------------------------------------------------------------------------- steps
+
+
+@dataclass
+class Reply:
+    """A successful completion.
+
+    ``Reply("text")`` answers with that text (streamed word by word when the request
+    streams); ``Reply(chunks=[...])`` fixes the streamed chunks (joined when the
+    request does not stream); ``Reply(json={...})`` answers the dict serialised as JSON.
+    ``usage=(prompt, completion)`` fixes the reported usage (default: ~len/4 estimates);
+    ``include_usage=False`` omits usage entirely (even when the client asked for it).
+    ``delay_s`` is slept before each streamed chunk (before the body when not streaming).
+    """
+
+    text: str | None = None
+    chunks: list[str] | None = None
+    json: Any = None
+    usage: tuple[int, int] | None = None
+    delay_s: float = 0.0
+    finish_reason: str = "stop"
+    model: str | None = None
+    include_usage: bool = True
+
+    def content(self) -> str:
+        if self.json is not None:
+            return _json.dumps(self.json)
+        if self.chunks is not None:
+            return "".join(self.chunks)
+        return self.text or ""
+
+    def stream_chunks(self) -> list[str]:
+        if self.chunks is not None:
+            return list(self.chunks)
+        text = self.content()
+        # Word-ish pieces (whitespace kept) so on_token sees several calls.
+        return re.findall(r"\s*\S+\s*|\s+", text) or [""]
+
+
+@dataclass
+class HTTPError:
+    """An HTTP error answer with an OpenAI-style error body."""
+
+    status: int
+    message: str | None = None
+    headers: dict[str, str] | None = None
+
+    def body(self) -> dict[str, Any]:
+        kind = {
+            400: "invalid_request_error",
+            401: "authentication_error",
+            404: "not_found_error",
+            429: "rate_limit_exceeded",
+        }.get(self.status, "server_error")
+        message = self.message or f"scripted HTTP {self.status}"
+        return {"error": {"message": message, "type": kind, "param": None, "code": kind}}
+
+
+@dataclass
+class Malformed:
+    """HTTP 200 whose body is not valid JSON (or, streamed, an SSE event that is not JSON)."""
+
+    body: str = '{"id": "broken", "choices": [ this is not json'
+
+
+@dataclass
+class Hang:
+    """Say nothing for ``seconds`` (no status line), then drop the connection.
+
+    With ``after_headers=True`` (streamed requests) the 200 status and SSE headers are
+    sent first, then nothing: a stalled stream before the first token.
+    ``reset()``/``stop()`` release hanging handlers early.
+    """
+
+    seconds: float = 5.0
+    after_headers: bool = False
+
+
+@dataclass
+class DropMidStream:
+    """Stream ``after_chunks`` content chunks, then close the connection abruptly
+    (a truncated chunked body, so the client sees a protocol error)."""
+
+    after_chunks: int = 2
+    chunks: list[str] = field(default_factory=lambda: ["Hello", " there", ", how", " are", " you"])
+    delay_s: float = 0.0
+
+
+@dataclass
+class ToolCall:
+    """An assistant message carrying one tool call (``finish_reason="tool_calls"``)."""
+
+    name: str
+    arguments_json: str = "{}"
+    id: str = "call_scripted_1"
+    usage: tuple[int, int] | None = None
+
+
+Step = Reply | HTTPError | Malformed | Hang | DropMidStream | ToolCall
+Responder = Callable[[dict[str, Any]], "Step | None"]
+
+
+def _estimate_tokens(text: str) -> int:
+    return max(1, (len(text) + 3) // 4)
+
+
+def _prompt_text(body: dict[str, Any]) -> str:
+    parts: list[str] = []
+    for message in body.get("messages") or []:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            parts.extend(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return "\n".join(parts)
+
+
+# --------------------------------------------------------------------------- HTTP
+
+
+class _ClientGone(Exception):
+    pass
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # keep test output clean
+
+    # ---- low-level writers
+
+    def _send_json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+        self._send_raw(status, _json.dumps(payload).encode(), "application/json", headers)
+
+    def _send_raw(
+        self, status: int, data: bytes, content_type: str, headers: dict[str, str] | None = None
+    ) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+    def _start_stream(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.wfile.flush()
+
+    def _write_chunk(self, data: bytes) -> None:
+        try:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+        except OSError as exc:  # client went away (cancel, timeout)
+            raise _ClientGone() from exc
+
+    def _event(self, payload: Any) -> None:
+        data = payload if isinstance(payload, str) else _json.dumps(payload)
+        self._write_chunk(f"data: {data}\n\n".encode())
+
+    def _end_stream(self) -> None:
+        self._write_chunk(b"")  # zero-length chunk terminates the chunked body
+
+    def _abort(self) -> None:
+        """Close the socket without finishing the response."""
+        self.close_connection = True
+        try:
+            self.wfile.flush()
+        except OSError:
+            pass
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    # ---- routes
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/").endswith("/models"):
+            data = [
+                {"id": m, "object": "model", "created": 0, "owned_by": "scripted"}
+                for m in self.server.owner.models
+            ]
+            self._send_json(200, {"object": "list", "data": data})
+        else:
+            self._send_json(404, {"error": {"message": f"no route GET {self.path}", "type": "not_found"}})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._send_json(404, {"error": {"message": f"no route POST {self.path}", "type": "not_found"}})
+            return
+        try:
+            body = _json.loads(raw or b"{}")
+        except ValueError:
+            self._send_json(
+                400, {"error": {"message": "request body is not JSON", "type": "invalid_request"}}
+            )
+            return
+        owner = self.server.owner
+        step, release = owner._next_step(body)
+        try:
+            self._serve(step, body, release)
+        except _ClientGone:
+            self.close_connection = True
+        except OSError:
+            self.close_connection = True
+
+    # ---- step rendering
+
+    def _serve(self, step: Step | None, body: dict[str, Any], release: threading.Event) -> None:
+        stream = bool(body.get("stream"))
+        if step is None:
+            self._send_json(500, {"error": {"message": "scripted LLM: no step left", "type": "server_error"}})
+        elif isinstance(step, HTTPError):
+            self._send_json(step.status, step.body(), step.headers)
+        elif isinstance(step, Malformed):
+            if stream:
+                self._start_stream()
+                self._event(step.body)
+                self._event("[DONE]")
+                self._end_stream()
+            else:
+                self._send_raw(200, step.body.encode(), "application/json")
+        elif isinstance(step, Hang):
+            if step.after_headers and stream:
+                self._start_stream()
+            release.wait(step.seconds)
+            self._abort()
+        elif isinstance(step, DropMidStream):
+            self._drop(step, body, stream)
+        elif isinstance(step, ToolCall):
+            self._tool_call(step, body, stream)
+        elif isinstance(step, Reply):
+            if stream:
+                self._stream_reply(step, body, release)
+            else:
+                self._reply(step, body)
+        else:  # pragma: no cover - a test bug
+            self._send_json(500, {"error": {"message": f"scripted LLM: unknown step {step!r}"}})
+
+    def _envelope(self, body: dict[str, Any], model: str | None, obj: str) -> dict[str, Any]:
+        return {
+            "id": "chatcmpl-" + uuid.uuid4().hex[:12],
+            "object": obj,
+            "created": int(time.time()),
+            "model": model or body.get("model") or "scripted",
+        }
+
+    def _usage(self, body: dict[str, Any], completion: str, fixed: tuple[int, int] | None) -> dict[str, int]:
+        prompt_tokens, completion_tokens = fixed or (
+            _estimate_tokens(_prompt_text(body)),
+            _estimate_tokens(completion),
+        )
+        return {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        }
+
+    def _wants_usage(self, body: dict[str, Any]) -> bool:
+        options = body.get("stream_options") or {}
+        return bool(isinstance(options, dict) and options.get("include_usage"))
+
+    def _reply(self, step: Reply, body: dict[str, Any]) -> None:
+        if step.delay_s:
+            time.sleep(step.delay_s)
+        content = step.content()
+        payload = self._envelope(body, step.model, "chat.completion")
+        payload["choices"] = [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": step.finish_reason,
+            }
+        ]
+        if step.include_usage:
+            payload["usage"] = self._usage(body, content, step.usage)
+        self._send_json(200, payload)
+
+    def _chunk(self, body: dict[str, Any], model: str | None, delta: dict[str, Any], finish: str | None):
+        payload = self._envelope(body, model, "chat.completion.chunk")
+        payload["choices"] = [{"index": 0, "delta": delta, "finish_reason": finish}]
+        return payload
+
+    def _stream_reply(self, step: Reply, body: dict[str, Any], release: threading.Event) -> None:
+        self._start_stream()
+        self._event(self._chunk(body, step.model, {"role": "assistant", "content": ""}, None))
+        for piece in step.stream_chunks():
+            if step.delay_s and release.wait(step.delay_s):
+                self._abort()  # reset()/stop() while streaming
+                return
+            self._event(self._chunk(body, step.model, {"content": piece}, None))
+        self._event(self._chunk(body, step.model, {}, step.finish_reason))
+        if self._wants_usage(body) and step.include_usage:
+            final = self._envelope(body, step.model, "chat.completion.chunk")
+            final["choices"] = []
+            final["usage"] = self._usage(body, step.content(), step.usage)
+            self._event(final)
+        self._event("[DONE]")
+        self._end_stream()
+
+    def _drop(self, step: DropMidStream, body: dict[str, Any], stream: bool) -> None:
+        sent = step.chunks[: step.after_chunks]
+        if stream:
+            self._start_stream()
+            self._event(self._chunk(body, None, {"role": "assistant", "content": ""}, None))
+            for piece in sent:
+                if step.delay_s:
+                    time.sleep(step.delay_s)
+                self._event(self._chunk(body, None, {"content": piece}, None))
+        else:
+            # Promise a longer body than we send.
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", "100000")
+            self.end_headers()
+            self.wfile.write(b'{"id": "chatcmpl-dropped", "choices": [')
+        self._abort()
+
+    def _tool_call(self, step: ToolCall, body: dict[str, Any], stream: bool) -> None:
+        call = {
+            "id": step.id,
+            "type": "function",
+            "function": {"name": step.name, "arguments": step.arguments_json},
+        }
+        if not stream:
+            payload = self._envelope(body, None, "chat.completion")
+            payload["choices"] = [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": None, "tool_calls": [call]},
+                    "finish_reason": "tool_calls",
+                }
+            ]
+            payload["usage"] = self._usage(body, step.arguments_json, step.usage)
+            self._send_json(200, payload)
+            return
+        self._start_stream()
+        first = {
+            "index": 0,
+            "id": step.id,
+            "type": "function",
+            "function": {"name": step.name, "arguments": ""},
+        }
+        self._event(
+            self._chunk(body, None, {"role": "assistant", "content": None, "tool_calls": [first]}, None)
+        )
+        rest = {"index": 0, "function": {"arguments": step.arguments_json}}
+        self._event(self._chunk(body, None, {"tool_calls": [rest]}, None))
+        self._event(self._chunk(body, None, {}, "tool_calls"))
+        if self._wants_usage(body):
+            final = self._envelope(body, None, "chat.completion.chunk")
+            final["choices"] = []
+            final["usage"] = self._usage(body, step.arguments_json, step.usage)
+            self._event(final)
+        self._event("[DONE]")
+        self._end_stream()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 512  # bursts of concurrent clients
+    allow_reuse_address = True
+    owner: ScriptedLLMServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Client disconnects are expected (cancel, timeouts); anything else is printed.
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, _ClientGone, TimeoutError)):
+            return
+        super().handle_error(request, client_address)
+
+
+# --------------------------------------------------------------------------- facade
+
+
+class ScriptedLLMServer:
+    """Real HTTP server answering chat completions from a per-test script."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, models: list[str] | None = None) -> None:
+        self._host = host
+        self._port = port
+        self.models: list[str] = list(models or ["gpt-4o-mini", "gpt-4o", "scripted"])
+        self.responder: Responder | None = None
+        self._lock = threading.Lock()
+        self._queue: deque[Step] = deque()
+        self._requests: list[dict[str, Any]] = []
+        self._release = threading.Event()
+        self._httpd: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # ---- lifecycle
+
+    def start(self) -> ScriptedLLMServer:
+        if self._httpd is not None:
+            return self
+        httpd = _Server((self._host, self._port), _Handler)
+        httpd.owner = self
+        self._httpd = httpd
+        self._thread = threading.Thread(
+            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="scripted-llm", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        httpd, self._httpd = self._httpd, None
+        self._release.set()
+        if httpd is not None:
+            httpd.shutdown()
+            httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        if self._httpd is None:
+            raise RuntimeError("scripted LLM server is not started")
+        return self._httpd.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self._host}:{self.port}/v1"
+
+    # ---- scripting
+
+    def script(self, *steps: Step) -> ScriptedLLMServer:
+        """Append steps; each chat completion request consumes one, in order."""
+        with self._lock:
+            self._queue.extend(steps)
+        return self
+
+    def reset(self) -> None:
+        """Forget steps, requests and responder; release hanging handlers."""
+        with self._lock:
+            self._queue.clear()
+            self._requests.clear()
+            self.responder = None
+            self._release.set()
+            self._release = threading.Event()
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """Snapshot of the JSON bodies received by /chat/completions, in arrival order."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def last_request(self) -> dict[str, Any]:
+        with self._lock:
+            if not self._requests:
+                raise AssertionError("scripted LLM: no request received")
+            return self._requests[-1]
+
+    @property
+    def pending(self) -> int:
+        """Steps scripted but not consumed yet."""
+        with self._lock:
+            return len(self._queue)
+
+    def _next_step(self, body: dict[str, Any]) -> tuple[Step | None, threading.Event]:
+        with self._lock:
+            self._requests.append(body)
+            release = self._release
+            if self._queue:
+                return self._queue.popleft(), release
+            responder = self.responder
+        if responder is None:
+            return None, release
+        try:
+            return responder(body), release
+        except Exception as exc:  # noqa: BLE001 - surface responder bugs as an obvious HTTP 500
+            return HTTPError(500, f"scripted LLM: responder failed: {exc!r}"), release
