@@ -72,6 +72,7 @@ def build_platform(settings: Settings, *, llm_overrides: dict | None = None) -> 
         coalesce_ms=settings.token_coalesce_ms,
         use_grammar=settings.extra.get("use_grammar", False),
         turn_timeout_s=settings.turn_timeout_s,
+        max_tokens=settings.extra.get("max_tokens"),
     )
     runner = ThreadTurnRunner(turn)
     return Platform(settings=settings, engine=engine, session_factory=factory, events=events, runner=runner, llm=llm)

