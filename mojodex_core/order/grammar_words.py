@@ -1,0 +1,89 @@
+"""Language-level words of the order grammar (menu-independent, English).
+
+Menus supply entities (items, values, qualifiers); this module supplies the glue:
+negation, connectors, intents and the filler words that are safe to ignore.
+Phrases are normalised by the lexicon exactly like the input, so plurals and
+apostrophes don't matter here ("don't want" also matches "dont want").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _kind(*phrases: str, payload: Any = None) -> dict[str, Any]:
+    return {p: payload for p in phrases}
+
+
+GRAMMAR: dict[str, dict[str, Any]] = {
+    "neg": _kind(
+        "no", "not", "without", "w/o", "hold", "hold the", "hold on", "hold off on", "avoid", "skip", "leave off",
+        "leave out", "minus", "except", "excluding", "exclude", "don't want", "do not want", "dont want",
+        "don't put", "do not put", "don't add", "do not add", "don't need", "do not need", "won't need",
+        "will not need", "don't include", "do not include", "don't like", "do not like", "nothing of",
+        "none of", "never", "allergic to", "no need for", "not want", "free of", "sans", "don't give me",
+        "instead of",
+    ),
+    "with": _kind(
+        "with", "along with", "including", "include", "includes", "topped with", "add", "adding", "added",
+        "comes with", "that has", "which has", "having", "put", "covered in", "top it with", "and add",
+        "and with", "also add", "in addition",
+    ),
+    "and": _kind("and", "as well as", "also", "plus", "and also", "then", "and then", "as well", "too"),
+    "or": _kind("or", "nor", "either"),
+    "but": _kind("but", "though", "however", "although", "yet"),
+    "def": _kind("the", "that", "my", "this", "those", "these", "it"),
+    "cancel": _kind(
+        "forget", "cancel", "remove", "scratch", "delete", "drop", "take off", "take away", "never mind",
+        "nevermind", "get rid of", "lose the", "no more", "i changed my mind about",
+    ),
+    "cancel_all": _kind(
+        "cancel the order", "cancel my order", "cancel everything", "cancel it all", "cancel the whole order",
+        "forget everything", "forget it all", "forget the whole thing", "start over", "cancel order",
+        "forget the order", "forget my order",
+    ),
+    "modify": _kind(
+        "make that", "make it", "make them", "make those", "make the", "change", "change it to", "switch",
+        "swap", "instead", "rather", "actually make", "update", "can you make",
+    ),
+    "yes": _kind(
+        "yes", "yeah", "yep", "yup", "sure", "ok", "okay", "correct", "right", "absolutely", "definitely",
+        "sounds good", "please do", "that's right", "of course", "go ahead", "yes please", "confirm",
+        "looks good", "perfect", "affirmative",
+    ),
+    "no_answer": _kind("nope", "nah", "no thanks", "no thank you", "not really", "i'm good", "im good",
+                       "none", "nothing else on it", "just that", "as is"),
+    "pickup": _kind(
+        "pickup", "pick up", "pick it up", "for pickup", "carry out", "carryout", "takeout", "take out",
+        "to go", "collect", "collection", "i'll come get it", "come pick it up",
+    ),
+    "delivery": _kind(
+        "delivery", "deliver", "delivered", "deliver it", "have it delivered", "bring it", "for delivery",
+        "deliver to",
+    ),
+    "checkout": _kind(
+        "that's all", "that's it", "that is all", "that will be all", "that'll be all", "that's everything",
+        "i'm done", "i am done", "nothing else", "check out", "checkout", "ready to pay", "place the order",
+        "place my order", "all set", "that'll do", "that will do", "that is it", "i'm all set", "done",
+        "complete my order", "finish my order",
+    ),
+    "pay": {
+        "cash": "cash_delivery", "cash on delivery": "cash_delivery", "pay cash": "cash_delivery",
+        "pay with cash": "cash_delivery", "card": "card_link", "credit card": "card_link",
+        "debit card": "card_link", "card link": "card_link", "payment link": "card_link",
+        "send me a link": "card_link", "send a link": "card_link", "link": "card_link",
+        "pay online": "card_link", "online": "card_link", "in store": "in_store",
+        "at the store": "in_store", "pay in store": "in_store", "at the counter": "in_store",
+        "when i pick up": "in_store", "when i pick it up": "in_store", "at pickup": "in_store",
+    },
+    "topping_word": _kind("topping", "toppings", "topped"),
+}
+
+# Words that carry no order content. Unknown words outside this list are reported as unparsed.
+FILLER_WORDS = ["i", "i'd", "i'll", "i'm", "i've", "me", "my", "mine", "we", "we'd", "we'll", "us", "our", "you", "your", "you'd", "ya", "u", "it", "its", "it's", "they", "them", "their", "he", "she", "him", "her", "hi", "hello", "hey", "good", "morning", "afternoon", "evening", "night", "tonight", "today", "there", "thanks", "thank", "thankyou", "please", "pls", "plz", "kindly", "sir", "maam", "ma'am", "buddy", "friend", "guys", "want", "wanted", "wanna", "would", "like", "liked", "love", "prefer", "need", "needed", "get", "gets", "getting", "got", "give", "gimme", "take", "took", "have", "having", "had", "has", "order", "ordered", "ordering", "place", "placing", "placed", "start", "started", "begin", "let", "let's", "lets", "can", "could", "may", "might", "will", "shall", "should", "must", "do", "does", "did", "doing", "done", "be", "been", "being", "is", "are", "was", "were", "am", "try", "trying", "tried", "go", "going", "gonna", "going", "for", "from", "of", "to", "in", "on", "at", "by", "about", "into", "onto", "over", "up", "out", "off", "as", "so", "just", "only", "also", "really", "very", "much", "some", "any", "all", "both", "each", "every", "either", "one", "ones", "else", "what", "which", "who", "whom", "whose", "that's", "this", "that", "these", "those", "then", "than", "there's", "here", "here's", "how", "how's", "like", "to", "like", "a", "an", "the", "and", "or", "but", "if", "when", "while", "where", "why", "because", "since", "until", "oh", "ok", "okay", "um", "uh", "uhm", "hmm", "well", "alright", "yeah", "guess", "think", "thinking", "feel", "feeling", "maybe", "perhaps", "pizza-wise", "wise", "side", "sides", "style", "styled", "type", "kind", "kinds", "sort", "size", "sized", "order", "orders", "item", "items", "piece", "pieces", "slice", "slices", "whole", "entire", "half", "quarter", "same", "another", "other", "more", "extra", "today's", "tonight's", "lunch", "dinner", "breakfast", "meal", "see", "say", "said", "tell", "told", "know", "wondering", "wonder", "looking", "look", "find", "make", "made", "put", "putting", "time", "day", "week", "appreciate", "appreciated", "great", "awesome", "beautiful", "nice", "cool", "lovely", "wonderful", "super", "much", "lot", "lots", "thing", "things", "stuff", "something", "anything", "everything", "nothing", "ready", "sure", "set", "fine", "okay", "again", "now", "soon", "quick", "quickly", "fast", "rush", "asap", "topping", "toppings", "top", "crust", "crusts", "dough", "base", "x", "times", "please", "thanks", "cheers", "bye", "goodbye", "fresh", "hot", "warm", "cold", "nice", "original", "homemade", "house", "special", "favorite", "favourite", "usual", "regular", "my", "name", "name's", "is", "called", "call", "actually", "oops", "sorry", "wait", "hmm", "hm", "er", "erm", "anyway", "anyways", "instead", "first", "second", "next", "last", "lastly", "finally"]
+
+NORM_OVERRIDES: dict[str, str] = {"sized": "size", "litres": "litre", "liters": "liter"}
+
+# Menu words that are also auxiliaries ("can i get", "can you"): read as fillers before a pronoun.
+MODALS = frozenset({"can"})
+PRONOUNS = frozenset({"i", "you", "we", "u", "ya", "he", "she", "they", "someone", "somebody", "yall"})

@@ -1,0 +1,282 @@
+"""Tokenizer and per-menu lexicon: surface forms -> menu entities and grammar words.
+
+A :class:`Lexicon` is compiled once per menu (see :func:`get_lexicon`) into a
+first-token index of normalised phrases, so chunking an utterance is a handful of
+dict lookups per token. Normalisation (lower case, accents stripped, number words
+to digits, a light plural stemmer) is applied to both menu phrases and input, so
+"two large pizzas" and "2 large pizza" look the same to the parser. Unknown words
+get one fuzzy lookup (rapidfuzz, cached) against the menu vocabulary to absorb
+misspellings ("peperonni", "pineaple").
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from rapidfuzz import fuzz, process
+
+from . import grammar_words as gw
+from .menu import Menu
+
+_TOKEN_RE = re.compile(r"\d+(?:\.\d+)?|[a-z]+(?:'[a-z]+)*|[.!?;]")
+_EMAIL_RE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_PHONE_RE = re.compile(r"(?<!\w)\+?\d[\d\s().-]{7,}\d(?!\w)")
+_NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
+_ABBREVIATIONS = frozenset({"dr", "mr", "mrs", "ms", "st", "fl", "oz", "lb"})
+
+_UNITS = {w: i for i, w in enumerate(
+    ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty"])}
+_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
+         "ninety": 90}
+
+
+class Token(NamedTuple):
+    raw: str
+    norm: str
+
+
+def singular(word: str) -> str:
+    """Light plural stemmer; only needs to map singular and plural to the same key."""
+    if len(word) <= 3 or word.endswith("ss") or not word.endswith("s"):
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith("oes"):
+        return word[:-2]
+    if word.endswith(("ches", "shes", "xes", "sses")):
+        return word[:-2]
+    return word[:-1]
+
+
+def norm_word(word: str) -> str:
+    """Normalised form of one lower-case word: apostrophes dropped ("i'll" == "ill"), singular."""
+    word = word.replace("'", "")
+    return gw.NORM_OVERRIDES.get(word, singular(word))
+
+
+def _fmt_number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def _merge_numbers(words: list[str]) -> list[str]:
+    """Number words to digits: "twenty four" -> 24, "seven and a half" -> 7.5, "five hundred" -> 500."""
+    out: list[str] = []
+    i = 0
+    while i < len(words):
+        w = words[i]
+        val: float | None = None
+        if w in _UNITS or w in _TENS or _NUMBER_RE.fullmatch(w):
+            val = float(_UNITS.get(w, _TENS.get(w, 0))) if not _NUMBER_RE.fullmatch(w) else float(w)
+            j = i + 1
+            if w in _TENS and j < len(words) and words[j] in _UNITS and 0 < _UNITS[words[j]] < 10:
+                val += _UNITS[words[j]]
+                j += 1
+            if j < len(words) and words[j] == "hundred":
+                val *= 100
+                j += 1
+            if words[j:j + 3] == ["and", "a", "half"]:
+                val += 0.5
+                j += 3
+            elif j + 1 < len(words) and words[j] == "point" and words[j + 1] in _UNITS:
+                val += _UNITS[words[j + 1]] / 10
+                j += 2
+            out.append(_fmt_number(val))
+            i = j
+            continue
+        if w == "dozen":
+            if out and out[-1] in ("a", "1"):
+                out.pop()
+            out.append("12")
+        else:
+            out.append(w)
+        i += 1
+    return out
+
+
+def extract_contacts(text: str) -> tuple[str, list[str]]:
+    """Remove emails / phone numbers from ``text`` (they are not order words); return them."""
+    found = [m.group(0).strip() for m in _EMAIL_RE.finditer(text)]
+    text = _EMAIL_RE.sub(" ", text)
+    found += [m.group(0).strip() for m in _PHONE_RE.finditer(text)]
+    return _PHONE_RE.sub(" ", text), found
+
+
+def normalise_text(text: str) -> str:
+    text = unicodedata.normalize("NFKD", text.replace("\u2019", "'").replace("\u2018", "'"))
+    return "".join(c for c in text if not unicodedata.combining(c)).lower()
+
+
+def tokenize(text: str) -> list[Token]:
+    """Tokens with raw and normalised forms; sentence punctuation kept as "." tokens."""
+    raw = _TOKEN_RE.findall(normalise_text(text).replace("&", " and ").replace("#", " number "))
+    words: list[str] = []
+    for w in raw:
+        if w in ".!?;":
+            # "dr. pepper", "fl. oz": a period after an abbreviation is not a sentence end
+            if words and words[-1] in _ABBREVIATIONS:
+                continue
+            words.append(".")
+        else:
+            words.append(w)
+    out: list[Token] = []
+    for w in _merge_numbers(words):
+        if _NUMBER_RE.fullmatch(w) or w == ".":
+            out.append(Token(w, w))
+        else:
+            out.append(Token(w, norm_word(w)))
+    return out
+
+
+def norm_phrase(phrase: str) -> tuple[str, ...]:
+    return tuple(t.norm for t in tokenize(phrase) if t.norm != ".")
+
+
+@dataclass(frozen=True)
+class Sense:
+    """One reading of a menu phrase: a noun naming an item type, or a value of a field."""
+
+    item_type: str
+    field: str | None  # None: the phrase names the item itself ("pizza")
+    value: Any = None
+    names_item: bool = False
+
+
+@dataclass(frozen=True)
+class Entry:
+    kind: str  # "menu" or a grammar kind from grammar_words.KINDS
+    senses: tuple[Sense, ...] = ()
+    payload: Any = None
+
+
+class Chunk(NamedTuple):
+    kind: str  # menu | num | unknown | boundary | topping_word | grammar kinds
+    start: int  # token span [start, end)
+    end: int
+    senses: tuple[Sense, ...]
+    payload: Any
+    text: str
+
+
+class Lexicon:
+    """Phrase index for one menu (build with :func:`get_lexicon`)."""
+
+    def __init__(self, menu: Menu) -> None:
+        self.menu = menu
+        entries: dict[tuple[str, ...], Entry] = {}
+        for kind, phrases in gw.GRAMMAR.items():
+            for phrase in phrases:
+                entries[norm_phrase(phrase)] = Entry(kind, payload=phrases[phrase])
+        for q_id, phrases in menu.qualifiers.items():
+            for phrase in phrases:
+                entries[norm_phrase(phrase)] = Entry("qual", payload=q_id)
+        senses: dict[tuple[str, ...], list[Sense]] = {}
+        for t_name, tdef in menu.item_types.items():
+            for noun in [tdef.label, *tdef.names]:
+                senses.setdefault(norm_phrase(noun), []).append(Sense(t_name, None))
+            for f_name, fdef in tdef.fields.items():
+                for phrase, value in _field_phrases(fdef):
+                    key = norm_phrase(phrase)
+                    if key:
+                        senses.setdefault(key, []).append(Sense(t_name, f_name, value, fdef.names_item))
+        for key, sense_list in senses.items():
+            entries[key] = Entry("menu", senses=tuple(dict.fromkeys(sense_list)))
+        self.index: dict[str, list[tuple[tuple[str, ...], Entry]]] = {}
+        for key, entry in entries.items():
+            self.index.setdefault(key[0], []).append((key, entry))
+        for lst in self.index.values():
+            lst.sort(key=lambda kv: -len(kv[0]))
+        self.vocab = sorted({w for key, e in entries.items() if e.kind == "menu" for w in key
+                             if len(w) >= 4 and not _NUMBER_RE.fullmatch(w)})
+        self._fuzzy_cache: dict[str, str | None] = {}
+
+    def fuzzy(self, word: str) -> str | None:
+        """Closest menu word for a misspelling, or None (cached per lexicon)."""
+        if word in self._fuzzy_cache:
+            return self._fuzzy_cache[word]
+        best = None
+        if len(word) >= 4 and word.isalpha():
+            cutoff = 86 if len(word) <= 5 else 80
+            hit = process.extractOne(word, self.vocab, scorer=fuzz.ratio, score_cutoff=cutoff)
+            best = hit[0] if hit else None
+        if len(self._fuzzy_cache) < 50_000:
+            self._fuzzy_cache[word] = best
+        return best
+
+    def match(self, norms: list[str], i: int) -> tuple[int, Entry] | None:
+        for key, entry in self.index.get(norms[i], ()):
+            n = len(key)
+            if tuple(norms[i:i + n]) == key:
+                return n, entry
+        return None
+
+    def chunk(self, tokens: list[Token]) -> list[Chunk]:
+        norms = [t.norm for t in tokens]
+        out: list[Chunk] = []
+        i = 0
+        while i < len(norms):
+            w = norms[i]
+            hit = self.match(norms, i)
+            if hit is None and w not in FILLERS and not _NUMBER_RE.fullmatch(w) and w != ".":
+                fixed = self.fuzzy(w)
+                if fixed is not None:
+                    norms[i] = fixed
+                    hit = self.match(norms, i)
+            if hit is not None and w in gw.MODALS and (i == 0 or norms[i + 1:i + 2] and norms[i + 1] in gw.PRONOUNS):
+                hit = None  # "can i get...": a modal verb, not a container
+                out.append(Chunk("filler", i, i + 1, (), None, tokens[i].raw))
+                i += 1
+                continue
+            if hit is not None:
+                n, entry = hit
+                text = " ".join(t.raw for t in tokens[i:i + n])
+                out.append(Chunk(entry.kind, i, i + n, entry.senses, entry.payload, text))
+                i += n
+                continue
+            raw = tokens[i].raw
+            if w == ".":
+                out.append(Chunk("boundary", i, i + 1, (), None, raw))
+            elif _NUMBER_RE.fullmatch(w) or w in ("a", "an"):
+                article = w in ("a", "an")
+                out.append(Chunk("num", i, i + 1, (), 1.0 if article else float(w), raw))
+            elif w in FILLERS:
+                out.append(Chunk("filler", i, i + 1, (), None, raw))
+            else:
+                out.append(Chunk("unknown", i, i + 1, (), None, raw))
+            i += 1
+        return out
+
+
+def _field_phrases(fdef: Any) -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    if fdef.kind == "bool":
+        out += [(w, True) for w in fdef.true_words] + [(w, False) for w in fdef.false_words]
+    elif fdef.kind == "measure":
+        for v in fdef.values:
+            amount, unit = v.id.split(" ", 1)
+            out += [(f"{amount} {form}", v.id) for form in fdef.units.get(unit, [])]
+    for v in fdef.values:
+        if fdef.kind != "measure":
+            out += [(v.display, v.id)] + [(s, v.id) for s in v.synonyms]
+        else:
+            out += [(s, v.id) for s in v.synonyms]
+    return out
+
+
+FILLERS = frozenset(norm_word(w) for w in gw.FILLER_WORDS)
+
+_CACHE: dict[int, tuple[Menu, Lexicon]] = {}
+
+
+def get_lexicon(menu: Menu) -> Lexicon:
+    """The compiled lexicon of ``menu`` (built once per menu object)."""
+    hit = _CACHE.get(id(menu))
+    if hit is not None and hit[0] is menu:
+        return hit[1]
+    if len(_CACHE) > 32:
+        _CACHE.clear()
+    lex = Lexicon(menu)
+    _CACHE[id(menu)] = (menu, lex)
+    return lex

@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+import pytest
+
+from mojodex_core.order.menu import Menu, MenuError, get_menu, load_menu
+
+from .conftest import MENUS
+
+
+def test_all_menus_load_and_seed_fields(bagel_menu):
+    for path in MENUS.glob("*.json"):
+        assert load_menu(path).item_types
+    bagel = bagel_menu.item_types["bagel"].fields
+    assert list(bagel) == ["bagel_type", "quantity", "toasted", "spread", "extras"]
+    assert (bagel["bagel_type"].required, bagel["bagel_type"].default) == (True, None)
+    assert (bagel["quantity"].default, bagel["toasted"].default) == (1, None)
+    assert bagel["spread"].question == "Any spread - cream cheese, butter?" and not bagel["spread"].required
+    assert bagel["extras"].multi and bagel["extras"].question == "Anything else on it - lox, bacon, tomato?"
+    coffee = bagel_menu.item_types["coffee"].fields
+    assert list(coffee) == ["drink_type", "quantity", "size", "iced", "milk", "sweetener"]
+    assert coffee["size"].default == "medium" and coffee["iced"].required and coffee["iced"].default is None
+    assert get_menu("bagel_shop") is bagel_menu
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        {"id": "x", "name": "x", "item_types": {}},
+        {"id": "x", "name": "x", "item_types": {"a": {"label": "a", "fields": {"size": {"kind": "choice"}}}}},
+        {"id": "x", "name": "x", "item_types": {"a": {"label": "a", "fields": {
+            "quantity": {"kind": "int", "default": 1},
+            "size": {"kind": "choice", "default": "huge", "values": [{"id": "small"}]}}}}},
+    ],
+)
+def test_invalid_menus_are_rejected(broken):
+    with pytest.raises(ValueError):
+        Menu.model_validate(broken)
+
+
+def test_missing_menu_file(tmp_path):
+    with pytest.raises(MenuError, match="cannot read menu"):
+        load_menu(tmp_path / "nope.json")
+    with pytest.raises(MenuError):
+        get_menu("../etc/passwd")
