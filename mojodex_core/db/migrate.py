@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from alembic import command
 from alembic.config import Config
 
@@ -17,4 +19,7 @@ def alembic_config(database_url: str) -> Config:
 
 
 def upgrade(database_url: str, revision: str = "head") -> None:
+    if database_url.startswith("sqlite:///"):
+        # SQLite creates the file but not its folder (var/ on a fresh clone).
+        Path(database_url[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
     command.upgrade(alembic_config(database_url), revision)
