@@ -13,7 +13,11 @@ def configure_logging(level: str) -> None:
         level=getattr(logging, level, logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
+        force=True,  # the CLI set a quieter default before the server took over
     )
+    # The openai client logs every HTTP request at INFO through httpx2: too chatty for a turn log.
+    for noisy in ("httpx", "httpx2", "engineio.server", "socketio.server"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
 def build_app(settings: Settings | None = None):  # noqa: ANN201
