@@ -1,0 +1,1 @@
+"""Benchmarks (run as scripts: `.venv/bin/python bench/<name>.py`)."""
