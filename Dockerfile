@@ -6,6 +6,7 @@ COPY backend ./backend
 COPY background ./background
 COPY migrations ./migrations
 COPY tasks_config ./tasks_config
+COPY webapp ./webapp
 RUN pip install --no-cache-dir -e .
 ENV PYTHONUNBUFFERED=1
 EXPOSE 5001

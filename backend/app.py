@@ -4,17 +4,23 @@ from __future__ import annotations
 
 import logging
 
-from flask import Flask
+from flask import Flask, redirect
 from flask_socketio import SocketIO
 
 from backend.context import Platform
+from mojodex_core.config import PROJECT_ROOT
 from backend.errors import JsonErrorApi, register_app_errors
 from backend.routes import register_routes
 from backend.socket_events import register_socket_events
 
 
+WEBAPP_DIR = PROJECT_ROOT / "webapp"
+
+
 def create_app(platform: Platform) -> tuple[Flask, SocketIO]:
-    app = Flask("mojodex")
+    # The web client is served by the backend too, so it talks to the API from the same origin.
+    app = Flask("mojodex", static_folder=str(WEBAPP_DIR), static_url_path="/webapp")
+    app.add_url_rule("/", "webapp_index", lambda: redirect("/webapp/index.html"))
     app.config["SECRET_KEY"] = platform.settings.secret_key
     app.config["JSON_SORT_KEYS"] = False
     app.config["MAX_CONTENT_LENGTH"] = 2 * 1024 * 1024
