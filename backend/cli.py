@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from mojodex_core.config import ConfigError, load_settings, resolve_database_url
+from mojodex_core.order.cli import order
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -83,7 +84,7 @@ def tasks_load(paths: tuple[Path, ...], tasks_config_dir: Path | None) -> None:
     failed = 0
     for path in spec_files(list(paths)):
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(path.read_text(encoding="utf-8-sig"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             click.echo(f"{path}: <file>: not valid JSON: {exc}", err=True)
             failed += 1
@@ -153,12 +154,15 @@ def users_grant(email: str, task_names: tuple[str, ...], all_tasks: bool) -> Non
 @users.command("demo")
 @click.option("--email", default="demo@mojodex.local", show_default=True)
 def users_demo(email: str) -> None:
-    """Ensure a demo user with every task; prints its token (kept in var/demo_token)."""
+    """Ensure a demo user with every task; prints its token (kept in $MOJODEX_VAR_DIR/demo_token)."""
+    import os
+
     from mojodex_core.config import VAR_DIR
     from mojodex_core.db import transaction
     from mojodex_core.users import UserError, create_user, find_user, grant, issue_token, user_for_token
 
-    token_file = VAR_DIR / "demo_token"
+    var_dir = Path(os.environ.get("MOJODEX_VAR_DIR") or VAR_DIR)  # as load_settings reads it
+    token_file = var_dir / "demo_token"
     with transaction(_session_factory()) as session:
         try:
             user = find_user(session, email)
@@ -167,7 +171,7 @@ def users_demo(email: str) -> None:
         token = token_file.read_text().strip() if token_file.exists() else ""
         if not token or user_for_token(session, token) is None:
             token = issue_token(session, user, label="demo")
-            VAR_DIR.mkdir(parents=True, exist_ok=True)
+            var_dir.mkdir(parents=True, exist_ok=True)
             token_file.write_text(token + "\n")
             token_file.chmod(0o600)
         grant(session, user, None)
@@ -185,15 +189,7 @@ def serve(workers_threads: int) -> None:
     run_gunicorn(_settings(), threads=workers_threads)
 
 
-def _attach_order_commands() -> None:
-    try:
-        from mojodex_core.order.cli import order
-    except ImportError:  # the order engine is optional for the rest of the CLI
-        return
-    main.add_command(order)
-
-
-_attach_order_commands()
+main.add_command(order)
 
 if __name__ == "__main__":
     main()

@@ -10,14 +10,22 @@ from sqlalchemy.orm import Session as DbSession
 from mojodex_core.db.models import Task, TaskDisplayedData, TaskPredefinedAction, UserTask
 
 
+def _candidates(language: str | None) -> list[str]:
+    """'fr-CA' -> ['fr-CA', 'fr', 'en']: the language, its base language, then English."""
+    language = language or "en"
+    return [language, language.split("-")[0], "en"]
+
+
 def displayed_data_for(task: Task, language: str | None) -> TaskDisplayedData | None:
     by_language = {d.language_code: d for d in task.displayed_data}
-    return by_language.get(language or "en") or by_language.get("en") or next(iter(by_language.values()), None)
+    found = next((by_language[c] for c in _candidates(language) if c in by_language), None)
+    return found or next(iter(by_language.values()), None)
 
 
 def _pick(entries: list[dict[str, Any]], language: str) -> dict[str, Any] | None:
     by_language = {e.get("language_code"): e for e in entries}
-    return by_language.get(language) or by_language.get("en") or (entries[0] if entries else None)
+    found = next((by_language[c] for c in _candidates(language) if c in by_language), None)
+    return found or (entries[0] if entries else None)
 
 
 def predefined_actions(db: DbSession, task: Task, user_id: str, language: str) -> list[dict[str, Any]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from flask import g, request
@@ -12,6 +13,16 @@ from backend.errors import bad_request, not_found
 from mojodex_core.db.models import Session, UserTask, UserTaskExecution
 
 _MISSING = object()
+# Every pk, seq and index is a 32-bit INTEGER column: a larger value can name no row, and the
+# database driver rejects it (a 500) instead of finding nothing.
+INT_MIN, INT_MAX = -(2**31), 2**31 - 1
+_INT_TEXT = re.compile(r"\s*-?[0-9]+\s*")
+
+
+def _in_range(name: str, value: int) -> int:
+    if not INT_MIN <= value <= INT_MAX:
+        raise bad_request(f"{name} is out of range", field=name)
+    return value
 
 
 def json_body() -> dict[str, Any]:
@@ -29,11 +40,13 @@ def field(body: dict[str, Any], name: str, kind: type | tuple[type, ...], defaul
         if default is _MISSING:
             raise bad_request(f"{name} is required", field=name)
         return default
-    if kind is int and isinstance(value, str) and value.strip().lstrip("-").isdigit():
+    if kind is int and isinstance(value, str) and _INT_TEXT.fullmatch(value):
         value = int(value)  # query strings and form posts carry numbers as text
     if isinstance(value, bool) and kind is int or not isinstance(value, kind):
         expected = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
         raise bad_request(f"{name} must be of type {expected}", field=name)
+    if kind is int:
+        _in_range(name, value)
     return value
 
 
@@ -47,6 +60,7 @@ def query_int(name: str, default: Any = _MISSING, *, minimum: int | None = None,
         value = int(raw)
     except ValueError:
         raise bad_request(f"{name} must be an integer", field=name) from None
+    _in_range(name, value)
     if minimum is not None and value < minimum:
         raise bad_request(f"{name} must be >= {minimum}", field=name)
     if maximum is not None and value > maximum:

@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 import logging
+import random
+import time
 
 from flask import g, request
 from flask_restful import Resource
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError, OperationalError
 
 from backend.auth import admin_required, user_required
 from backend.context import platform
 from backend.errors import ApiError, bad_request
-from backend.routes._input import json_body
 from mojodex_core.db.models import Platform, Task, TaskPlatform, UserTask
 from mojodex_core.task_loader import TaskConflict, store_spec, validate_for_storage
-from mojodex_core.task_spec import SpecError
+from mojodex_core.task_spec import SpecError, SpecIssue
 from mojodex_core.task_view import displayed_data_for, user_task_view
 
 log = logging.getLogger("mojodex.tasks")
+STORE_ATTEMPTS = 5
 
 
 def _task_summary(task: Task) -> dict:
@@ -35,17 +38,29 @@ class TaskAdminResource(Resource):
     method_decorators = [admin_required]
 
     def _store(self, mode: str) -> tuple[dict, int]:
-        data = json_body()
+        # Any parsed JSON goes to the validator, which names what is wrong with it (path "<root>").
+        data = request.get_json(silent=True)
         try:
+            if data is None:
+                raise SpecError([SpecIssue("<root>", "must be a JSON object (a task spec); the body is not JSON")])
             spec = validate_for_storage(data, platform().settings.tasks_config_dir)
         except SpecError as exc:
             raise ApiError(400, str(exc), errors=[{"path": e.path, "rule": e.rule} for e in exc.errors]) from exc
-        try:
-            with platform().db() as db:
-                task, created = store_spec(db, spec, mode)  # type: ignore[arg-type]
-                summary = _task_summary(task)
-        except TaskConflict as exc:
-            raise ApiError(exc.status, str(exc)) from exc
+        for attempt in range(STORE_ATTEMPTS):
+            try:
+                with platform().db() as db:
+                    task, created = store_spec(db, spec, mode)  # type: ignore[arg-type]
+                    summary = _task_summary(task)
+                break
+            except TaskConflict as exc:
+                raise ApiError(exc.status, str(exc)) from exc
+            except (IntegrityError, OperationalError) as exc:
+                # A concurrent request stored the same task (or text type, platform) first, or SQLite
+                # refused a stale write: redo it in a fresh transaction, which sees their rows.
+                retryable = isinstance(exc, IntegrityError) or "database is locked" in str(exc)
+                if not retryable or attempt == STORE_ATTEMPTS - 1:
+                    raise
+                time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
         log.info("task %s %s by admin", spec.name_for_system, "created" if created else "updated")
         return summary, 200
 
