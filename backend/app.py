@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 import logging
+import threading
+import time
 
 from flask import Flask, redirect
 from flask_socketio import SocketIO
 
+from sqlalchemy import select
+from sqlalchemy.exc import OperationalError
+
 from backend.context import Platform
+from mojodex_core.db.models import Message
+from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.config import PROJECT_ROOT
 from backend.errors import JsonErrorApi, register_app_errors
 from backend.routes import register_routes
 from backend.socket_events import register_socket_events
 
 
+log = logging.getLogger("mojodex.platform")
 WEBAPP_DIR = PROJECT_ROOT / "webapp"
 
 
@@ -44,13 +52,30 @@ def create_app(platform: Platform) -> tuple[Flask, SocketIO]:
     return app, socketio
 
 
-def resume_unfinished_turns(platform: Platform) -> None:
-    """Messages accepted before a restart but never answered are answered now, in order."""
-    from sqlalchemy import select
+def resume_unfinished_turns(platform: Platform, retry_every_s: float = 5.0) -> None:
+    """Messages accepted before a restart but never answered are answered now, in order.
 
-    from background.runner import TurnJob
-    from mojodex_core.db.models import Message
+    An unreachable database must not stop the server from starting (it has to answer
+    /health with a 503): the resumption is then retried in the background until it works.
+    """
+    try:
+        _resume(platform)
+    except OperationalError as exc:
+        log.error("database unreachable at start-up (%s); resuming unanswered messages later", type(exc).__name__)
 
+        def retry() -> None:
+            while True:
+                time.sleep(retry_every_s)
+                try:
+                    _resume(platform)
+                    return
+                except OperationalError:
+                    continue
+
+        threading.Thread(target=retry, name="resume-turns", daemon=True).start()
+
+
+def _resume(platform: Platform) -> None:
     with platform.db() as db:
         rows = list(
             db.scalars(
@@ -65,4 +90,4 @@ def resume_unfinished_turns(platform: Platform) -> None:
     for job in jobs:
         platform.runner.submit(job)
     if jobs:
-        logging.getLogger("mojodex.platform").info("resumed %d unanswered message(s)", len(jobs))
+        log.info("resumed %d unanswered message(s)", len(jobs))

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 def make_engine(database_url: str) -> Engine:
     if database_url.startswith("sqlite"):
-        path = database_url.split("///", 1)[-1]
+        path = database_url.split("///", 1)[1] if "///" in database_url else ""
         if path and path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(
@@ -34,7 +34,10 @@ def make_engine(database_url: str) -> Engine:
             cursor.close()
 
         return engine
-    return create_engine(database_url, pool_size=20, max_overflow=40, pool_pre_ping=True)
+    # A bounded connect: a database host that drops packets must not hang /health for minutes.
+    return create_engine(
+        database_url, pool_size=20, max_overflow=40, pool_pre_ping=True, connect_args={"connect_timeout": 5}
+    )
 
 
 def make_session_factory(engine: Engine) -> sessionmaker[Session]:

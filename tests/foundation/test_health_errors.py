@@ -40,11 +40,6 @@ def unreachable_platform(request, tmp_path):
     platform.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="backend/app.py: create_app() -> resume_unfinished_turns() queries the database and raises "
-    "OperationalError when it is unreachable, so the server cannot start to report it (reported to the lead)",
-)
 def test_a_server_started_on_an_unreachable_database_reports_503(unreachable_platform):
     app, _socketio = create_app(unreachable_platform)
     response = app.test_client().get("/health")
@@ -54,7 +49,7 @@ def test_a_server_started_on_an_unreachable_database_reports_503(unreachable_pla
 def test_health_is_503_with_the_database_error_when_the_database_is_unreachable(
     unreachable_platform, monkeypatch
 ):
-    # Start-up resumption is bypassed (see the xfail above): this checks the route itself.
+    # Start-up resumption is bypassed: this checks the route itself.
     monkeypatch.setattr("backend.app.resume_unfinished_turns", lambda platform: None)
     app, _socketio = create_app(unreachable_platform)
     response = app.test_client().get("/health")
