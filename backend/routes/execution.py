@@ -155,10 +155,11 @@ class UserTaskExecutionRunResource(Resource):
                 raise ApiError(409, "this execution has already started")
             execution.json_input_values = values
             session_id = execution.session_id
-            text = render(
-                "form_start_message.jinja2",
-                inputs=execution_inputs(execution, displayed.json_input if displayed else []),
-            )
+            described = execution_inputs(execution, displayed.json_input if displayed else [])
+            if not described:
+                # Only left-out media inputs: the start message would be empty (a PromptError, a 500).
+                raise bad_request("inputs: give at least one input to start the task from", field="inputs")
+            text = render("form_start_message.jinja2", inputs=described)
         accepted = accept_user_message(
             current.session_factory,
             current.events,

@@ -34,6 +34,7 @@ from mojodex_core.execution.events import EventPublisher
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.execution.prompt import (
     ChatMessage,
+    PromptError,
     instruct_grammar,
     local_datetime,
     render,
@@ -67,6 +68,8 @@ class TurnContext:
     output_text_type_fk: int | None
     output_text_type: str | None
     events_after_commit: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    # Set when the prompt could not be built: the turn fails visibly instead of running.
+    setup_error: str | None = None
 
 
 def execution_inputs(execution: UserTaskExecution, json_input: list[dict]) -> list[dict[str, str]]:
@@ -108,6 +111,9 @@ class InstructTurn:
         started = time.monotonic()
         context = self._begin(job)
         if context is None:
+            return
+        if context.setup_error is not None:
+            self._fail(context, context.setup_error)
             return
         timed_out = threading.Event()
 
@@ -161,15 +167,29 @@ class InstructTurn:
             if started_now:
                 execution.start_date = datetime.now(timezone.utc)
                 execution.status = "started"
+            setup_error = None
+            try:
+                llm_messages = self._llm_messages(db, session, execution, task, user, message.message_pk)
+            except Exception as exc:
+                # Raising here would roll the message back to pending with no turn left to answer
+                # it, and the client would wait forever: commit "processing", then fail it visibly.
+                log.exception("turn setup failed session=%s message_pk=%s", job.session_id, job.message_pk)
+                llm_messages = []
+                setup_error = (
+                    "The assistant could not prepare its prompt (a template failed to render). Please retry."
+                    if isinstance(exc, PromptError)
+                    else "The assistant failed to answer because of an internal error. Please retry."
+                )
             context = TurnContext(
                 session_id=session.session_id,
                 message_pk=message.message_pk,
                 message_id=message.message_id,
                 user_task_execution_pk=execution.user_task_execution_pk,
                 user_id=user.user_id,
-                llm_messages=self._llm_messages(db, session, execution, task, user, message.message_pk),
+                llm_messages=llm_messages,
                 output_text_type_fk=task.output_text_type_fk,
                 output_text_type=task.output_text_type.name if task.output_text_type else None,
+                setup_error=setup_error,
             )
         if started_now:
             self._events.publish(
@@ -201,22 +221,25 @@ class InstructTurn:
             infos_to_extract=task.infos_to_extract or [],
             produced_text=latest,
         )
-        rows = db.scalars(
-            select(Message)
-            .where(
-                Message.session_id == session.session_id,
-                Message.message_pk <= upto_pk,
-                Message.sender.in_(("user", "assistant")),
+        rows = list(
+            db.scalars(
+                select(Message)
+                .where(Message.session_id == session.session_id, Message.sender.in_(("user", "assistant")))
+                .order_by(Message.message_pk)
             )
-            .order_by(Message.message_pk)
         )
-        conversation = [
-            ChatMessage(
-                role=row.sender,
-                content=(row.text_with_tags or row.text) if row.sender == "assistant" else row.text,
-            )
-            for row in rows
-        ]
+        # Each user message is followed by its own answer. Ordering all rows by pk would not do:
+        # a message sent while a turn runs gets a smaller pk than that turn's answer, which would
+        # then be left out of (or misplaced in) the next turn's conversation.
+        answers = {row.message_pk: row for row in rows if row.sender == "assistant"}
+        conversation: list[ChatMessage] = []
+        for row in rows:
+            if row.sender != "user" or row.message_pk > upto_pk:
+                continue
+            conversation.append(ChatMessage(role="user", content=row.text))
+            answer = answers.get(row.answer_message_fk) if row.message_pk != upto_pk else None
+            if answer is not None:
+                conversation.append(ChatMessage(role="assistant", content=answer.text_with_tags or answer.text))
         windowed = window_conversation(conversation, self._context_tokens)
         return [{"role": "system", "content": system}] + [{"role": m.role, "content": m.content} for m in windowed]
 
@@ -262,6 +285,10 @@ class InstructTurn:
         with self._events.publishing(context.session_id) as publication, transaction(self._factory) as db:
             user_message = db.get(Message, context.message_pk)
             execution = db.get(UserTaskExecution, context.user_task_execution_pk)
+            if execution is None or execution.status == "deleted":
+                # Deleted while the reply was generated: storing a draft would mark it "completed"
+                # and bring it back into the user's list.
+                raise TurnFailed("The task execution was deleted.")
             if reply.language:
                 db.get(Session, context.session_id).language = reply.language[:8]
             if reply.kind == "execution" and (reply.draft or reply.title):

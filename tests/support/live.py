@@ -6,13 +6,14 @@ Tests isolate themselves by creating their own users.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import threading
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 import requests
@@ -172,6 +173,11 @@ class SocketRecorder:
 
     def close(self) -> None:
         if self.client.connected:
+            ws = getattr(self.client.eio, "ws", None)
+            if ws is not None:
+                # websocket-client waits up to 3 s for the server's close frame, which the
+                # client's own read loop often consumes first: don't make every test pay that.
+                ws.close = functools.partial(ws.close, timeout=0.2)
             self.client.disconnect()
 
 
@@ -222,10 +228,20 @@ def live_settings(database_url: str, llm_base_url: str | None) -> Settings:
     )
 
 
-def start_live_server(settings: Settings) -> tuple[LiveServer, Any, threading.Thread]:
-    platform = build_platform(settings, llm_overrides={"backoff_base_s": 0.01, "first_token_timeout_s": 3})
+def start_live_server(
+    settings: Settings,
+    *,
+    llm_overrides: dict[str, Any] | None = None,
+    configure: Callable[[Platform], None] | None = None,
+) -> tuple[LiveServer, Any, threading.Thread]:
+    """A server on its own port. ``llm_overrides`` tune the provider (e.g. tiny timeouts);
+    ``configure`` may adjust the platform (e.g. replace the runner) before the app is built."""
+    overrides = {"backoff_base_s": 0.01, "first_token_timeout_s": 3, **(llm_overrides or {})}
+    platform = build_platform(settings, llm_overrides=overrides)
     with transaction(platform.session_factory) as db:
         store_spec(db, validate_spec(TEST_TASK), "upsert")
+    if configure is not None:
+        configure(platform)
     app, _socketio = create_app(platform)
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)

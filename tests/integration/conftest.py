@@ -1,0 +1,79 @@
+"""Extra live servers for the integration tests that need a differently built platform.
+
+They share the suite's database and scripted LLM with the main live server; each test
+using one waits for its runner to go idle, so no turn leaks into the next test (a server
+resumes unanswered messages when it starts).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+
+import pytest
+
+from backend.context import Platform
+from background.runner import ThreadTurnRunner
+from mojodex_core.execution.turn import InstructTurn
+from tests.support.live import LiveServer, live_settings, start_live_server
+
+# The tight server: provider timeouts and turn watchdog small enough to hit in a test,
+# and a conversation budget small enough that a few messages overflow it.
+TIGHT_FIRST_TOKEN_TIMEOUT_S = 0.3
+TIGHT_TURN_TIMEOUT_S = 1.5
+TIGHT_CONTEXT_TOKENS = 120
+
+
+def _small_context(platform: Platform) -> None:
+    platform.runner.shutdown(wait=True)
+    platform.runner = ThreadTurnRunner(
+        InstructTurn(
+            platform.session_factory,
+            platform.events,
+            platform.llm,
+            coalesce_ms=platform.settings.token_coalesce_ms,
+            context_tokens=TIGHT_CONTEXT_TOKENS,
+            turn_timeout_s=platform.settings.turn_timeout_s,
+        )
+    )
+
+
+@pytest.fixture(scope="session")
+def tight_server(database_url: str, scripted_llm, live_server) -> Iterator[LiveServer]:
+    base = live_settings(database_url, scripted_llm.base_url)
+    settings = dataclasses.replace(
+        base,
+        llm=dataclasses.replace(base.llm, timeout_s=3.0, max_retries=1),
+        turn_timeout_s=TIGHT_TURN_TIMEOUT_S,
+    )
+    live, server, _thread = start_live_server(
+        settings, llm_overrides={"first_token_timeout_s": TIGHT_FIRST_TOKEN_TIMEOUT_S}, configure=_small_context
+    )
+    try:
+        yield live
+    finally:
+        server.shutdown()
+        live.platform.close()
+
+
+@pytest.fixture
+def tight(tight_server: LiveServer, llm) -> Iterator[LiveServer]:
+    yield tight_server
+    tight_server.platform.runner.wait_idle(10)
+
+
+@pytest.fixture(scope="session")
+def no_llm_server(database_url: str, live_server) -> Iterator[LiveServer]:
+    live, server, _thread = start_live_server(live_settings(database_url, None))
+    assert live.platform.llm is None
+    try:
+        yield live
+    finally:
+        server.shutdown()
+        live.platform.close()
+
+
+@pytest.fixture
+def no_llm(no_llm_server: LiveServer) -> Iterator[LiveServer]:
+    yield no_llm_server
+    no_llm_server.platform.runner.wait_idle(10)

@@ -1,0 +1,68 @@
+"""TokenCoalescer: at most one flush per interval (fake clock), order and text preserved."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+import mojodex_core.execution.coalescer as coalescer_module
+from mojodex_core.execution.coalescer import TokenCoalescer
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    fake = FakeClock()
+    monkeypatch.setattr(coalescer_module, "time", fake)
+    return fake
+
+
+def test_at_most_one_flush_per_interval(clock: FakeClock):
+    flushed: list[tuple[float, str, str]] = []
+    coalescer = TokenCoalescer(lambda channel, text: flushed.append((clock.now, channel, text)), 30)
+    chunks = [f"t{i} " for i in range(500)]
+    for chunk in chunks:  # one chunk per millisecond
+        coalescer.add("mojo", chunk)
+        clock.now += 0.001
+    coalescer.flush()
+    assert "".join(text for _t, _c, text in flushed) == "".join(chunks)
+    times = [t for t, _c, _text in flushed][:-1]  # the last flush is the end of the stream
+    assert all(later - earlier >= 0.030 - 1e-9 for earlier, later in itertools.pairwise(times))
+    assert len(flushed) <= 500 / 30 + 2
+
+
+def test_first_delta_goes_out_at_once_and_the_rest_waits_for_the_interval(clock: FakeClock):
+    flushed: list[str] = []
+    coalescer = TokenCoalescer(lambda _channel, text: flushed.append(text), 30)
+    coalescer.add("mojo", "Hel")
+    assert flushed == ["Hel"]
+    clock.now += 0.010
+    coalescer.add("mojo", "lo")
+    clock.now += 0.010
+    coalescer.add("mojo", " wor")
+    assert flushed == ["Hel"]
+    clock.now += 0.011
+    coalescer.add("mojo", "ld")
+    assert flushed == ["Hel", "lo world"]
+    coalescer.add("mojo", "")  # nothing to send
+    coalescer.flush()
+    coalescer.flush()
+    assert flushed == ["Hel", "lo world"]
+
+
+def test_channels_are_never_merged_and_keep_their_order(clock: FakeClock):
+    flushed: list[tuple[str, str]] = []
+    coalescer = TokenCoalescer(lambda channel, text: flushed.append((channel, text)), 30)
+    for channel, text in [("title", "Sub"), ("title", "ject"), ("draft", "Hi "), ("draft", "there"),
+                          ("mojo", "Done")]:
+        coalescer.add(channel, text)
+    coalescer.flush()
+    assert flushed == [("title", "Sub"), ("title", "ject"), ("draft", "Hi there"), ("mojo", "Done")]

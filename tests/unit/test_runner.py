@@ -1,0 +1,167 @@
+"""ThreadTurnRunner: FIFO per session, no overlap within a session, parallel across sessions,
+duplicates ignored, cancel."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from background.runner import ThreadTurnRunner, TurnJob
+
+Handler = Callable[[TurnJob, threading.Event], None]
+
+
+@pytest.fixture
+def make_runner() -> Iterator[Callable[..., ThreadTurnRunner]]:
+    runners: list[ThreadTurnRunner] = []
+
+    def make(handler: Handler, max_workers: int = 8) -> ThreadTurnRunner:
+        runner = ThreadTurnRunner(handler, max_workers=max_workers)
+        runners.append(runner)
+        return runner
+
+    yield make
+    for runner in runners:
+        runner.shutdown(wait=True)
+
+
+def test_fifo_per_session_without_overlap(make_runner):
+    lock = threading.Lock()
+    active: dict[str, int] = defaultdict(int)
+    overlaps: list[str] = []
+    done: dict[str, list[int]] = defaultdict(list)
+
+    def handler(job: TurnJob, _cancel: threading.Event) -> None:
+        with lock:
+            active[job.session_id] += 1
+            if active[job.session_id] > 1:
+                overlaps.append(job.session_id)
+        time.sleep(0.005)
+        with lock:
+            active[job.session_id] -= 1
+            done[job.session_id].append(job.message_pk)
+
+    runner = make_runner(handler)
+    for pk in range(1, 21):
+        for session in ("a", "b", "c"):
+            runner.submit(TurnJob(session, pk))
+    assert runner.wait_idle(10)
+    assert overlaps == []
+    assert dict(done) == {s: list(range(1, 21)) for s in ("a", "b", "c")}
+
+
+def test_sessions_run_in_parallel(make_runner):
+    barrier = threading.Barrier(3, timeout=5)
+    passed: list[str] = []
+
+    def handler(job: TurnJob, _cancel: threading.Event) -> None:
+        barrier.wait()  # breaks (and raises) unless all three sessions run at the same time
+        passed.append(job.session_id)
+
+    runner = make_runner(handler)
+    for session in ("a", "b", "c"):
+        runner.submit(TurnJob(session, 1))
+    assert runner.wait_idle(10)
+    assert sorted(passed) == ["a", "b", "c"]
+
+
+def test_duplicate_submits_are_ignored_while_queued_or_running(make_runner):
+    release = threading.Event()
+    started = threading.Event()
+    calls: list[int] = []
+
+    def handler(job: TurnJob, _cancel: threading.Event) -> None:
+        calls.append(job.message_pk)
+        if job.message_pk == 1:
+            started.set()
+            release.wait(5)
+
+    runner = make_runner(handler)
+    runner.submit(TurnJob("s", 1))
+    assert started.wait(5)
+    runner.submit(TurnJob("s", 1))  # running
+    runner.submit(TurnJob("s", 2))
+    runner.submit(TurnJob("s", 2))  # queued
+    release.set()
+    assert runner.wait_idle(5)
+    assert calls == [1, 2]
+    runner.submit(TurnJob("s", 1))  # done: a resubmit (a retry) runs again
+    assert runner.wait_idle(5)
+    assert calls == [1, 2, 1]
+
+
+def test_cancel_stops_the_running_turn_and_drops_the_queue(make_runner):
+    started = threading.Event()
+    calls: list[tuple[str, int, bool]] = []
+
+    def handler(job: TurnJob, cancel: threading.Event) -> None:
+        if job.message_pk == 1:
+            started.set()
+            calls.append((job.session_id, 1, cancel.wait(5)))
+        else:
+            calls.append((job.session_id, job.message_pk, cancel.is_set()))
+
+    runner = make_runner(handler)
+    runner.submit(TurnJob("a", 1))
+    assert started.wait(5)
+    runner.submit(TurnJob("a", 2))
+    runner.submit(TurnJob("b", 2))
+    runner.cancel("a")
+    assert runner.wait_idle(5)
+    assert sorted(calls) == [("a", 1, True), ("b", 2, False)]
+    runner.submit(TurnJob("a", 3))  # the session is usable again, with a fresh cancel event
+    assert runner.wait_idle(5)
+    assert calls[-1] == ("a", 3, False)
+
+
+def test_cancel_before_the_turn_starts(make_runner):
+    """With every worker busy, a cancelled session's queued turn never runs."""
+    release = threading.Event()
+    calls: list[str] = []
+
+    def handler(job: TurnJob, _cancel: threading.Event) -> None:
+        calls.append(job.session_id)
+        if job.session_id == "busy":
+            release.wait(5)
+
+    runner = make_runner(handler, max_workers=1)
+    runner.submit(TurnJob("busy", 1))
+    runner.submit(TurnJob("later", 1))
+    runner.cancel("later")
+    release.set()
+    assert runner.wait_idle(5)
+    assert calls == ["busy"]
+
+
+def test_a_crashing_turn_does_not_stop_the_session(make_runner):
+    calls: list[int] = []
+
+    def handler(job: TurnJob, _cancel: threading.Event) -> None:
+        calls.append(job.message_pk)
+        if job.message_pk == 1:
+            raise RuntimeError("boom")
+
+    runner = make_runner(handler)
+    runner.submit(TurnJob("s", 1))
+    runner.submit(TurnJob("s", 2))
+    assert runner.wait_idle(5)
+    assert calls == [1, 2]
+
+
+def test_shutdown_cancels_running_turns(make_runner):
+    started = threading.Event()
+    seen: list[bool] = []
+
+    def handler(_job: TurnJob, cancel: threading.Event) -> None:
+        started.set()
+        seen.append(cancel.wait(5))
+
+    runner = make_runner(handler)
+    runner.submit(TurnJob("s", 1))
+    assert started.wait(5)
+    runner.shutdown(wait=True)
+    assert seen == [True]
