@@ -8,18 +8,16 @@ import time
 
 from flask import Flask, redirect
 from flask_socketio import SocketIO
-
 from sqlalchemy import select
 from sqlalchemy.exc import OperationalError
 
 from backend.context import Platform
-from mojodex_core.db.models import Message
-from mojodex_core.execution.jobs import TurnJob
-from mojodex_core.config import PROJECT_ROOT
 from backend.errors import JsonErrorApi, register_app_errors
 from backend.routes import register_routes
 from backend.socket_events import register_socket_events
-
+from mojodex_core.config import PROJECT_ROOT
+from mojodex_core.db.models import Message
+from mojodex_core.execution.jobs import TurnJob
 
 log = logging.getLogger("mojodex.platform")
 WEBAPP_DIR = PROJECT_ROOT / "webapp"

@@ -9,7 +9,8 @@ from typing import Iterator
 
 from flask import current_app
 from sqlalchemy.engine import Engine
-from sqlalchemy.orm import Session as DbSession, sessionmaker
+from sqlalchemy.orm import Session as DbSession
+from sqlalchemy.orm import sessionmaker
 
 from background.runner import ThreadTurnRunner, TurnRunner
 from mojodex_core.config import Settings

@@ -54,7 +54,9 @@ def _free_port() -> int:
 class LocalModelServer:
     """`python -m llama_cpp.server` on a loopback port, stopped at exit."""
 
-    def __init__(self, model_file: Path, port: int | None = None, n_ctx: int = 4096, log_file: Path | None = None) -> None:
+    def __init__(
+        self, model_file: Path, port: int | None = None, n_ctx: int = 4096, log_file: Path | None = None
+    ) -> None:
         self.model_file = model_file
         # A file, not a pipe: llama.cpp logs a lot and a full, unread pipe would block it.
         self.log_file = log_file or Path(tempfile.gettempdir()) / f"mojodex-local-llm-{os.getpid()}.log"
@@ -66,7 +68,7 @@ class LocalModelServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def start(self, wait_s: float = 120.0) -> "LocalModelServer":
+    def start(self, wait_s: float = 120.0) -> LocalModelServer:
         command = [
             sys.executable, "-m", "llama_cpp.server",
             "--model", str(self.model_file),

@@ -113,7 +113,8 @@ def _sync_displayed_data(db: DbSession, task: Task, spec: TaskSpec) -> None:
 
 def _sync_platforms(db: DbSession, task: Task, names: list[str]) -> None:
     wanted = {_get_or_create(db, Platform, name=name).platform_pk for name in names}
-    current = {row.platform_fk: row for row in db.scalars(select(TaskPlatform).where(TaskPlatform.task_fk == task.task_pk))}
+    rows = db.scalars(select(TaskPlatform).where(TaskPlatform.task_fk == task.task_pk))
+    current = {row.platform_fk: row for row in rows}
     for platform_pk in wanted - current.keys():
         db.add(TaskPlatform(task_fk=task.task_pk, platform_fk=platform_pk))
     for platform_pk in current.keys() - wanted:

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from flask_restful import Api
 
-from backend.routes.execution import UserTaskExecutionResource, UserTaskExecutionRunResource, UserTaskExecutionTitleResource
+from backend.routes.execution import (
+    UserTaskExecutionResource,
+    UserTaskExecutionRunResource,
+    UserTaskExecutionTitleResource,
+)
 from backend.routes.health import HealthResource
 from backend.routes.messages import MessageResource, UserMessageResource
 from backend.routes.produced_text import ProducedTextResource, UserTaskExecutionProducedTextResource

@@ -14,6 +14,7 @@ from backend.context import platform
 from backend.errors import ApiError, bad_request, not_found
 from backend.routes._input import current_user_id, field, json_body, owned_execution, query_int
 from mojodex_core.db.models import (
+    Message,
     ProducedText,
     ProducedTextVersion,
     Session,
@@ -21,16 +22,13 @@ from mojodex_core.db.models import (
     UserTask,
     UserTaskExecution,
 )
-from mojodex_core.execution.intake import InputError, accept_user_message, validate_inputs
+from mojodex_core.execution.intake import FORM_MESSAGE_ID, InputError, accept_user_message, validate_inputs
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.execution.prompt import render
 from mojodex_core.execution.turn import execution_inputs
 from mojodex_core.task_view import displayed_data_for, predefined_actions
 
 log = logging.getLogger("mojodex.execution")
-
-FORM_MESSAGE_ID = "form_start"
-
 
 def execution_view(db, execution: UserTaskExecution) -> dict:  # noqa: ANN001
     user_task = db.get(UserTask, execution.user_task_fk)
@@ -84,7 +82,10 @@ class UserTaskExecutionResource(Resource):
             db.add(session)
             db.flush()
             execution = UserTaskExecution(
-                user_task_fk=user_task.user_task_pk, session_id=session.session_id, json_input_values={}, status="created"
+                user_task_fk=user_task.user_task_pk,
+                session_id=session.session_id,
+                json_input_values={},
+                status="created",
             )
             db.add(execution)
             db.flush()
@@ -151,7 +152,15 @@ class UserTaskExecutionRunResource(Resource):
                 values = validate_inputs(displayed.json_input if displayed else [], inputs)
             except InputError as exc:
                 raise bad_request(str(exc), field=exc.field) from exc
-            if execution.start_date is not None and execution.json_input_values != values:
+            form_sent = db.scalar(
+                select(Message.status).where(
+                    Message.session_id == execution.session_id, Message.message_id == FORM_MESSAGE_ID
+                )
+            )
+            # Started (from chat, or from a form still on its way) with other inputs: refuse
+            # rather than change the inputs under a running turn.
+            started = execution.start_date is not None or form_sent not in (None, "failed")
+            if started and execution.json_input_values != values:
                 raise ApiError(409, "this execution has already started")
             execution.json_input_values = values
             session_id = execution.session_id

@@ -14,7 +14,7 @@ from backend.context import platform
 from backend.errors import bad_request
 from backend.routes._input import field, json_body, owned_execution, owned_session, query_int
 from mojodex_core.db.models import Message
-from mojodex_core.execution.intake import MAX_TEXT_CHARS, accept_user_message
+from mojodex_core.execution.intake import FORM_MESSAGE_ID, MAX_TEXT_CHARS, accept_user_message
 from mojodex_core.execution.jobs import TurnJob
 
 log = logging.getLogger("mojodex.messages")
@@ -51,6 +51,8 @@ class UserMessageResource(Resource):
             raise bad_request("text must not be empty", field="text")
         if len(text) > MAX_TEXT_CHARS:
             raise bad_request(f"text must be at most {MAX_TEXT_CHARS} characters", field="text")
+        if message_id == FORM_MESSAGE_ID:
+            raise bad_request(f"message_id {FORM_MESSAGE_ID!r} is reserved for form starts", field="message_id")
         if len(message_id) > 128:
             raise bad_request("message_id must be at most 128 characters", field="message_id")
         current = platform()

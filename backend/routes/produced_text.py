@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import g, request
+from flask import g
 from flask_restful import Resource
 from sqlalchemy import func, select
 

@@ -7,7 +7,7 @@ per session, and explicit status columns instead of NULL/true/false conventions.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import (
@@ -39,7 +39,7 @@ JsonType = JSON().with_variant(JSONB(), "postgresql")
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def _status_check(column: str, values: tuple[str, ...]) -> CheckConstraint:

@@ -17,13 +17,19 @@ from collections import deque
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Callable, Iterator, Protocol
 
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session as DbSession, sessionmaker
+from sqlalchemy import select
+from sqlalchemy.orm import Session as DbSession
+from sqlalchemy.orm import sessionmaker
 
 from mojodex_core.db import transaction
 from mojodex_core.db.models import SessionEvent
 
 log = logging.getLogger("mojodex.events")
+
+# Events after which a turn streams tokens; no turn streams after the others.
+TURN_OPENING_EVENTS = ("user_message_reception", "user_task_execution_start")
+# More token events than one turn can send (180 s at one event per 30 ms is 6,000).
+TOKEN_SEQ_HEADROOM = 10_000
 
 Transport = Callable[[str, str, dict[str, Any]], None]  # (session_id, event_name, payload)
 
@@ -84,11 +90,29 @@ class SessionEventLog:
             stream = self._streams.get(session_id)
             if stream is None:
                 self._forget_idle()
-                with self._factory() as db:
-                    last = db.scalar(select(func.max(SessionEvent.seq)).where(SessionEvent.session_id == session_id))
-                stream = self._streams[session_id] = _SessionStream(last or 0, self._buffer_size)
+                stream = self._streams[session_id] = _SessionStream(self._resume_seq(session_id), self._buffer_size)
             stream.touched = time.monotonic()
             return stream
+
+    def _resume_seq(self, session_id: str) -> int:
+        """Where a session's seqs continue when this process first sees it.
+
+        Token events are not stored. If the last stored event opened a turn, that turn may
+        have streamed tokens before the process died, with seqs above the stored maximum
+        that a client may have seen: jump past them so every new event is new to it.
+        """
+        with self._factory() as db:
+            last = db.execute(
+                select(SessionEvent.seq, SessionEvent.event_name)
+                .where(SessionEvent.session_id == session_id)
+                .order_by(SessionEvent.seq.desc())
+                .limit(1)
+            ).first()
+        if last is None:
+            return 0
+        if last.event_name in TURN_OPENING_EVENTS:
+            return last.seq + TOKEN_SEQ_HEADROOM
+        return last.seq
 
     def _forget_idle(self) -> None:
         now = time.monotonic()

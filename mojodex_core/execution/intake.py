@@ -7,13 +7,16 @@ from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session as DbSession, sessionmaker
+from sqlalchemy.orm import Session as DbSession
+from sqlalchemy.orm import sessionmaker
 
 from mojodex_core.db import transaction
 from mojodex_core.db.models import Message
 from mojodex_core.execution.events import EventPublisher
 
 MAX_TEXT_CHARS = 50_000
+# The message_id of the user message that carries a submitted form (reserved for it).
+FORM_MESSAGE_ID = "form_start"
 MEDIA_TYPES = ("image", "multiple_images", "audio_file", "video")
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -74,6 +74,6 @@ def window_conversation(messages: list[ChatMessage], budget_tokens: int) -> list
 
 
 def local_datetime(offset_minutes: int, now: datetime | None = None) -> str:
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     local = now.astimezone(timezone(timedelta(minutes=offset_minutes)))
     return local.strftime("%A %d %B %Y, %H:%M")

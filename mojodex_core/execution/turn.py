@@ -12,11 +12,12 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session as DbSession, sessionmaker
+from sqlalchemy.orm import Session as DbSession
+from sqlalchemy.orm import sessionmaker
 
 from mojodex_core.db import transaction
 from mojodex_core.db.models import (
@@ -32,6 +33,7 @@ from mojodex_core.db.models import (
 from mojodex_core.execution.coalescer import TokenCoalescer
 from mojodex_core.execution.events import EventPublisher
 from mojodex_core.execution.jobs import TurnJob
+from mojodex_core.execution.produced_text import append_version, version_payload
 from mojodex_core.execution.prompt import (
     ChatMessage,
     PromptError,
@@ -40,7 +42,6 @@ from mojodex_core.execution.prompt import (
     render,
     window_conversation,
 )
-from mojodex_core.execution.produced_text import append_version, version_payload
 from mojodex_core.llm import LLMCancelled, LLMError, LLMNotConfigured, LLMProvider
 from mojodex_core.tags import ParsedReply, TagStreamParser
 from mojodex_core.task_view import displayed_data_for
@@ -149,12 +150,18 @@ class InstructTurn:
 
     # --- phase 1: load everything the prompt needs, mark the message as being processed
     def _begin(self, job: TurnJob) -> TurnContext | None:
+        # Reads and prompt rendering come first, the status writes last: on SQLite the first
+        # write takes the database-wide write lock until commit, so writing early would make
+        # every other session wait for this one's prompt to render.
         with transaction(self._factory) as db:
             message = db.get(Message, job.message_pk, with_for_update=True)
             if message is None or message.status != "pending":
                 return None  # answered already, or not ours to answer: never answer twice
-            message.status = "processing"
-            execution = db.get(UserTaskExecution, message.user_task_execution_fk)
+            execution = (
+                db.get(UserTaskExecution, message.user_task_execution_fk)
+                if message.user_task_execution_fk is not None
+                else None
+            )
             if execution is None or execution.status == "deleted":
                 message.status = "failed"
                 message.error = "the task execution was deleted"
@@ -163,10 +170,6 @@ class InstructTurn:
             user_task = db.get(UserTask, execution.user_task_fk)
             task = db.get(Task, user_task.task_fk)
             user = db.get(User, user_task.user_id)
-            started_now = execution.start_date is None
-            if started_now:
-                execution.start_date = datetime.now(timezone.utc)
-                execution.status = "started"
             setup_error = None
             try:
                 llm_messages = self._llm_messages(db, session, execution, task, user, message.message_pk)
@@ -191,6 +194,11 @@ class InstructTurn:
                 output_text_type=task.output_text_type.name if task.output_text_type else None,
                 setup_error=setup_error,
             )
+            message.status = "processing"
+            started_now = execution.start_date is None
+            if started_now:
+                execution.start_date = datetime.now(UTC)
+                execution.status = "started"
         if started_now:
             self._events.publish(
                 context.session_id,
@@ -264,20 +272,24 @@ class InstructTurn:
             for delta in parser.feed(chunk):
                 coalescer.add(delta.channel, delta.text)
 
-        self._llm.chat(
-            context.llm_messages,
-            label="INSTRUCT_TASK",
-            stream=True,
-            on_token=on_token,
-            user_task_execution_pk=context.user_task_execution_pk,
-            cancel=cancel,
-            grammar=instruct_grammar() if self._use_grammar else None,
-            max_tokens=self._max_tokens,
-        )
+        try:
+            self._llm.chat(
+                context.llm_messages,
+                label="INSTRUCT_TASK",
+                stream=True,
+                on_token=on_token,
+                user_task_execution_pk=context.user_task_execution_pk,
+                cancel=cancel,
+                grammar=instruct_grammar() if self._use_grammar else None,
+                max_tokens=self._max_tokens,
+            )
+        except BaseException:
+            coalescer.discard()  # the error event replaces the partial answer
+            raise
         deltas, reply = parser.finish()
         for delta in deltas:
             coalescer.add(delta.channel, delta.text)
-        coalescer.flush()
+        coalescer.close()
         return reply
 
     # --- phase 3: store the outcome, then tell the client
@@ -340,7 +352,7 @@ class InstructTurn:
         answer.data = {"produced_text_version_pk": version.produced_text_version_pk}
         if execution.status != "completed":
             execution.status = "completed"
-            execution.end_date = datetime.now(timezone.utc)
+            execution.end_date = datetime.now(UTC)
         if not execution.title and title:
             execution.title = title[:255]
         db.flush()

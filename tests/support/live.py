@@ -124,7 +124,7 @@ class Client:
     def new_execution(self, name: str = "test_email") -> dict[str, Any]:
         return self.ok("PUT", "/user_task_execution", json={"user_task_pk": self.user_task_pk(name)})
 
-    def socket(self, session_id: str | None = None, last_seq: int = 0) -> "SocketRecorder":
+    def socket(self, session_id: str | None = None, last_seq: int = 0) -> SocketRecorder:
         recorder = SocketRecorder(self.base_url, self.token)
         if session_id:
             recorder.start_session(session_id, last_seq)

@@ -66,3 +66,35 @@ def test_channels_are_never_merged_and_keep_their_order(clock: FakeClock):
         coalescer.add(channel, text)
     coalescer.flush()
     assert flushed == [("title", "Sub"), ("title", "ject"), ("draft", "Hi there"), ("mojo", "Done")]
+
+
+def test_text_held_back_is_sent_when_its_window_ends_even_if_the_stream_stalls():
+    # Before the fix, a delta held back inside the window waited for the next token,
+    # however long the model stalled.
+    import threading
+
+    sent = threading.Event()
+    flushed: list[str] = []
+
+    def flush(_channel: str, text: str) -> None:
+        flushed.append(text)
+        sent.set()
+
+    coalescer = TokenCoalescer(flush, 30)
+    coalescer.add("mojo", "Hel")  # sent at once: first event of the window
+    sent.clear()
+    coalescer.add("mojo", "lo")  # held back: inside the window
+    assert sent.wait(2.0), "held-back text never sent while the stream stalled"
+    assert flushed == ["Hel", "lo"]
+    coalescer.close()
+
+
+def test_discard_drops_held_back_text_of_a_failed_turn():
+    flushed: list[str] = []
+    coalescer = TokenCoalescer(lambda _c, text: flushed.append(text), 10_000)
+    coalescer.add("mojo", "a")
+    coalescer.add("mojo", "b")
+    coalescer.discard()
+    coalescer.add("mojo", "c")
+    coalescer.close()
+    assert flushed == ["a"]

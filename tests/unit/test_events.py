@@ -151,4 +151,24 @@ def test_join_and_replay_is_exactly_once_while_publishing(factory, session_id, r
         start, events = received[0], received[1:]
         assert events == list(range(start + 1, total + 1))
     # at least one client joined mid-stream: part replayed, part live
-    assert any(0 < count < total - c[0] for count, c in zip(replayed_counts, clients)), replayed_counts
+    assert any(0 < count < total - c[0] for count, c in zip(replayed_counts, clients, strict=True)), replayed_counts
+
+
+def test_seqs_after_a_crash_mid_stream_are_above_the_lost_tokens(factory, session_id):
+    # Before the fix, a restarted process continued from the last stored seq, reusing the
+    # seqs of tokens a client had already seen, so that client missed the resumed turn.
+    before = SessionEventLog(factory)
+    before.publish(session_id, "user_message_reception", {})
+    token_seqs = [before.publish(session_id, "mojo_token", {}, durable=False) for _ in range(5)]
+    after = SessionEventLog(factory)  # the process died mid-turn: tokens were never stored
+    new_seq = after.publish(session_id, "mojo_message", {})
+    assert new_seq > max(token_seqs)
+    assert [s for s, _n, _p in after.events_after(session_id, max(token_seqs))] == [new_seq]
+
+
+def test_seqs_continue_without_a_jump_after_a_turn_that_ended(factory, session_id):
+    before = SessionEventLog(factory)
+    before.publish(session_id, "user_message_reception", {})
+    before.publish(session_id, "mojo_token", {}, durable=False)
+    closing = before.publish(session_id, "mojo_message", {})
+    assert SessionEventLog(factory).publish(session_id, "user_message_reception", {}) == closing + 1

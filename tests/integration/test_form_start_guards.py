@@ -1,0 +1,43 @@
+"""A form start cannot be hijacked by a chat message_id, nor its inputs changed mid-turn."""
+
+from __future__ import annotations
+
+from tests.integration._helpers import new_execution
+from tests.support.scripted_llm import Reply
+
+QUESTION = "<user_language>en</user_language><ask_user_primary_info>Who is it for?</ask_user_primary_info>"
+INPUTS = {"email_content": "project update", "tone": "formal"}
+
+
+def test_the_form_message_id_is_reserved(live, llm):
+    # Before the fix, a chat message with this id was taken for the form start.
+    client = live.new_user()
+    pk, session_id = new_execution(client)
+    response = client.call("PUT", "/user_message", json={
+        "session_id": session_id, "user_task_execution_pk": pk, "text": "hi", "message_id": "form_start"})
+    assert response.status_code == 400
+    assert response.json()["field"] == "message_id"
+    assert client.ok("GET", "/message", params={"session_id": session_id})["messages"] == []
+    assert llm.requests == []
+
+
+def test_other_inputs_while_the_form_turn_is_on_its_way_are_refused(live, llm):
+    # Before the fix, a second run with other inputs, sent before the turn had started,
+    # silently replaced the inputs of the first.
+    client = live.new_user()
+    pk, session_id = new_execution(client)
+    socket = client.socket(session_id)
+    try:
+        llm.script(Reply(chunks=[QUESTION[:20], QUESTION[20:]], delay_s=0.4))
+        client.ok("POST", "/user_task_execution_run", json={"user_task_execution_pk": pk, "inputs": INPUTS})
+        other = {**INPUTS, "tone": "friendly"}
+        response = client.call("POST", "/user_task_execution_run", json={"user_task_execution_pk": pk, "inputs": other})
+        assert response.status_code == 409
+        same = client.call("POST", "/user_task_execution_run", json={"user_task_execution_pk": pk, "inputs": INPUTS})
+        assert same.status_code in (200, 409)  # idempotent while pending, refused once answered
+        socket.wait_event("mojo_message")
+        execution = client.ok("GET", "/user_task_execution", params={"user_task_execution_pk": pk})
+        assert execution["json_inputs_values"] == INPUTS
+        assert len(llm.requests) == 1
+    finally:
+        socket.close()
