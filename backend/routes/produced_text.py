@@ -11,7 +11,7 @@ from backend.context import platform
 from backend.errors import bad_request, not_found
 from backend.routes._input import field, json_body, owned_execution, query_int
 from mojodex_core.db.models import ProducedText, ProducedTextVersion, UserTaskExecution
-from mojodex_core.execution.produced_text import append_version, version_payload
+from mojodex_core.execution.produced_text import append_version, latest_version, version_payload
 
 
 def _owned_produced_text(db, produced_text_pk: int) -> ProducedText:  # noqa: ANN001
@@ -87,13 +87,7 @@ class ProducedTextResource(Resource):
                 execution = db.get(UserTaskExecution, produced.user_task_execution_fk)
             else:
                 execution = owned_execution(db, field(body, "user_task_execution_pk", int))
-            previous = db.scalar(
-                select(ProducedTextVersion)
-                .join(ProducedText)
-                .where(ProducedText.user_task_execution_fk == execution.user_task_execution_pk)
-                .order_by(ProducedTextVersion.version_index.desc())
-                .limit(1)
-            )
+            previous = latest_version(db, execution.user_task_execution_pk)
             version = append_version(
                 db,
                 execution,

@@ -11,6 +11,16 @@ from mojodex_core.db.models import ProducedText, ProducedTextVersion, UserTaskEx
 MAX_ATTEMPTS = 5
 
 
+def latest_version(db: DbSession, user_task_execution_pk: int) -> ProducedTextVersion | None:
+    return db.scalar(
+        select(ProducedTextVersion)
+        .join(ProducedText)
+        .where(ProducedText.user_task_execution_fk == user_task_execution_pk)
+        .order_by(ProducedTextVersion.version_index.desc())
+        .limit(1)
+    )
+
+
 def get_or_create_produced_text(db: DbSession, execution: UserTaskExecution, user_id: str) -> ProducedText:
     for _ in range(MAX_ATTEMPTS):
         found = db.scalar(

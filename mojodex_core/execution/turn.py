@@ -22,8 +22,6 @@ from sqlalchemy.orm import sessionmaker
 from mojodex_core.db import transaction
 from mojodex_core.db.models import (
     Message,
-    ProducedText,
-    ProducedTextVersion,
     Session,
     Task,
     User,
@@ -33,7 +31,7 @@ from mojodex_core.db.models import (
 from mojodex_core.execution.coalescer import TokenCoalescer
 from mojodex_core.execution.events import EventPublisher
 from mojodex_core.execution.jobs import TurnJob
-from mojodex_core.execution.produced_text import append_version, version_payload
+from mojodex_core.execution.produced_text import append_version, latest_version, version_payload
 from mojodex_core.execution.prompt import (
     ChatMessage,
     PromptError,
@@ -212,13 +210,7 @@ class InstructTurn:
     ) -> list[dict[str, str]]:
         language = session.language or user.language_code
         displayed = displayed_data_for(task, language)
-        latest = db.scalar(
-            select(ProducedTextVersion)
-            .join(ProducedText)
-            .where(ProducedText.user_task_execution_fk == execution.user_task_execution_pk)
-            .order_by(ProducedTextVersion.version_index.desc())
-            .limit(1)
-        )
+        latest = latest_version(db, execution.user_task_execution_pk)
         system = render(
             "instruct_task.jinja2",
             username=user.name,
