@@ -119,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"parse time (wall): p50 {res['p50_ms']:.3f} ms, p99 {res['p99_ms']:.3f} ms, mean {res['mean_ms']:.3f} ms")
     print(f"parse time (cpu):  p50 {res['cpu_p50_ms']:.3f} ms, p99 {res['cpu_p99_ms']:.3f} ms")
     for fail in res["failures"][: args.show_errors]:
-        print(f"- {fail['src']}\n    gold: {fail['gold']}\n    got:  {fail['predicted']}\n    why:  {fail['categories']}")
+        print(f"- {fail['src']}\n    gold: {fail['gold']}\n    got:  {fail['predicted']}")
+        print(f"    why:  {fail['categories']}")
     print(f"exact_match={res['exact_match']:.4f} n={res['n']} p50_ms={res['p50_ms']:.3f} p99_ms={res['p99_ms']:.3f}")
     return 0
 

@@ -68,8 +68,19 @@ from mojodex_core.config import normalise_database_url
 from tests.support.live import Client, SocketRecorder, live_settings, start_live_server
 from tests.support.scripted_llm import Reply, ScriptedLLMServer
 
-QUIET_LOGGERS = ("mojodex", "werkzeug", "httpx2", "httpx", "httpcore", "openai", "engineio", "socketio",
-                 "urllib3", "alembic", "sqlalchemy")
+QUIET_LOGGERS = (
+    "mojodex",
+    "werkzeug",
+    "httpx2",
+    "httpx",
+    "httpcore",
+    "openai",
+    "engineio",
+    "socketio",
+    "urllib3",
+    "alembic",
+    "sqlalchemy",
+)
 
 QUESTION_TEXT = "Who should receive this email, and which tone do you want me to use for it today?"
 QUESTION_CHUNKS = (
@@ -165,8 +176,10 @@ class CpuMeter:
         machine = machine_cpu()
         if machine and self.machine:
             busy = (machine[0] - self.machine[0]) / max(machine[1] - self.machine[1], 1.0)
-            parts.append(f"whole machine {busy * (os.cpu_count() or 1):.2f} of {os.cpu_count()} "
-                         f"(other users' processes included)")
+            parts.append(
+                f"whole machine {busy * (os.cpu_count() or 1):.2f} of {os.cpu_count()} "
+                f"(other users' processes included)"
+            )
         return "CPU in cores: " + ", ".join(parts) if parts else ""
 
 
@@ -224,7 +237,7 @@ class StackSampler:
     @staticmethod
     def _where(filename: str) -> str:
         if filename.startswith(str(REPO_ROOT)):
-            return filename[len(str(REPO_ROOT)) + 1:]
+            return filename[len(str(REPO_ROOT)) + 1 :]
         parts = Path(filename).parts
         return "/".join(parts[-2:])
 
@@ -255,8 +268,10 @@ class StackSampler:
         turn_key = ("turn_N", "mojodex_core/execution/turn.py:InstructTurn.__call__")
         busy = self.inclusive.get(turn_key, 0)
         if busy:
-            lines.append(f"turn threads inside InstructTurn.__call__: {busy} samples "
-                         f"(= {busy / max(self.ticks, 1):.1f} turns in flight on average); share of that time:")
+            lines.append(
+                f"turn threads inside InstructTurn.__call__: {busy} samples "
+                f"(= {busy / max(self.ticks, 1):.1f} turns in flight on average); share of that time:"
+            )
             rows = sorted(((fn, n) for (g, fn), n in self.inclusive.items() if g == "turn_N"), key=lambda r: -r[1])
             for fn, n in rows[:25]:
                 lines.append(f"  {100 * n / busy:5.1f}%  {fn}")
@@ -326,7 +341,7 @@ class CpuProfiler:
             stats.stream = out
             stats.sort_stats(key).print_stats(limit)
             body = out.getvalue()
-            body = body[body.find("ncalls"):] if "ncalls" in body else body
+            body = body[body.find("ncalls") :] if "ncalls" in body else body
             lines.append(f"-- {title}\n{body.rstrip()}")
         return "\n".join(lines)
 
@@ -346,7 +361,9 @@ class PlatformHost:
         logging.getLogger("werkzeug").addFilter(lambda r: "code 400, message Bad" not in r.getMessage())
         settings = live_settings(self.database_url, self.llm_base_url)
         # The test settings have test-sized timeouts; a loaded 2-core box needs the production ones.
-        settings = replace(settings, log_level="WARNING", turn_timeout_s=180.0, llm=replace(settings.llm, timeout_s=60.0))
+        settings = replace(
+            settings, log_level="WARNING", turn_timeout_s=180.0, llm=replace(settings.llm, timeout_s=60.0)
+        )
         kwargs: dict[str, Any] = {}
         if "llm_overrides" in inspect.signature(start_live_server).parameters:
             kwargs["llm_overrides"] = {"first_token_timeout_s": 30.0}  # the production default
@@ -556,9 +573,14 @@ def run_turn(session: BenchSession, kind: str, expected: str, timeout_s: float) 
     result = TurnResult(kind, text, time.perf_counter())
     try:
         response = session.client.call(
-            "PUT", "/user_message",
-            json={"session_id": session.session_id, "user_task_execution_pk": session.pk, "text": text,
-                  "message_id": uuid.uuid4().hex},
+            "PUT",
+            "/user_message",
+            json={
+                "session_id": session.session_id,
+                "user_task_execution_pk": session.pk,
+                "text": text,
+                "message_id": uuid.uuid4().hex,
+            },
         )
     except Exception as exc:  # noqa: BLE001
         result.error = f"PUT failed: {exc!r}"
@@ -593,7 +615,7 @@ def run_turn(session: BenchSession, kind: str, expected: str, timeout_s: float) 
         return result
     result.t_final = times[-1]
     deltas: list[str] = []
-    for (name, data), t in zip(events, times):
+    for (name, data), t in zip(events, times, strict=False):
         if name == token_name:
             if result.t_first is None:
                 result.t_first = t
@@ -612,8 +634,9 @@ def run_turn(session: BenchSession, kind: str, expected: str, timeout_s: float) 
 # --------------------------------------------------------------------------- reporting
 
 
-def summarize(label: str, results: list[TurnResult], llm_received: dict[str, float], wall_s: float,
-              cpu: str = "") -> dict[str, float]:
+def summarize(
+    label: str, results: list[TurnResult], llm_received: dict[str, float], wall_s: float, cpu: str = ""
+) -> dict[str, float]:
     ok = [r for r in results if r.ok]
     first = [r.ms(r.t_first) for r in ok if r.t_first is not None]
     final = [r.ms(r.t_final) for r in ok]
@@ -622,15 +645,19 @@ def summarize(label: str, results: list[TurnResult], llm_received: dict[str, flo
     llm_to_first = [(r.t_first - llm_received[r.text]) * 1000 for r in ok if r.text in llm_received and r.t_first]
     token_events = [r.token_events for r in ok]
     bad_content = sum(1 for r in ok if not r.content_ok)
-    print(f"\n== {label}: {len(results)} turns in {wall_s:.2f} s ({len(results) / wall_s:.1f} turns/s), "
-          f"{len(results) - len(ok)} failed, {bad_content} with streamed text != final text")
+    print(
+        f"\n== {label}: {len(results)} turns in {wall_s:.2f} s ({len(results) / wall_s:.1f} turns/s), "
+        f"{len(results) - len(ok)} failed, {bad_content} with streamed text != final text"
+    )
     if cpu:
         print(f"   {cpu}")
 
     def row(name: str, values: list[float]) -> None:
         if values:
-            print(f"   {name:<42} p50 {percentile(values, 50):8.1f} ms   p99 {percentile(values, 99):8.1f} ms"
-                  f"   max {max(values):8.1f} ms")
+            print(
+                f"   {name:<42} p50 {percentile(values, 50):8.1f} ms   p99 {percentile(values, 99):8.1f} ms"
+                f"   max {max(values):8.1f} ms"
+            )
 
     row("PUT sent -> first token event", first)
     row("PUT sent -> final message event", final)
@@ -640,21 +667,28 @@ def summarize(label: str, results: list[TurnResult], llm_received: dict[str, flo
     streaming = [(r.t_final - llm_received[r.text]) * 1000 for r in ok if r.text in llm_received and r.kind == "draft"]
     row("  LLM request received -> draft_message", streaming)
     if token_events:
-        print("   token events per turn (30 ms coalescing, as in live_settings): "
-              f"p50 {percentile(token_events, 50):.0f}, max {max(token_events)}")
+        print(
+            "   token events per turn (30 ms coalescing, as in live_settings): "
+            f"p50 {percentile(token_events, 50):.0f}, max {max(token_events)}"
+        )
     for r in results:
         if not r.ok:
             print(f"   failure: {r.error}")
             break
     return {
-        "first_p50": percentile(first, 50), "first_p99": percentile(first, 99),
-        "final_p50": percentile(final, 50), "final_p99": percentile(final, 99),
-        "failed": len(results) - len(ok), "bad_content": bad_content,
+        "first_p50": percentile(first, 50),
+        "first_p99": percentile(first, 99),
+        "final_p50": percentile(final, 50),
+        "final_p99": percentile(final, 99),
+        "failed": len(results) - len(ok),
+        "bad_content": bad_content,
         "stream_p50_ms": percentile(streaming, 50) if streaming else float("nan"),
     }
 
 
-def in_parallel(sessions: list[BenchSession], work: Callable[[BenchSession], list[TurnResult]]) -> tuple[list[TurnResult], float]:
+def in_parallel(
+    sessions: list[BenchSession], work: Callable[[BenchSession], list[TurnResult]]
+) -> tuple[list[TurnResult], float]:
     barrier = threading.Barrier(len(sessions) + 1)
     outputs: list[list[TurnResult]] = [[] for _ in sessions]
     errors: list[str] = []
@@ -666,7 +700,9 @@ def in_parallel(sessions: list[BenchSession], work: Callable[[BenchSession], lis
         except Exception:  # noqa: BLE001
             errors.append(traceback.format_exc())
 
-    threads = [threading.Thread(target=body, args=(i, s), name=f"client-{i}", daemon=True) for i, s in enumerate(sessions)]
+    threads = [
+        threading.Thread(target=body, args=(i, s), name=f"client-{i}", daemon=True) for i, s in enumerate(sessions)
+    ]
     for t in threads:
         t.start()
     barrier.wait()
@@ -685,19 +721,29 @@ def in_parallel(sessions: list[BenchSession], work: Callable[[BenchSession], lis
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=50, help="concurrent sessions (default 50)")
-    parser.add_argument("--database-url", default=None,
-                        help="default: a temp SQLite file; a Postgres URL has its public schema DROPPED and recreated")
+    parser.add_argument(
+        "--database-url",
+        default=None,
+        help="default: a temp SQLite file; a Postgres URL has its public schema DROPPED and recreated",
+    )
     parser.add_argument("--single-turns", type=int, default=30, help="sequential turns of the 1-session run")
     parser.add_argument("--messages", type=int, default=5, help="question turns per session in the concurrent run")
     parser.add_argument("--draft-tokens", type=int, default=500, help="word chunks per streamed draft")
     parser.add_argument("--turn-timeout", type=float, default=60.0, help="max seconds to wait for one answer")
     parser.add_argument("--deadline", type=float, default=170.0, help="hard stop of the whole bench, seconds")
-    parser.add_argument("--profile", choices=("wall", "cpu"), default=None,
-                        help="profile the server during the concurrent runs: 'wall' samples every thread's stack "
-                             "(blocked time included), 'cpu' runs cProfile on a CPU clock around turns and requests "
-                             "(slows the server several times: read proportions, not times; may pass --deadline)")
-    parser.add_argument("--in-process", action="store_true",
-                        help="run the platform and the scripted LLM in this process (shared GIL with the clients)")
+    parser.add_argument(
+        "--profile",
+        choices=("wall", "cpu"),
+        default=None,
+        help="profile the server during the concurrent runs: 'wall' samples every thread's stack "
+        "(blocked time included), 'cpu' runs cProfile on a CPU clock around turns and requests "
+        "(slows the server several times: read proportions, not times; may pass --deadline)",
+    )
+    parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="run the platform and the scripted LLM in this process (shared GIL with the clients)",
+    )
     return parser.parse_args(argv)
 
 
@@ -725,8 +771,10 @@ def main(argv: list[str] | None = None) -> int:
     if tmpdir:
         tmpdirs.append(tmpdir)
     db_kind = "postgres" if database_url.startswith("postgresql") else "sqlite"
-    print(f"bench: database {db_kind} ({masked(database_url)}), {os.cpu_count()} cores, "
-          f"{'single process' if args.in_process else 'platform, LLM and clients in 3 processes'}")
+    print(
+        f"bench: database {db_kind} ({masked(database_url)}), {os.cpu_count()} cores, "
+        f"{'single process' if args.in_process else 'platform, LLM and clients in 3 processes'}"
+    )
     sessions: list[BenchSession] = []
     exit_code = 0
     try:
@@ -735,8 +783,10 @@ def main(argv: list[str] | None = None) -> int:
         hosts.append(llm)
         platform = make_host("platform", database_url, llm.base_url)
         hosts.append(platform)
-        print(f"bench: platform {platform.base_url}, scripted LLM {llm.base_url} "
-              f"(ready after {time.perf_counter() - bench_started:.1f} s)")
+        print(
+            f"bench: platform {platform.base_url}, scripted LLM {llm.base_url} "
+            f"(ready after {time.perf_counter() - bench_started:.1f} s)"
+        )
 
         from mojodex_core.db import make_engine, make_session_factory
 
@@ -746,8 +796,7 @@ def main(argv: list[str] | None = None) -> int:
         with ThreadPoolExecutor(max_workers=8) as pool:
             sessions = list(pool.map(lambda i: new_session(i, factory, platform.base_url), range(count)))
         engine.dispose()
-        print(f"bench: {count} sessions created and joined "
-              f"(t={time.perf_counter() - bench_started:.1f} s)")
+        print(f"bench: {count} sessions created and joined (t={time.perf_counter() - bench_started:.1f} s)")
 
         draft_text = "".join(draft_words(args.draft_tokens))
 
@@ -771,7 +820,8 @@ def main(argv: list[str] | None = None) -> int:
             platform.call("profile_start", args.profile)
         meter = CpuMeter(pids, db_kind == "postgres")
         questions, questions_wall = in_parallel(
-            sessions, lambda s: [run_turn(s, "question", QUESTION_TEXT, args.turn_timeout) for _ in range(args.messages)]
+            sessions,
+            lambda s: [run_turn(s, "question", QUESTION_TEXT, args.turn_timeout) for _ in range(args.messages)],
         )
         questions_cpu = meter.summary()
         profile_questions = platform.call("profile_stop") if args.profile else ""
@@ -785,14 +835,27 @@ def main(argv: list[str] | None = None) -> int:
         profile_drafts = platform.call("profile_stop") if args.profile else ""
 
         received = llm.call("received_times")
-        print(f"\nbench: scripted LLM answering instantly; latencies measured at the clients "
-              f"(total bench time so far {time.perf_counter() - bench_started:.1f} s)")
-        s1 = summarize(f"1 session, {args.single_turns} sequential question turns", single, received, single_wall,
-                       single_cpu)
-        sn = summarize(f"{count} sessions in parallel x {args.messages} sequential question turns",
-                       questions, received, questions_wall, questions_cpu)
-        sd = summarize(f"{count} sessions in parallel x 1 streamed draft of {args.draft_tokens} tokens",
-                       drafts, received, drafts_wall, drafts_cpu)
+        print(
+            f"\nbench: scripted LLM answering instantly; latencies measured at the clients "
+            f"(total bench time so far {time.perf_counter() - bench_started:.1f} s)"
+        )
+        s1 = summarize(
+            f"1 session, {args.single_turns} sequential question turns", single, received, single_wall, single_cpu
+        )
+        sn = summarize(
+            f"{count} sessions in parallel x {args.messages} sequential question turns",
+            questions,
+            received,
+            questions_wall,
+            questions_cpu,
+        )
+        sd = summarize(
+            f"{count} sessions in parallel x 1 streamed draft of {args.draft_tokens} tokens",
+            drafts,
+            received,
+            drafts_wall,
+            drafts_cpu,
+        )
 
         ok_drafts = [r for r in drafts if r.ok]
         tokens_per_s = chars_per_s = float("nan")
@@ -803,15 +866,21 @@ def main(argv: list[str] | None = None) -> int:
             tokens_per_s = delivered_tokens / wall
             chars_per_s = chars / wall
             events = sum(r.token_events for r in ok_drafts)
-            print(f"   draft throughput: {delivered_tokens} tokens (scripted chunks, {args.draft_tokens} per draft, "
-                  f"counted for correct drafts only) in {wall:.2f} s = {tokens_per_s:.0f} tokens/s; "
-                  f"{chars} delta chars = {chars_per_s:.0f} chars/s; {events} draft_token events")
-            print(f"   one stream, LLM request -> draft_message: p50 {sd['stream_p50_ms']:.0f} ms "
-                  f"= {args.draft_tokens / (sd['stream_p50_ms'] / 1000):.0f} tokens/s per session while "
-                  f"{count} stream at once")
+            print(
+                f"   draft throughput: {delivered_tokens} tokens (scripted chunks, {args.draft_tokens} per draft, "
+                f"counted for correct drafts only) in {wall:.2f} s = {tokens_per_s:.0f} tokens/s; "
+                f"{chars} delta chars = {chars_per_s:.0f} chars/s; {events} draft_token events"
+            )
+            print(
+                f"   one stream, LLM request -> draft_message: p50 {sd['stream_p50_ms']:.0f} ms "
+                f"= {args.draft_tokens / (sd['stream_p50_ms'] / 1000):.0f} tokens/s per session while "
+                f"{count} stream at once"
+            )
         correct = sum(1 for r in ok_drafts if r.content_ok)
-        print(f"   correctness: {correct}/{len(drafts)} clients' concatenated draft_token deltas equal the final draft"
-              f" ({'OK' if correct == len(drafts) else 'MISMATCH'})")
+        print(
+            f"   correctness: {correct}/{len(drafts)} clients' concatenated draft_token deltas equal the final draft"
+            f" ({'OK' if correct == len(drafts) else 'MISMATCH'})"
+        )
         if profile_questions:
             print(f"\n== server profile, {count} sessions question turns\n{profile_questions}")
         if profile_drafts:
@@ -820,8 +889,11 @@ def main(argv: list[str] | None = None) -> int:
         if failures or correct != len(drafts):
             exit_code = 1
         print(f"\nbench: done in {time.perf_counter() - bench_started:.1f} s ({db_kind})")
-        print(f"first_token_p50_ms={sn['first_p50']:.1f} first_token_p99_ms={sn['first_p99']:.1f} "
-              f"message_p50_ms={sn['final_p50']:.1f} tokens_per_s={tokens_per_s:.0f}", flush=True)
+        print(
+            f"first_token_p50_ms={sn['first_p50']:.1f} first_token_p99_ms={sn['first_p99']:.1f} "
+            f"message_p50_ms={sn['final_p50']:.1f} tokens_per_s={tokens_per_s:.0f}",
+            flush=True,
+        )
     finally:
         # A client disconnect waits up to 3 s for the server's websocket close frame: all at once.
         with ThreadPoolExecutor(max_workers=max(len(sessions), 1)) as pool:

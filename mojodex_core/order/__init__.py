@@ -11,7 +11,7 @@ Pure library (no Flask, DB or network). Typical turn::
 
 from .exr import to_exr, unordered_equal
 from .flow import Action, AskAction, CheckoutAction, CompleteAction, PaymentAction, get_next_action
-from .llm_parser import OpenAIStructuredLLM, StructuredLLM, build_messages, parse_order
+from .llm_parser import StructuredLLM, build_messages, parse_order
 from .menu import Menu, MenuError, get_menu, load_menu
 from .parsed_input import Modification, OrderParseError, ParsedInput, ParsedItem
 from .parser import parse_deterministic
@@ -20,7 +20,7 @@ from .tree import ItemTask, OrderError, OrderTask, new_order
 
 __all__ = [
     "Action", "AskAction", "CheckoutAction", "CompleteAction", "DiffOp", "ItemTask", "Menu", "MenuError",
-    "Modification", "OpenAIStructuredLLM", "OrderError", "OrderParseError", "OrderTask", "ParsedInput",
+    "Modification", "OrderError", "OrderParseError", "OrderTask", "ParsedInput",
     "ParsedItem", "PaymentAction", "StateDiff", "StructuredLLM", "build_messages", "get_menu",
     "get_next_action", "load_menu", "new_order", "parse_deterministic", "parse_order", "to_exr",
     "unordered_equal", "update_state",

@@ -109,7 +109,7 @@ def error_categories(predicted: str, gold: str) -> list[str]:
         cats.append("extra item")
     elif len(p_left) < len(g_left):
         cats.append("missing item")
-    for po, go in zip(sorted(p_left, key=canonical), sorted(g_left, key=canonical)):
+    for po, go in zip(sorted(p_left, key=canonical), sorted(g_left, key=canonical), strict=False):
         cats.extend(_order_diff(po, go))
     return sorted(set(cats)) or ["structure"]
 

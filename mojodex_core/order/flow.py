@@ -168,7 +168,9 @@ def _preamble(tree: OrderTask, q: PendingQuestion | None) -> list[str]:
     return parts
 
 
-def get_next_action(tree: OrderTask, menu: Menu | None = None) -> AskAction | CheckoutAction | PaymentAction | CompleteAction:
+def get_next_action(
+    tree: OrderTask, menu: Menu | None = None
+) -> AskAction | CheckoutAction | PaymentAction | CompleteAction:
     """The bot's next move for ``tree`` (pure), with its rendered reply text."""
     menu = menu or get_menu(tree.menu_id)
     q = tree.pending if tree.pending is not None else next_question(tree, menu)

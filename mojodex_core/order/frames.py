@@ -13,7 +13,15 @@ One left-to-right pass with a few rules, all general (no sentence tables):
   values until "but", "with" (once something was negated), a number, a sentence end,
   or an "and" not followed by a plain value ("no onions and peppers" negates both,
   "no ham and extra cheese" does not);
-* a quantity qualifier ("extra", "a little bit of") binds to the next value.
+* a quantity qualifier ("extra", "a little bit of") binds to the next value;
+* "both", "each", "all" after a list of items of one type give each of them what follows
+  ("a large and a small pizza, both with ham") or, when nothing follows, what the last one got
+  with "with" ("... with ham on both");
+* an announced quantity followed by parts that add up to it is split into those parts, each
+  keeping what was said of the whole ("two large pizzas, one with ham and the other with olives",
+  "five pizzas, two with ham and the rest with olives");
+* an article + values + "with" is an item whose noun was left out ("a small with ham");
+* a definite noun ("make the pizza thin crust") continues the one earlier item of that type.
 """
 
 from __future__ import annotations
@@ -48,6 +56,10 @@ class Frame:
     attrs: list[Attr] = field(default_factory=list)
     with_seen: bool = False
     and_mark: int | None = None
+    after_with: bool = False  # a "with" was said since this frame started (anchored or not)
+    with_mark: int | None = None  # len(attrs) at the first "with"
+    split_child: bool = False  # started by a number/"the other": may be one part of "N pizzas, one with..."
+    rest: bool = False  # "the rest": its number is what is left of the announced quantity
 
 
 @dataclass
@@ -86,6 +98,7 @@ class _Segmenter:
         self.definite = False
         self.cancel_next = False
         self.skip_to = -1
+        self.dists: list[tuple[list[Frame], Frame, set[int]]] = []
 
     # -- helpers ------------------------------------------------------------------
     def _next(self, i: int) -> Chunk | None:
@@ -138,25 +151,97 @@ class _Segmenter:
         cur = self.cur
         prev = next((c for c in reversed(self.chunks[:i]) if c.kind != "filler"), None)
         if (ch.text in ("one", "1") and cur is not None and cur.anchor is None and cur.number is not None
-                and cur.attrs and prev is not None and prev.kind == "menu"):
+                and cur.attrs and prev is not None and prev.kind == "menu" and not cur.after_with):
             cur.anchor, cur.has_noun = cur.inherit, cur.inherit is not None  # "a small one": pronoun
             return
         if cur is None or (cur.anchor is None and cur.number is None and not cur.attrs):
             self._end_neg()
             frame = cur or self._new_frame()
-            frame.number, frame.article = ch.payload, article
+            frame.number, frame.article, frame.split_child = ch.payload, article, True
             return
         ahead = self._lookahead_anchor(i)
         if article:
-            if not ahead and not self._restates_field(i, cur):
+            if not ahead and not self._restates_field(i, cur) and not self._elided_noun(i, cur):
                 return  # "with a thin crust": the article belongs to an attribute
-            if cur.anchor and cur.with_seen and self._absorbs(cur, ahead):
-                return  # "a combo with a coke": the drink is part of the combo
+            if cur.anchor and cur.with_seen and prev is not None and prev.kind == "with" and self._absorbs(cur, ahead):
+                return  # "a combo with a coke": the drink is part of the combo ("... with fries and a coke" is not)
         elif not (cur.anchor or cur.number is not None or ahead):
             cur.number = ch.payload
             return
         self._end_neg()
-        self._new_frame(number=ch.payload, article=article)
+        self._new_frame(number=ch.payload, article=article, split_child=True)
+
+    def on_other(self, ch: Chunk) -> None:
+        """ "the other", "another", "the rest": a further item, of the type said before unless named."""
+        self._end_neg()
+        cur = self.cur
+        if cur is not None and cur.anchor is None and cur.number is None and not cur.attrs:
+            frame = cur
+        else:
+            frame = self._new_frame()
+        frame.number, frame.rest, frame.split_child = ch.payload, ch.payload is None, True
+
+    def on_dist(self, ch: Chunk) -> None:
+        """ "both", "each", "all": remember the list of items it covers (see :meth:`_distribute`)."""
+        cur = self.cur
+        kind = cur.anchor or cur.inherit if cur is not None else None
+        if cur is None or kind is None:
+            return
+        group: list[Frame] = []
+        for frame in reversed(self.out.frames):
+            if frame.anchor != kind and not (frame.anchor is None and all(_fits(a, {kind}) for a in frame.attrs)):
+                break
+            group.append(frame)
+        if ch.payload:
+            group = group[: int(ch.payload)]
+        if len(group) >= 2:
+            self.dists.append((group, cur, {id(a) for a in cur.attrs}))
+
+    def _distribute(self) -> None:
+        """Copy to every item of the list what was said after "both/each/all" ("..., both with ham"),
+        or, when nothing followed, what the last item got with "with" ("... with ham on both")."""
+        for group, cur, before in self.dists:
+            tail = [a for a in cur.attrs if id(a) not in before]
+            if not tail and cur.with_mark is not None:
+                tail = cur.attrs[cur.with_mark:]
+            for frame in group:
+                if frame is not cur:
+                    frame.attrs.extend(a for a in tail if all(a is not b for b in frame.attrs))
+
+    def _split(self) -> None:
+        """ "two large pizzas, one with ham and one with olives": the announced quantity becomes its parts,
+        each keeping what was said of the whole (size, style...). Only when the parts add up to it."""
+        frames = self.out.frames
+        i = 0
+        while i < len(frames):
+            whole = frames[i]
+            i += 1
+            n = whole.number
+            if not whole.anchor or n is None or whole.article or n < 2:
+                continue
+            run: list[Frame] = []
+            for frame in frames[i:]:
+                if not (frame.split_child and frame.anchor is None and not frame.has_noun
+                        and frame.inherit == whole.anchor):
+                    break
+                run.append(frame)
+            for m in range(2, len(run) + 1):
+                parts = run[:m]
+                rests = [p for p in parts if p.rest]
+                fixed = sum(p.number or 1 for p in parts if not p.rest)
+                if len(rests) > 1 or fixed > n:
+                    break
+                if rests and n - fixed >= 1:
+                    rests[0].number = n - fixed
+                elif rests or fixed != n:
+                    continue
+                for part in parts:
+                    part.anchor, part.has_noun = whole.anchor, whole.has_noun
+                    part.definite, part.cancel = whole.definite, whole.cancel
+                    part.attrs = [*whole.attrs, *part.attrs]
+                del frames[i - 1]
+                i += m - 1
+                break
 
     def _restates_field(self, i: int, cur: Frame) -> bool:
         """ "a large pizza and a small", "a hawaiian and a margherita": after "and", an article
@@ -168,6 +253,23 @@ class _Segmenter:
         filled = {(s.item_type, s.field) for a in cur.attrs for s in a.senses
                   if s.field and not self.menu.item_types[s.item_type].fields[s.field].with_list}
         return any((s.item_type, s.field) in filled for s in nxt.senses)
+
+    def _elided_noun(self, i: int, cur: Frame) -> bool:
+        """ "3 pizzas: a small with ham, a medium with bacon": an article, values of the current item's
+        type, then "with" - another item whose noun was left out."""
+        kind = cur.anchor or cur.inherit
+        prev = next((c for c in reversed(self.chunks[:i]) if c.kind != "filler"), None)
+        if kind is None or prev is None or prev.kind in ("with", "neg", "qual"):
+            return False
+        seen = False
+        for ch in self.chunks[i + 1:]:
+            if ch.kind == "filler":
+                continue
+            if ch.kind == "menu" and not _anchor_senses(ch) and any(s.item_type == kind for s in ch.senses):
+                seen = True
+                continue
+            return seen and ch.kind == "with"
+        return False
 
     def _absorbs(self, cur: Frame, senses: list[Sense]) -> bool:
         if not senses:
@@ -218,7 +320,10 @@ class _Segmenter:
         if self.neg and self.neg_count == 0 and is_noun:
             return  # "no drinks with this order"
         cur = self.cur
-        if self.cancel_next or cur is None:
+        earlier = self._definite_earlier(types) if is_noun and cur is not None and cur.anchor not in types else None
+        if earlier is not None:
+            cur = self.cur = earlier  # "a pizza and a coke, and make the pizza thin crust"
+        elif self.cancel_next or cur is None:
             cur = self._new_frame()
         elif cur.anchor is None:
             if cur.attrs and not all(_fits(a, types) for a in cur.attrs):
@@ -242,6 +347,13 @@ class _Segmenter:
             # keep every reading: the parser may re-read the frame as an answer ("coke" for a combo's drink)
             vals = [s for s in anchors + values if s.field]
             self._add(cur, Attr(tuple(dict.fromkeys(vals)), negated, None, ch.text))
+
+    def _definite_earlier(self, types: set[str]) -> Frame | None:
+        """The one earlier item of this type a definite noun ("the pizza") refers back to."""
+        if not self.definite or self.cancel_next:
+            return None
+        same = [f for f in self.out.frames if f.anchor in types]
+        return same[0] if len(same) == 1 else None
 
     def _pick_type(self, cur: Frame, types: set[str]) -> str:
         for t in self.menu.item_types:
@@ -282,8 +394,16 @@ class _Segmenter:
             elif k == "with":
                 if self.neg and self.neg_count:
                     self._end_neg()
-                if self.cur is not None and self.cur.anchor:
-                    self.cur.with_seen = True
+                if self.cur is not None:
+                    self.cur.after_with = True
+                    if self.cur.with_mark is None:
+                        self.cur.with_mark = len(self.cur.attrs)
+                    if self.cur.anchor:
+                        self.cur.with_seen = True
+            elif k == "other":
+                self.on_other(ch)
+            elif k == "dist":
+                self.on_dist(ch)
             elif k == "and":
                 nxt = self._next(i)
                 if self.neg and not (self.neg_count and nxt is not None and nxt.kind == "menu"
@@ -301,6 +421,9 @@ class _Segmenter:
                 continue
             elif k == "modify":
                 self.out.modify = True
+                if ch.text.split()[-1] == "the":  # "make the pizza thin crust": a reference
+                    self.definite = True
+                    continue
             elif k == "unknown":
                 self.out.unknown.append(ch.text)
             elif k in ("yes", "no_answer", "pickup", "delivery", "checkout", "cancel_all"):
@@ -312,6 +435,8 @@ class _Segmenter:
         if self.neg and not self.neg_any:
             self.out.bare_negation = True
         self.out.cancel_dangling = self.cancel_next
+        self._distribute()
+        self._split()
         return self.out
 
 

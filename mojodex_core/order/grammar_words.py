@@ -77,10 +77,53 @@ GRAMMAR: dict[str, dict[str, Any]] = {
         "when i pick up": "in_store", "when i pick it up": "in_store", "at pickup": "in_store",
     },
     "topping_word": _kind("topping", "toppings", "topped"),
+    # phrases about the occasion, not the item: they must not read as a size ("lunch", "party")
+    "filler": _kind("for lunch", "at lunch", "lunch time", "lunchtime", "for dinner", "for breakfast",
+                    "for the party", "for a party", "for my party", "for our party", "for the kids party"),
+    # distributive words: what is said next (or, said last, what the current item got) goes to every
+    # item of the list just named ("a large and a small pizza, both with ham")
+    # payload: how many of the last items it covers (None: the whole list)
+    "dist": {"both": 2, "each": None, "all": None, "every one": None, "each one": None},
+    # a further item of the same kind, inside a split ("two pizzas, one with ham and the other with olives");
+    # payload: how many (None: whatever is left of the announced quantity)
+    "other": {
+        "another": 1, "another one": 1, "the other": 1, "the other one": 1, "the first": 1, "the first one": 1,
+        "the second": 1, "the second one": 1, "the third": 1, "the third one": 1, "the last": 1,
+        "the last one": 1, "the others": None, "the other ones": None, "the rest": None,
+        "the rest of them": None, "the remaining": None, "the remaining ones": None,
+    },
 }
 
 # Words that carry no order content. Unknown words outside this list are reported as unparsed.
-FILLER_WORDS = ["i", "i'd", "i'll", "i'm", "i've", "me", "my", "mine", "we", "we'd", "we'll", "us", "our", "you", "your", "you'd", "ya", "u", "it", "its", "it's", "they", "them", "their", "he", "she", "him", "her", "hi", "hello", "hey", "good", "morning", "afternoon", "evening", "night", "tonight", "today", "there", "thanks", "thank", "thankyou", "please", "pls", "plz", "kindly", "sir", "maam", "ma'am", "buddy", "friend", "guys", "want", "wanted", "wanna", "would", "like", "liked", "love", "prefer", "need", "needed", "get", "gets", "getting", "got", "give", "gimme", "take", "took", "have", "having", "had", "has", "order", "ordered", "ordering", "place", "placing", "placed", "start", "started", "begin", "let", "let's", "lets", "can", "could", "may", "might", "will", "shall", "should", "must", "do", "does", "did", "doing", "done", "be", "been", "being", "is", "are", "was", "were", "am", "try", "trying", "tried", "go", "going", "gonna", "going", "for", "from", "of", "to", "in", "on", "at", "by", "about", "into", "onto", "over", "up", "out", "off", "as", "so", "just", "only", "also", "really", "very", "much", "some", "any", "all", "both", "each", "every", "either", "one", "ones", "else", "what", "which", "who", "whom", "whose", "that's", "this", "that", "these", "those", "then", "than", "there's", "here", "here's", "how", "how's", "like", "to", "like", "a", "an", "the", "and", "or", "but", "if", "when", "while", "where", "why", "because", "since", "until", "oh", "ok", "okay", "um", "uh", "uhm", "hmm", "well", "alright", "yeah", "guess", "think", "thinking", "feel", "feeling", "maybe", "perhaps", "pizza-wise", "wise", "side", "sides", "style", "styled", "type", "kind", "kinds", "sort", "size", "sized", "order", "orders", "item", "items", "piece", "pieces", "slice", "slices", "whole", "entire", "half", "quarter", "same", "another", "other", "more", "extra", "today's", "tonight's", "lunch", "dinner", "breakfast", "meal", "see", "say", "said", "tell", "told", "know", "wondering", "wonder", "looking", "look", "find", "make", "made", "put", "putting", "time", "day", "week", "appreciate", "appreciated", "great", "awesome", "beautiful", "nice", "cool", "lovely", "wonderful", "super", "much", "lot", "lots", "thing", "things", "stuff", "something", "anything", "everything", "nothing", "ready", "sure", "set", "fine", "okay", "again", "now", "soon", "quick", "quickly", "fast", "rush", "asap", "topping", "toppings", "top", "crust", "crusts", "dough", "base", "x", "times", "please", "thanks", "cheers", "bye", "goodbye", "fresh", "hot", "warm", "cold", "nice", "original", "homemade", "house", "special", "favorite", "favourite", "usual", "regular", "my", "name", "name's", "is", "called", "call", "actually", "oops", "sorry", "wait", "hmm", "hm", "er", "erm", "anyway", "anyways", "instead", "first", "second", "next", "last", "lastly", "finally"]
+FILLER_WORDS = [
+    "i", "i'd", "i'll", "i'm", "i've", "me", "my", "mine", "we", "we'd", "we'll", "us", "our", "you", "your",
+    "you'd", "ya", "u", "it", "its", "it's", "they", "them", "their", "he", "she", "him", "her", "hi", "hello",
+    "hey", "good", "morning", "afternoon", "evening", "night", "tonight", "today", "there", "thanks", "thank",
+    "thankyou", "please", "pls", "plz", "kindly", "sir", "maam", "ma'am", "buddy", "friend", "guys", "want",
+    "wanted", "wanna", "would", "like", "liked", "love", "prefer", "need", "needed", "get", "gets", "getting",
+    "got", "give", "gimme", "take", "took", "have", "having", "had", "has", "order", "ordered", "ordering",
+    "place", "placing", "placed", "start", "started", "begin", "let", "let's", "lets", "can", "could", "may",
+    "might", "will", "shall", "should", "must", "do", "does", "did", "doing", "done", "be", "been", "being", "is",
+    "are", "was", "were", "am", "try", "trying", "tried", "go", "going", "gonna", "for", "from", "of", "to", "in",
+    "on", "at", "by", "about", "into", "onto", "over", "up", "out", "off", "as", "so", "just", "only", "also",
+    "really", "very", "much", "some", "any", "all", "both", "each", "every", "either", "one", "ones", "else",
+    "what", "which", "who", "whom", "whose", "that's", "this", "that", "these", "those", "then", "than",
+    "there's", "here", "here's", "how", "how's", "a", "an", "the", "and", "or", "but", "if", "when", "while",
+    "where", "why", "because", "since", "until", "oh", "ok", "okay", "um", "uh", "uhm", "hmm", "well", "alright",
+    "yeah", "guess", "think", "thinking", "feel", "feeling", "maybe", "perhaps", "pizza-wise", "wise", "side",
+    "sides", "style", "styled", "type", "kind", "kinds", "sort", "size", "sized", "orders", "item", "items",
+    "piece", "pieces", "slice", "slices", "whole", "entire", "half", "quarter", "same", "another", "other",
+    "more", "extra", "today's", "tonight's", "lunch", "dinner", "breakfast", "meal", "see", "say", "said", "tell",
+    "told", "know", "wondering", "wonder", "looking", "look", "find", "make", "made", "put", "putting", "time",
+    "day", "week", "appreciate", "appreciated", "great", "awesome", "beautiful", "nice", "cool", "lovely",
+    "wonderful", "super", "lot", "lots", "thing", "things", "stuff", "something", "anything", "everything",
+    "nothing", "ready", "sure", "set", "fine", "again", "now", "soon", "quick", "quickly", "fast", "rush", "asap",
+    "topping", "toppings", "top", "crust", "crusts", "dough", "base", "x", "times", "cheers", "bye", "goodbye",
+    "fresh", "hot", "warm", "cold", "original", "homemade", "house", "special", "favorite", "favourite", "usual",
+    "regular", "name", "name's", "called", "call", "actually", "oops", "sorry", "wait", "hm", "er", "erm",
+    "anyway", "anyways", "instead", "first", "second", "next", "last", "lastly", "finally", "plain", "together",
+    "throw", "toss", "add-on"
+]
 
 NORM_OVERRIDES: dict[str, str] = {"sized": "size", "litres": "litre", "liters": "liter"}
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from rapidfuzz import fuzz, process
+from rapidfuzz.distance import OSA
 
 from . import grammar_words as gw
 from .menu import Menu
@@ -27,8 +28,10 @@ _PHONE_RE = re.compile(r"(?<!\w)\+?\d[\d\s().-]{7,}\d(?!\w)")
 _NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
 _ABBREVIATIONS = frozenset({"dr", "mr", "mrs", "ms", "st", "fl", "oz", "lb"})
 
-_UNITS = {w: i for i, w in enumerate(
-    ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty"])}
+_UNITS = {w: i for i, w in enumerate([
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+    "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty",
+])}
 _TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
          "ninety": 90}
 
@@ -40,8 +43,10 @@ class Token(NamedTuple):
 
 def singular(word: str) -> str:
     """Light plural stemmer; only needs to map singular and plural to the same key."""
-    if len(word) <= 3 or word.endswith("ss") or not word.endswith("s"):
+    if len(word) <= 2 or word.endswith("ss") or not word.endswith("s"):
         return word
+    if len(word) == 3:  # "ups" -> "up", "mls" -> "ml"; "yes", "gas", "his" stay
+        return word[:2] if word[1] not in "aeiou" else word
     if word.endswith("ies") and len(word) > 4:
         return word[:-3] + "y"
     if word.endswith("oes"):
@@ -62,7 +67,8 @@ def _fmt_number(value: float) -> str:
 
 
 def _merge_numbers(words: list[str]) -> list[str]:
-    """Number words to digits: "twenty four" -> 24, "seven and a half" -> 7.5, "five hundred" -> 500."""
+    """Number words to digits: "twenty four" -> 24, "seven and a half" -> 7.5, "five hundred" -> 500,
+    "a dozen" -> 12, "a couple of" -> 2."""
     out: list[str] = []
     i = 0
     while i < len(words):
@@ -90,6 +96,11 @@ def _merge_numbers(words: list[str]) -> list[str]:
             if out and out[-1] in ("a", "1"):
                 out.pop()
             out.append("12")
+        elif w in ("couple", "pair") and words[i + 1:i + 2] == ["of"]:  # "a couple of cokes"
+            if out and out[-1] in ("a", "1"):
+                out.pop()
+            out.append("2")
+            i += 1
         else:
             out.append(w)
         i += 1
@@ -188,22 +199,62 @@ class Lexicon:
             self.index.setdefault(key[0], []).append((key, entry))
         for lst in self.index.values():
             lst.sort(key=lambda kv: -len(kv[0]))
-        self.vocab = sorted({w for key, e in entries.items() if e.kind == "menu" for w in key
-                             if len(w) >= 4 and not _NUMBER_RE.fullmatch(w)})
-        self._fuzzy_cache: dict[str, str | None] = {}
+        # every word of every phrase: such a word is never "corrected" by the fuzzy lookup
+        self.known = frozenset(w for key in entries for w in key)
+        menu_words = {w for key, e in entries.items() if e.kind == "menu" for w in key
+                      if len(w) >= 4 and not _NUMBER_RE.fullmatch(w)}
+        grammar_words = {w for key, e in entries.items() if e.kind != "menu" for w in key
+                         if len(w) >= 5 and w.isalpha()}
+        self.vocab = sorted(menu_words | grammar_words)
+        self._anagrams: dict[str, list[str]] = {}
+        for w in self.vocab:
+            self._anagrams.setdefault("".join(sorted(w)), []).append(w)
+        self._fuzzy_cache: dict[tuple[str, str | None], str | None] = {}
+        # "<number> <unit>" for measure fields, also for amounts the menu doesn't list ("a 12 oz coke")
+        self.units: dict[str, list[tuple[tuple[str, ...], str, str, str]]] = {}
+        for t_name, tdef in menu.item_types.items():
+            for f_name, fdef in tdef.fields.items():
+                for unit_id, forms in (fdef.units or {}).items() if fdef.kind == "measure" else ():
+                    for form in forms:
+                        key = norm_phrase(form)
+                        if key:
+                            self.units.setdefault(key[0], []).append((key, t_name, f_name, unit_id))
+        for lst in self.units.values():
+            lst.sort(key=lambda u: -len(u[0]))
 
-    def fuzzy(self, word: str) -> str | None:
-        """Closest menu word for a misspelling, or None (cached per lexicon)."""
-        if word in self._fuzzy_cache:
-            return self._fuzzy_cache[word]
+    def fuzzy(self, word: str, raw: str | None = None) -> str | None:
+        """Closest phrase word for a misspelling, or None (cached per lexicon).
+
+        ``word`` is the normalised form; ``raw`` (the word as typed) is tried too without a
+        plural "s", since the stemmer can mangle a misspelt plural ("olies" -> "oly").
+        """
+        key = (word, raw)
+        if key in self._fuzzy_cache:
+            return self._fuzzy_cache[key]
         best = None
-        if len(word) >= 4 and word.isalpha():
-            cutoff = 86 if len(word) <= 5 else 80
-            hit = process.extractOne(word, self.vocab, scorer=fuzz.ratio, score_cutoff=cutoff)
-            best = hit[0] if hit else None
+        forms = [word]
+        if raw and raw.endswith("s") and raw[:-1] != word:
+            forms.append(raw[:-1].replace("'", ""))
+        for form in forms:
+            best = self._closest(form)
+            if best is not None:
+                break
         if len(self._fuzzy_cache) < 50_000:
-            self._fuzzy_cache[word] = best
+            self._fuzzy_cache[key] = best
         return best
+
+    def _closest(self, word: str) -> str | None:
+        if len(word) < 4 or not word.isalpha():
+            return None
+        cutoff = 86 if len(word) <= 5 else 80
+        hit = process.extractOne(word, self.vocab, scorer=fuzz.ratio, score_cutoff=cutoff)
+        if hit is not None:
+            return hit[0]
+        # two swapped neighbours ("pespi", "onoin") cost too much for the ratio on short words
+        for candidate in self._anagrams.get("".join(sorted(word)), ()):
+            if OSA.distance(word, candidate) == 1:
+                return candidate
+        return None
 
     def match(self, norms: list[str], i: int) -> tuple[int, Entry] | None:
         for key, entry in self.index.get(norms[i], ()):
@@ -212,18 +263,33 @@ class Lexicon:
                 return n, entry
         return None
 
+    def _measure(self, norms: list[str], i: int) -> tuple[int, tuple[Sense, ...]] | None:
+        """ "12 oz" when the menu lists no such amount: a measure value (validated later against the menu)."""
+        for key, t_name, f_name, unit_id in self.units.get(norms[i + 1] if i + 1 < len(norms) else "", ()):
+            if tuple(norms[i + 1:i + 1 + len(key)]) == key:
+                value = f"{_fmt_number(float(norms[i]))} {unit_id}"
+                return 1 + len(key), (Sense(t_name, f_name, value),)
+        return None
+
     def chunk(self, tokens: list[Token]) -> list[Chunk]:
         norms = [t.norm for t in tokens]
+        for i, w in enumerate(norms):  # misspellings first, so that multi-word phrases match ("bbq chiken")
+            if w not in self.known and w not in FILLERS and w != "." and not _NUMBER_RE.fullmatch(w):
+                fixed = self.fuzzy(w, tokens[i].raw)
+                if fixed is not None:
+                    norms[i] = fixed
         out: list[Chunk] = []
         i = 0
         while i < len(norms):
             w = norms[i]
             hit = self.match(norms, i)
-            if hit is None and w not in FILLERS and not _NUMBER_RE.fullmatch(w) and w != ".":
-                fixed = self.fuzzy(w)
-                if fixed is not None:
-                    norms[i] = fixed
-                    hit = self.match(norms, i)
+            if hit is None and _NUMBER_RE.fullmatch(w):
+                measure = self._measure(norms, i)
+                if measure is not None:
+                    n, senses = measure
+                    out.append(Chunk("menu", i, i + n, senses, None, " ".join(t.raw for t in tokens[i:i + n])))
+                    i += n
+                    continue
             if hit is not None and w in gw.MODALS and (i == 0 or norms[i + 1:i + 2] and norms[i + 1] in gw.PRONOUNS):
                 hit = None  # "can i get...": a modal verb, not a container
                 out.append(Chunk("filler", i, i + 1, (), None, tokens[i].raw))

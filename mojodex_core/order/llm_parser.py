@@ -1,22 +1,25 @@
 """LLM parser (structured output) and the ``parse_order`` entry point.
 
 The LLM gets the menu (item types, fields, value ids), the current order and the
-pending question, and must answer with the same :class:`ParsedInput` JSON schema,
-sent as an OpenAI ``response_format`` json_schema. Output is validated by pydantic;
-invalid output is retried once with the validation error appended, then
-:class:`OrderParseError` is raised.
+pending question, and must answer with the same :class:`ParsedInput` JSON schema.
+Transport, the json_schema ``response_format``, validation, the one corrective
+retry and call records are the platform provider's job
+(:meth:`mojodex_core.llm.LLMProvider.structured`, which implements
+:class:`StructuredLLM`); output still invalid after the retry surfaces here as
+:class:`OrderParseError`.
 
 ``parse_order(mode="auto")`` uses the deterministic parser and only calls the LLM
 when its confidence is below the threshold or words stayed unresolved.
+``mojodex_core.llm`` (and so the ``openai`` client) is imported only when an LLM is used.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from .menu import Menu
 from .parsed_input import OrderParseError, ParsedInput
@@ -27,52 +30,13 @@ log = logging.getLogger(__name__)
 
 ParseMode = Literal["auto", "deterministic", "llm"]
 DEFAULT_THRESHOLD = 0.8
+LABEL = "order_parse"
 
 
 class StructuredLLM(Protocol):
+    """What the parser needs from a model: ``LLMProvider`` satisfies it."""
+
     def structured(self, messages: list[dict], response_model: type[BaseModel], *, label: str) -> BaseModel: ...
-
-
-class OpenAIStructuredLLM:
-    """:class:`StructuredLLM` over an ``openai.OpenAI`` client (any OpenAI-compatible server)."""
-
-    def __init__(self, client: Any, model: str, *, temperature: float = 0.0) -> None:
-        self.client = client
-        self.model = model
-        self.temperature = temperature
-
-    def structured(self, messages: list[dict], response_model: type[BaseModel], *, label: str) -> BaseModel:
-        response_format = {
-            "type": "json_schema",
-            "json_schema": {"name": response_model.__name__, "schema": response_model.model_json_schema(),
-                            "strict": False},
-        }
-        convo = list(messages)
-        problem = ""
-        for attempt in (1, 2):
-            resp = self.client.chat.completions.create(
-                model=self.model, messages=convo, response_format=response_format, temperature=self.temperature
-            )
-            content = (resp.choices[0].message.content or "").strip() if resp.choices else ""
-            try:
-                return response_model.model_validate_json(content)
-            except ValidationError as exc:
-                problem = _short_error(exc)
-            log.info("%s: invalid structured output (attempt %d): %s", label, attempt, problem)
-            convo = convo + [
-                {"role": "assistant", "content": content},
-                {"role": "user", "content": f"That output was invalid: {problem}\n"
-                                            "Reply again with only a JSON object matching the schema."},
-            ]
-        raise OrderParseError(f"{label}: the model returned invalid {response_model.__name__} twice: {problem}")
-
-
-def _short_error(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors()[:5]:
-        where = ".".join(str(p) for p in err["loc"]) or "(root)"
-        parts.append(f"{where}: {err['msg']}")
-    return "; ".join(parts)
 
 
 def _menu_block(menu: Menu) -> str:
@@ -123,7 +87,18 @@ Rules:
 
 
 def parse_with_llm(text: str, menu: Menu, tree: OrderTask | None, llm: StructuredLLM) -> ParsedInput:
-    result = llm.structured(build_messages(text, menu, tree), ParsedInput, label="order_parse")
+    """One structured call; output still invalid after the provider's retry raises :class:`OrderParseError`.
+
+    Other :class:`mojodex_core.llm.LLMError` failures (not configured, timeout, rate limit...)
+    propagate unchanged: their messages are fit for end users.
+    """
+    from mojodex_core.llm import StructuredOutputError  # lazy: the openai client is slow to import
+
+    try:
+        result = llm.structured(build_messages(text, menu, tree), ParsedInput, label=LABEL)
+    except StructuredOutputError as exc:
+        detail = exc.detail or str(exc)
+        raise OrderParseError(f"{LABEL}: the model returned an invalid ParsedInput twice ({detail})") from exc
     if not isinstance(result, ParsedInput):
         result = ParsedInput.model_validate(result.model_dump())
     return result
@@ -137,18 +112,26 @@ def parse_order(
     llm: StructuredLLM | None = None,
     threshold: float = DEFAULT_THRESHOLD,
 ) -> ParsedInput:
-    """Parse a customer message: deterministic, LLM, or auto (deterministic first, LLM when unsure)."""
+    """Parse a customer message: deterministic, LLM, or auto (deterministic first, LLM when unsure).
+
+    In auto mode a failing LLM (invalid output, unavailable, timeout) keeps the deterministic parse.
+    """
     if mode == "llm":
         if llm is None:
             raise ValueError("mode='llm' needs an llm")
         return parse_with_llm(text, menu, tree, llm)
     parsed = parse_deterministic(text, menu, tree)
-    if mode == "deterministic" or llm is None:
+    if mode == "deterministic" or llm is None or not needs_llm(parsed, threshold):
         return parsed
-    if parsed.confidence >= threshold and not parsed.unparsed:
-        return parsed
+    from mojodex_core.llm import LLMError
+
     try:
         return parse_with_llm(text, menu, tree, llm)
-    except OrderParseError as exc:
+    except (OrderParseError, LLMError) as exc:
         log.warning("LLM parse failed, keeping the deterministic parse: %s", exc)
         return parsed
+
+
+def needs_llm(parsed: ParsedInput, threshold: float = DEFAULT_THRESHOLD) -> bool:
+    """Auto mode asks the LLM when the deterministic confidence is low or words stayed unresolved."""
+    return parsed.confidence < threshold or bool(parsed.unparsed)

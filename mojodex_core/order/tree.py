@@ -112,7 +112,8 @@ class DeliveryMethodTask(BaseModel):
     def get_display_summary(self) -> str:
         if self.order_type == "delivery" and self.address and self.address.street:
             return f"Delivery to {self.address.street}"
-        return {"pickup": "Pickup", "delivery": "Delivery (address needed)"}.get(self.order_type or "", "Delivery method")
+        labels = {"pickup": "Pickup", "delivery": "Delivery (address needed)"}
+        return labels.get(self.order_type or "", "Delivery method")
 
 
 class ItemsTask(BaseModel):
@@ -220,7 +221,7 @@ class OrderTask(BaseModel):
             lines.append(f"  {_ICONS[it.status]} {it.get_display_summary()}")
             if it.status == "in_progress":
                 lines.extend(f"      ? {f}" for f in it.get_missing_fields())
-        for name, task in self._children()[1:]:
+        for _name, task in self._children()[1:]:
             lines.append(f"  {_ICONS[task.status]} {task.get_display_summary()}")
         lines.append(f"  Total: ${self.total():.2f}")
         return "\n".join(lines)

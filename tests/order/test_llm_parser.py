@@ -1,12 +1,14 @@
+"""LLM parser over the platform provider (``LLMProvider``) and the scripted OpenAI-compatible server."""
+
 from __future__ import annotations
 
+import dataclasses
 import json
 
-import openai
 import pytest
 
+from mojodex_core.llm import LLMCallRecord, LLMProvider, LLMSettings, LLMUnavailable
 from mojodex_core.order import (
-    OpenAIStructuredLLM,
     OrderParseError,
     ParsedInput,
     build_messages,
@@ -14,78 +16,125 @@ from mojodex_core.order import (
     parse_order,
     update_state,
 )
+from mojodex_core.order.llm_parser import needs_llm
 from mojodex_core.order.parser import parse_deterministic
-
-from .fake_openai import FakeOpenAI
+from tests.support.scripted_llm import HTTPError, Reply, ScriptedLLMServer
 
 GOOD = {"new_items": [{"item_type": "pizza", "fields": {"size": "LARGE", "toppings": [{"name": "HAM"}]}}],
         "confidence": 0.9}
 
 
-@pytest.fixture()
-def server():
-    with FakeOpenAI() as srv:
-        yield srv
+@pytest.fixture
+def records() -> list[LLMCallRecord]:
+    return []
 
 
-def _llm(server: FakeOpenAI) -> OpenAIStructuredLLM:
-    client = openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0, timeout=10)
-    return OpenAIStructuredLLM(client, "fake-model")
+@pytest.fixture
+def provider(llm_settings: LLMSettings, records: list[LLMCallRecord]):
+    p = LLMProvider(llm_settings, recorder=records.append)
+    yield p
+    p.close()
 
 
-def test_valid_json_is_parsed_and_request_carries_schema(server, pizza_menu):
-    server.push(json.dumps(GOOD))
-    parsed = parse_order("something odd about a big ham pie", pizza_menu, mode="llm", llm=_llm(server))
-    assert parsed.new_items[0].fields["size"] == "LARGE"
-    assert len(server.requests) == 1
-    body = server.requests[0]["body"]
-    assert body["model"] == "fake-model"
+def test_valid_json_is_parsed_and_request_carries_schema_menu_and_order(llm: ScriptedLLMServer, provider,
+                                                                        records, pizza_menu):
+    tree, _ = update_state(new_order(pizza_menu.id), parse_deterministic("a small pizza", pizza_menu), pizza_menu)
+    llm.script(Reply(json=GOOD))
+
+    parsed = parse_order("something odd about a big ham pie", pizza_menu, tree, mode="llm", llm=provider)
+
+    assert isinstance(parsed, ParsedInput)
+    assert parsed.new_items[0].fields == {"size": "LARGE", "toppings": [{"name": "HAM"}]}
+    assert parsed.confidence == 0.9
+    assert len(llm.requests) == 1
+    body = llm.last_request
+    assert body["model"] == "gpt-4o-mini"
     rf = body["response_format"]
     assert rf["type"] == "json_schema" and rf["json_schema"]["name"] == "ParsedInput"
     assert rf["json_schema"]["schema"] == ParsedInput.model_json_schema()
     assert rf["json_schema"]["strict"] is False
     system = body["messages"][0]["content"]
-    assert "BANANA_PEPPERS" in system and "item_type \"pizza\"" in system
+    assert "BANANA_PEPPERS" in system and 'item_type "pizza"' in system  # the menu
+    assert '[0] pizza (in_progress): {"quantity": 1, "size": "SMALL"' in system  # the current order
+    assert "Pending question: {'task': 'item', 'item_index': 0, 'field': 'toppings'" in system
     assert body["messages"][-1] == {"role": "user", "content": "something odd about a big ham pie"}
+    assert [(r.label, r.status, r.attempts) for r in records] == [("order_parse", "ok", 1)]
 
 
-def test_invalid_json_then_retry_succeeds(server, pizza_menu):
-    server.push("this is not json {")
-    server.push(json.dumps(GOOD))
-    parsed = parse_order("x", pizza_menu, mode="llm", llm=_llm(server))
+def test_invalid_json_then_valid_succeeds_after_one_retry(llm: ScriptedLLMServer, provider, pizza_menu):
+    llm.script(Reply("this is not json {"), Reply(json=GOOD))
+
+    parsed = parse_order("x", pizza_menu, mode="llm", llm=provider)
+
     assert parsed.new_items[0].item_type == "pizza"
-    assert len(server.requests) == 2
-    retry_msgs = server.requests[1]["body"]["messages"]
-    assert retry_msgs[-2] == {"role": "assistant", "content": "this is not json {"}
-    assert "invalid" in retry_msgs[-1]["content"]
+    assert len(llm.requests) == 2
+    retry = llm.requests[1]["messages"]
+    assert retry[-2] == {"role": "assistant", "content": "this is not json {"}
+    assert retry[-1]["role"] == "user" and "not valid JSON" in retry[-1]["content"]
 
 
-def test_schema_violation_twice_raises(server, pizza_menu):
-    bad = json.dumps({"new_items": [{"fields": {}}], "confidence": 3})
-    server.push(bad)
-    server.push(bad)
-    with pytest.raises(OrderParseError, match="invalid ParsedInput twice"):
-        parse_order("x", pizza_menu, mode="llm", llm=_llm(server))
-    assert len(server.requests) == 2
+def test_schema_violation_twice_raises_order_parse_error(llm: ScriptedLLMServer, provider, records, pizza_menu):
+    bad = {"new_items": [{"fields": {}}], "confidence": 3}
+    llm.script(Reply(json=bad), Reply(json=bad))
+
+    with pytest.raises(OrderParseError, match="invalid ParsedInput twice") as info:
+        parse_order("x", pizza_menu, mode="llm", llm=provider)
+
+    assert "item_type" in str(info.value) and "confidence" in str(info.value)
+    assert len(llm.requests) == 2
+    assert records[-1].status == "error" and records[-1].attempts == 2
 
 
-def test_auto_mode_skips_llm_when_confident(server, pizza_menu):
-    parsed = parse_order("two large pepperoni pizzas and a diet coke", pizza_menu, llm=_llm(server))
-    assert len(parsed.new_items) == 2 and server.requests == []
+def test_auto_mode_makes_no_request_for_a_clean_utterance(llm: ScriptedLLMServer, provider, pizza_menu):
+    parsed = parse_order("two large pepperoni pizzas and a diet coke", pizza_menu, llm=provider)
+    assert [i.item_type for i in parsed.new_items] == ["pizza", "drink"]
+    assert parsed.confidence == 1.0 and not parsed.unparsed
+    assert llm.requests == []
 
 
-def test_auto_mode_falls_back_to_llm_on_unknown_words(server, pizza_menu):
-    server.push(json.dumps(GOOD))
-    parsed = parse_order("a large calzone-ish thing with ham", pizza_menu, llm=_llm(server))
-    assert len(server.requests) == 1 and parsed.confidence == 0.9
+def test_auto_mode_asks_the_llm_when_words_stay_unresolved(llm: ScriptedLLMServer, provider, pizza_menu):
+    text = "a large calzone-ish thing with ham"
+    assert parse_deterministic(text, pizza_menu).unparsed  # precondition
+    llm.script(Reply(json=GOOD))
+    parsed = parse_order(text, pizza_menu, llm=provider)
+    assert len(llm.requests) == 1 and parsed.confidence == 0.9
+    assert llm.last_request["messages"][-1]["content"] == text
 
 
-def test_auto_mode_keeps_deterministic_parse_when_llm_fails(server, pizza_menu):
-    server.push("nope")
-    server.push("still nope")
+def test_auto_mode_asks_the_llm_below_the_confidence_threshold(llm: ScriptedLLMServer, provider, pizza_menu):
+    det = parse_deterministic("yes please", pizza_menu)  # nothing to answer: empty parse, confidence 0.5
+    assert det.is_empty() and det.confidence == 0.5 and not det.unparsed
+    assert needs_llm(det) and not needs_llm(det, threshold=0.5)
+
+    assert parse_order("yes please", pizza_menu, llm=provider, threshold=0.5) == det
+    assert llm.requests == []
+    llm.script(Reply(json={"wants_checkout": True, "confidence": 0.7}))
+    assert parse_order("yes please", pizza_menu, llm=provider).wants_checkout
+    assert len(llm.requests) == 1
+
+
+def test_auto_mode_keeps_the_deterministic_parse_when_the_llm_fails(llm: ScriptedLLMServer, provider,
+                                                                    llm_settings, pizza_menu):
     text = "a large blorptastic pizza"
-    parsed = parse_order(text, pizza_menu, llm=_llm(server))
-    assert parsed == parse_deterministic(text, pizza_menu)
+    llm.script(Reply("nope"), Reply("still nope"))
+    assert parse_order(text, pizza_menu, llm=provider) == parse_deterministic(text, pizza_menu)
+    assert len(llm.requests) == 2
+
+    llm.reset()
+    llm.script(HTTPError(503))
+    down = LLMProvider(dataclasses.replace(llm_settings, max_retries=0))
+    try:
+        assert parse_order(text, pizza_menu, llm=down) == parse_deterministic(text, pizza_menu)
+        with pytest.raises(LLMUnavailable):  # mode="llm" has nothing to fall back on
+            llm.script(HTTPError(503))
+            parse_order(text, pizza_menu, mode="llm", llm=down)
+    finally:
+        down.close()
+
+
+def test_deterministic_mode_never_calls_the_llm(llm: ScriptedLLMServer, provider, pizza_menu):
+    parse_order("a large blorptastic pizza", pizza_menu, mode="deterministic", llm=provider)
+    assert llm.requests == []
 
 
 def test_llm_mode_requires_llm(pizza_menu):
@@ -97,6 +146,7 @@ def test_prompt_includes_order_and_pending_question(bagel_menu):
     tree, _ = update_state(new_order(bagel_menu.id), parse_deterministic("a plain bagel", bagel_menu), bagel_menu)
     system = build_messages("yes", bagel_menu, tree)[0]["content"]
     assert '[0] bagel (in_progress)' in system and "'field': 'toasted'" in system
+    assert json.dumps("plain") in system
 
 
 def test_llm_items_outside_the_menu_become_errors(bagel_menu):

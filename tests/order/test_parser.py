@@ -14,17 +14,19 @@ def exr(text, menu):
     ("text", "expected"),
     [
         ("two large pepperoni pizzas and a diet coke",
-         "(PIZZAORDER (NUMBER 2 ) (SIZE LARGE ) (TOPPING PEPPERONI ) ) (DRINKORDER (NUMBER 1 ) (DRINKTYPE DIET_COKE ) )"),
+         "(PIZZAORDER (NUMBER 2 ) (SIZE LARGE ) (TOPPING PEPPERONI ) ) "
+         "(DRINKORDER (NUMBER 1 ) (DRINKTYPE DIET_COKE ) )"),
         ("a pie with no onions or peppers",
          "(PIZZAORDER (NUMBER 1 ) (NOT (TOPPING ONIONS ) ) (NOT (TOPPING PEPPERS ) ) )"),
-        ("a small pizza with chicken no ham and extra cheese",
-         ("(PIZZAORDER (NUMBER 1 ) (SIZE SMALL ) (TOPPING CHICKEN ) (NOT (TOPPING HAM ) ) "
-         "(COMPLEX_TOPPING (QUANTITY EXTRA ) (TOPPING CHEESE ) ) )")),
+        ("a personal pie with salami no olives and extra mozzarella",
+         ("(PIZZAORDER (NUMBER 1 ) (SIZE PERSONAL_SIZE ) (TOPPING SALAMI ) (NOT (TOPPING OLIVES ) ) "
+         "(COMPLEX_TOPPING (QUANTITY EXTRA ) (TOPPING MOZZARELLA_CHEESE ) ) )")),
         ("a pizza with light sauce and a little bit of onions",
          ("(PIZZAORDER (NUMBER 1 ) (COMPLEX_TOPPING (QUANTITY LIGHT ) (TOPPING SAUCE ) ) "
          "(COMPLEX_TOPPING (QUANTITY LIGHT ) (TOPPING ONIONS ) ) )")),
         ("a medium pizza hold the thin crust", "(PIZZAORDER (NUMBER 1 ) (SIZE MEDIUM ) (NOT (STYLE THIN_CRUST ) ) )"),
-        ("a pizza without extra cheese", "(PIZZAORDER (NUMBER 1 ) (NOT (COMPLEX_TOPPING (QUANTITY EXTRA ) (TOPPING CHEESE ) ) ) )"),
+        ("a pizza without extra cheese",
+         "(PIZZAORDER (NUMBER 1 ) (NOT (COMPLEX_TOPPING (QUANTITY EXTRA ) (TOPPING CHEESE ) ) ) )"),
         ("three 500 ml cans of sprite",
          "(DRINKORDER (NUMBER 3 ) (VOLUME 500 ML ) (CONTAINERTYPE CAN ) (DRINKTYPE SPRITE ) )"),
         ("a two liter bottle of coke and a party size pie",
@@ -36,11 +38,13 @@ def exr(text, menu):
          "(PIZZAORDER (NUMBER 1 ) (SIZE MEDIUM ) (TOPPING PEPPERONI ) (TOPPING PINEAPPLE ) )"),
         ("can i get a pepperoni pizza and a sausage pizza",
          "(PIZZAORDER (NUMBER 1 ) (TOPPING PEPPERONI ) ) (PIZZAORDER (NUMBER 1 ) (TOPPING SAUSAGE ) )"),
-        ("a hawaiian and a margherita", "(PIZZAORDER (NUMBER 1 ) (STYLE HAWAIIAN ) ) (PIZZAORDER (NUMBER 1 ) (STYLE MARGHERITA ) )"),
+        ("a hawaiian and a margherita",
+         "(PIZZAORDER (NUMBER 1 ) (STYLE HAWAIIAN ) ) (PIZZAORDER (NUMBER 1 ) (STYLE MARGHERITA ) )"),
         ("a large pizza with ham and a small one with pepperoni",
-         "(PIZZAORDER (NUMBER 1 ) (SIZE LARGE ) (TOPPING HAM ) ) (PIZZAORDER (NUMBER 1 ) (SIZE SMALL ) (TOPPING PEPPERONI ) )"),
-        ("i want one large two topping pizza with ham and beef",
-         "(PIZZAORDER (NUMBER 1 ) (SIZE LARGE ) (TOPPING HAM ) (TOPPING BEEF ) )"),
+         "(PIZZAORDER (NUMBER 1 ) (SIZE LARGE ) (TOPPING HAM ) ) "
+         "(PIZZAORDER (NUMBER 1 ) (SIZE SMALL ) (TOPPING PEPPERONI ) )"),
+        ("could we do three medium two topping pies with bacon and spinach",
+         "(PIZZAORDER (NUMBER 3 ) (SIZE MEDIUM ) (TOPPING BACON ) (TOPPING SPINACH ) )"),
         ("two pizzas and no drinks please", "(PIZZAORDER (NUMBER 2 ) )"),
         ("twelve medium cokes", "(DRINKORDER (NUMBER 12 ) (SIZE MEDIUM ) (DRINKTYPE COKE ) )"),
     ],

@@ -20,7 +20,8 @@ def test_example_1_multi_item_order(bagel_menu):
     tree = new_order(bagel_menu.id)
     assert get_next_action(tree, bagel_menu).text == "What can I get for you today?"
 
-    parsed, tree, diff, action = turn(tree, "Hi, I'd like an everything bagel with lox and a large iced latte", bagel_menu)
+    text = "Hi, I'd like an everything bagel with lox and a large iced latte"
+    parsed, tree, diff, action = turn(tree, text, bagel_menu)
     assert [(i.item_type, i.fields) for i in parsed.new_items] == [
         ("bagel", {"bagel_type": "everything", "extras": ["lox"]}),
         ("coffee", {"drink_type": "latte", "size": "large", "iced": True}),

@@ -26,7 +26,8 @@ def test_update_state_does_not_mutate_input(bagel_menu):
 
 
 def test_tree_json_round_trip(pizza_menu):
-    tree, _, _ = step(new_order(pizza_menu.id), "two large pizzas with extra cheese and no onions and a coke", pizza_menu)
+    text = "two large pizzas with extra cheese and no onions and a coke"
+    tree, _, _ = step(new_order(pizza_menu.id), text, pizza_menu)
     again = OrderTask.from_json(tree.to_json())
     assert again == tree
     assert get_next_action(again, pizza_menu) == get_next_action(tree, pizza_menu)
