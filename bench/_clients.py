@@ -1,0 +1,148 @@
+"""The clients of the bench: a user, an execution and a joined Socket.IO client per session,
+and one timed turn (PUT /user_message, then the streamed events up to the final message).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench._hosts import DRAFT_PREFIX
+from tests.support.live import Client, SocketRecorder
+
+# --------------------------------------------------------------------------- clients
+
+
+@dataclass
+class TimedRecorder(SocketRecorder):
+    """SocketRecorder that also stamps each event with its arrival time (perf_counter)."""
+
+    times: list[float] = field(default_factory=list)
+
+    def _record(self, event: str, data: Any = None) -> None:
+        now = time.perf_counter()
+        with self._cond:
+            self.events.append((event, data))
+            self.times.append(now)
+            self._cond.notify_all()
+
+
+@dataclass
+class BenchSession:
+    index: int
+    client: Client
+    socket: TimedRecorder
+    session_id: str
+    pk: int
+    sent: int = 0
+
+
+@dataclass
+class TurnResult:
+    kind: str  # "question" | "draft"
+    text: str
+    t_put: float
+    t_put_done: float = 0.0
+    t_first: float | None = None
+    t_final: float | None = None
+    token_events: int = 0
+    delta_chars: int = 0
+    error: str | None = None
+    content_ok: bool | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.t_final is not None
+
+    def ms(self, until: float | None) -> float | None:
+        return None if until is None else (until - self.t_put) * 1000
+
+
+def new_session(index: int, factory, base_url: str) -> BenchSession:
+    """A user of its own (as LiveServer.new_user does), an execution, a joined socket."""
+    from mojodex_core.db import transaction
+    from mojodex_core.users import create_user, grant, issue_token
+
+    with transaction(factory) as db:
+        user = create_user(db, name=f"Bench {index}", email=f"bench{uuid.uuid4().hex[:12]}@example.com")
+        token = issue_token(db, user)
+        grant(db, user, ["test_email"])
+        user_id = user.user_id
+    client = Client(base_url, token, user_id)
+    execution = client.new_execution()
+    socket = TimedRecorder(base_url, token)
+    joined = socket.start_session(execution["session_id"])
+    if not isinstance(joined, dict) or joined.get("session_id") != execution["session_id"]:
+        raise RuntimeError(f"start_session failed: {joined!r}")
+    return BenchSession(index, client, socket, execution["session_id"], execution["user_task_execution_pk"])
+
+
+def run_turn(session: BenchSession, kind: str, expected: str, timeout_s: float) -> TurnResult:
+    session.sent += 1
+    prefix = DRAFT_PREFIX if kind == "draft" else "answer: "
+    text = f"{prefix}session {session.index} turn {session.sent} {uuid.uuid4().hex[:8]}"
+    final_name, token_name = ("draft_message", "draft_token") if kind == "draft" else ("mojo_message", "mojo_token")
+    socket = session.socket
+    with socket._cond:
+        start = len(socket.events)
+    result = TurnResult(kind, text, time.perf_counter())
+    try:
+        response = session.client.call(
+            "PUT",
+            "/user_message",
+            json={
+                "session_id": session.session_id,
+                "user_task_execution_pk": session.pk,
+                "text": text,
+                "message_id": uuid.uuid4().hex,
+            },
+        )
+    except Exception as exc:  # noqa: BLE001
+        result.error = f"PUT failed: {exc!r}"
+        return result
+    result.t_put_done = time.perf_counter()
+    if response.status_code != 200:
+        result.error = f"PUT /user_message: {response.status_code} {response.text[:200]}"
+        return result
+    message_pk = response.json()["message_pk"]
+    cursor = {"i": start}
+
+    def answered(events: list[tuple[str, Any]]) -> bool:
+        while cursor["i"] < len(events):
+            name, data = events[cursor["i"]]
+            if name in (final_name, "error") and isinstance(data, dict) and data.get("user_message_pk") == message_pk:
+                return True
+            cursor["i"] += 1
+        return False
+
+    try:
+        socket.wait_for(answered, timeout=timeout_s)
+    except AssertionError:
+        result.error = f"no {final_name} within {timeout_s:.0f} s"
+        return result
+    with socket._cond:
+        end = cursor["i"] + 1
+        events = socket.events[start:end]
+        times = socket.times[start:end]
+    final_event, final = events[-1]
+    if final_event == "error":
+        result.error = f"error event: {final.get('error')}"
+        return result
+    result.t_final = times[-1]
+    deltas: list[str] = []
+    for (name, data), t in zip(events, times, strict=False):
+        if name == token_name:
+            if result.t_first is None:
+                result.t_first = t
+            result.token_events += 1
+            result.delta_chars += len(data.get("delta") or "")
+            if kind == "question" or data.get("part") == "draft":
+                deltas.append(data.get("delta") or "")
+    streamed = "".join(deltas)
+    if kind == "draft":
+        result.content_ok = streamed == final.get("produced_text") == expected
+    else:
+        result.content_ok = streamed == final.get("text") == expected
+    return result
