@@ -44,11 +44,12 @@ class ThreadTurnRunner:
     def submit(self, job: TurnJob) -> None:
         with self._lock:
             queue = self._queues.setdefault(job.session_id, deque())
-            current = self._running.get(job.session_id)
-            if job in queue or (current is not None and current[0] == job):
-                return  # already on its way: answering it twice would be worse than once
+            if job in queue:
+                return  # already waiting: the turn's own status check stops any other duplicate
+            # A job equal to the running one is queued again on purpose: it is a retry of a
+            # message whose turn failed, sent while that turn was still winding down.
             queue.append(job)
-            if current is None and job.session_id not in self._running:
+            if job.session_id not in self._running:
                 self._running[job.session_id] = (job, threading.Event())  # placeholder until drained
                 self._pool.submit(self._drain, job.session_id)
 
@@ -70,8 +71,10 @@ class ThreadTurnRunner:
                 log.exception("turn crashed: session=%s message_pk=%s", job.session_id, job.message_pk)
 
     def cancel(self, session_id: str) -> None:
+        """Stops the session's running turn. Queued turns still run: each then sees why it
+        cannot answer (e.g. its execution was deleted) and fails visibly, with an error event,
+        instead of staying pending forever."""
         with self._lock:
-            self._queues.pop(session_id, None)
             current = self._running.get(session_id)
             if current is not None:
                 current[1].set()

@@ -145,11 +145,36 @@ class UserTaskExecutionRunResource(Resource):
         inputs = field(body, "inputs", dict)
         current = platform()
         with current.db() as db:
+            session_id = owned_execution(db, pk).session_id
+        # One form start at a time per session: the check, the inputs and the form message
+        # must come from the same request, or two racing starts mix their inputs.
+        with current.events.session_lock(session_id):
+            text = self._store_inputs(current, pk, inputs)
+            accepted = accept_user_message(
+                current.session_factory,
+                current.events,
+                session_id=session_id,
+                user_task_execution_pk=pk,
+                text=text,
+                message_id=FORM_MESSAGE_ID,
+                event_name="form_input",
+            )
+        if accepted.run:
+            current.runner.submit(TurnJob(session_id=session_id, message_pk=accepted.message_pk))
+        elif accepted.status != "pending":
+            raise ApiError(409, "this execution has already started")
+        return {"user_task_execution_pk": pk, "session_id": session_id, "message_pk": accepted.message_pk}, 200
+
+    @staticmethod
+    def _store_inputs(current, pk: int, inputs: dict) -> str:  # noqa: ANN001
+        """Validates and stores the form's inputs; returns the text of the form message."""
+        with current.db() as db:
             execution = owned_execution(db, pk)
             task = db.get(Task, db.get(UserTask, execution.user_task_fk).task_fk)
             displayed = displayed_data_for(task, g.user.language_code)
+            json_input = displayed.json_input if displayed else []
             try:
-                values = validate_inputs(displayed.json_input if displayed else [], inputs)
+                values = validate_inputs(json_input, inputs)
             except InputError as exc:
                 raise bad_request(str(exc), field=exc.field) from exc
             form_sent = db.scalar(
@@ -163,26 +188,11 @@ class UserTaskExecutionRunResource(Resource):
             if started and execution.json_input_values != values:
                 raise ApiError(409, "this execution has already started")
             execution.json_input_values = values
-            session_id = execution.session_id
-            described = execution_inputs(execution, displayed.json_input if displayed else [])
+            described = execution_inputs(execution, json_input)
             if not described:
                 # Only left-out media inputs: the start message would be empty (a PromptError, a 500).
                 raise bad_request("inputs: give at least one input to start the task from", field="inputs")
-            text = render("form_start_message.jinja2", inputs=described)
-        accepted = accept_user_message(
-            current.session_factory,
-            current.events,
-            session_id=session_id,
-            user_task_execution_pk=pk,
-            text=text,
-            message_id=FORM_MESSAGE_ID,
-            event_name="form_input",
-        )
-        if accepted.run:
-            current.runner.submit(TurnJob(session_id=session_id, message_pk=accepted.message_pk))
-        elif accepted.status != "pending":
-            raise ApiError(409, "this execution has already started")
-        return {"user_task_execution_pk": pk, "session_id": session_id, "message_pk": accepted.message_pk}, 200
+            return render("form_start_message.jinja2", inputs=described)
 
 
 class UserTaskExecutionTitleResource(Resource):

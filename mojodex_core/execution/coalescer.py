@@ -49,8 +49,14 @@ class TokenCoalescer:
     def _on_deadline(self) -> None:
         with self._lock:
             self._deadline_set = False
-            if not self._closed and time.monotonic() - self._last_flush >= self._interval:
+            if self._closed or not self._pending:
+                return
+            elapsed = time.monotonic() - self._last_flush
+            if elapsed >= self._interval:
                 self._flush_locked()
+            else:  # a channel switch flushed since this deadline was set: wait for the new window
+                self._deadline_set = True
+                self._scheduler.call_later(self._interval - elapsed, self._on_deadline)
 
     def flush(self) -> None:
         with self._lock:

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
 from mojodex_core.db import transaction
-from mojodex_core.db.models import SessionEvent
+from mojodex_core.db.models import Message, SessionEvent
 
 log = logging.getLogger("mojodex.events")
 
@@ -108,9 +108,18 @@ class SessionEventLog:
                 .order_by(SessionEvent.seq.desc())
                 .limit(1)
             ).first()
+            unanswered = db.scalar(
+                select(Message.message_pk)
+                .where(
+                    Message.session_id == session_id,
+                    Message.sender == "user",
+                    Message.status.in_(("pending", "processing")),
+                )
+                .limit(1)
+            )
         if last is None:
             return 0
-        if last.event_name in TURN_OPENING_EVENTS:
+        if last.event_name in TURN_OPENING_EVENTS or unanswered is not None:
             return last.seq + TOKEN_SEQ_HEADROOM
         return last.seq
 
@@ -123,6 +132,13 @@ class SessionEventLog:
                     del self._streams[session_id]
                 finally:
                     stream.lock.release()
+
+    @contextmanager
+    def session_lock(self, session_id: str) -> Iterator[None]:
+        """Serialises a caller with everything published to this session (re-entrant)."""
+        stream = self._stream(session_id)
+        with stream.lock:
+            yield
 
     @contextmanager
     def publishing(self, session_id: str) -> Iterator[Publication]:

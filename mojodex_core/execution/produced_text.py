@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as DbSession
 
@@ -52,6 +52,14 @@ def append_version(
     message_pk: int | None = None,
 ) -> ProducedTextVersion:
     """Adds the next version; concurrent writers get distinct, gap-free indexes."""
+    # Write to the execution row first: it serialises appends to one execution (a row lock on
+    # Postgres), and on SQLite it makes pysqlite open the transaction, so the savepoints below
+    # stay inside it instead of committing on release.
+    db.execute(
+        update(UserTaskExecution)
+        .where(UserTaskExecution.user_task_execution_pk == execution.user_task_execution_pk)
+        .values(user_task_execution_pk=UserTaskExecution.user_task_execution_pk)
+    )
     produced = get_or_create_produced_text(db, execution, user_id)
     for _ in range(MAX_ATTEMPTS):
         last = db.scalar(

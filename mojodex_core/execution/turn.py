@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -66,9 +66,9 @@ class TurnContext:
     llm_messages: list[dict[str, str]]
     output_text_type_fk: int | None
     output_text_type: str | None
-    events_after_commit: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-    # Set when the prompt could not be built: the turn fails visibly instead of running.
+    # Set when the turn cannot run (prompt failed, execution deleted): it fails visibly instead.
     setup_error: str | None = None
+    started_now: bool = False
 
 
 def execution_inputs(execution: UserTaskExecution, json_input: list[dict]) -> list[dict[str, str]]:
@@ -108,11 +108,13 @@ class InstructTurn:
 
     def __call__(self, job: TurnJob, cancel: threading.Event) -> None:
         started = time.monotonic()
-        context = self._begin(job)
-        if context is None:
+        try:
+            context = self._begin(job)
+        except Exception:  # the message must not stay pending or processing with nothing to answer it
+            log.exception("turn set-up failed session=%s message_pk=%s", job.session_id, job.message_pk)
+            self._mark_failed(job.message_pk, "The assistant failed to answer because of an internal error.")
             return
-        if context.setup_error is not None:
-            self._fail(context, context.setup_error)
+        if context is None:
             return
         timed_out = threading.Event()
 
@@ -124,6 +126,14 @@ class InstructTurn:
         watchdog.daemon = True
         watchdog.start()
         try:
+            if context.started_now:
+                self._events.publish(
+                    context.session_id,
+                    "user_task_execution_start",
+                    {"session_id": context.session_id, "user_task_execution_pk": context.user_task_execution_pk},
+                )
+            if context.setup_error is not None:
+                raise TurnFailed(context.setup_error)
             reply = self._generate(context, cancel)
             self._complete(context, reply)
             log.info(
@@ -142,7 +152,7 @@ class InstructTurn:
             else:
                 log.exception("turn crashed session=%s message_pk=%s", job.session_id, job.message_pk)
                 reason = "The assistant failed to answer because of an internal error. Please retry."
-            self._fail(context, reason)
+            self._fail_or_mark(context, reason)
         finally:
             watchdog.cancel()
 
@@ -160,9 +170,9 @@ class InstructTurn:
                 if message.user_task_execution_fk is not None
                 else None
             )
-            if execution is None or execution.status == "deleted":
+            if execution is None:
                 message.status = "failed"
-                message.error = "the task execution was deleted"
+                message.error = "the task execution does not exist"
                 return None
             session = db.get(Session, execution.session_id)
             user_task = db.get(UserTask, execution.user_task_fk)
@@ -170,17 +180,23 @@ class InstructTurn:
             user = db.get(User, user_task.user_id)
             setup_error = None
             try:
+                if execution.status == "deleted":
+                    raise TurnFailed("The task execution was deleted.")
                 llm_messages = self._llm_messages(db, session, execution, task, user, message.message_pk)
             except Exception as exc:
                 # Raising here would roll the message back to pending with no turn left to answer
                 # it, and the client would wait forever: commit "processing", then fail it visibly.
-                log.exception("turn setup failed session=%s message_pk=%s", job.session_id, job.message_pk)
+                if not isinstance(exc, TurnFailed):
+                    log.exception("turn setup failed session=%s message_pk=%s", job.session_id, job.message_pk)
                 llm_messages = []
-                setup_error = (
-                    "The assistant could not prepare its prompt (a template failed to render). Please retry."
-                    if isinstance(exc, PromptError)
-                    else "The assistant failed to answer because of an internal error. Please retry."
-                )
+                if isinstance(exc, TurnFailed):
+                    setup_error = str(exc)
+                elif isinstance(exc, PromptError):
+                    setup_error = (
+                        "The assistant could not prepare its prompt (a template failed to render). Please retry."
+                    )
+                else:
+                    setup_error = "The assistant failed to answer because of an internal error. Please retry."
             context = TurnContext(
                 session_id=session.session_id,
                 message_pk=message.message_pk,
@@ -193,16 +209,10 @@ class InstructTurn:
                 setup_error=setup_error,
             )
             message.status = "processing"
-            started_now = execution.start_date is None
-            if started_now:
+            context.started_now = execution.start_date is None and execution.status != "deleted"
+            if context.started_now:
                 execution.start_date = datetime.now(UTC)
                 execution.status = "started"
-        if started_now:
-            self._events.publish(
-                context.session_id,
-                "user_task_execution_start",
-                {"session_id": context.session_id, "user_task_execution_pk": context.user_task_execution_pk},
-            )
         return context
 
     def _llm_messages(
@@ -288,7 +298,12 @@ class InstructTurn:
     def _complete(self, context: TurnContext, reply: ParsedReply) -> None:
         with self._events.publishing(context.session_id) as publication, transaction(self._factory) as db:
             user_message = db.get(Message, context.message_pk)
-            execution = db.get(UserTaskExecution, context.user_task_execution_pk)
+            # Write first, then read the status under a row lock: on SQLite the write takes the
+            # database lock, on Postgres FOR UPDATE waits for a concurrent DELETE to commit, so
+            # a deletion can no longer slip in between this check and the draft's "completed".
+            user_message.status = "answered"
+            db.flush()
+            execution = db.get(UserTaskExecution, context.user_task_execution_pk, with_for_update=True)
             if execution is None or execution.status == "deleted":
                 # Deleted while the reply was generated: storing a draft would mark it "completed"
                 # and bring it back into the user's list.
@@ -303,7 +318,6 @@ class InstructTurn:
                     raise TurnFailed("The assistant returned an empty answer. Please retry.")
                 answer = self._add_answer(db, context, "mojo_message", text, reply.text_with_tags)
                 payload = {"text": text, "message_pk": answer.message_pk}
-            user_message.status = "answered"
             user_message.answer_message_fk = answer.message_pk
             answer.seq = publication.add(
                 db,
@@ -351,6 +365,24 @@ class InstructTurn:
         payload = version_payload(version, version.produced_text, context.output_text_type)
         payload["message_pk"] = answer.message_pk
         return answer, payload
+
+    def _fail_or_mark(self, context: TurnContext, reason: str) -> None:
+        try:
+            self._fail(context, reason)
+        except Exception:  # storing the error failed too: at least never leave the message "processing"
+            log.exception("could not record the failure of message_pk=%s", context.message_pk)
+            self._mark_failed(context.message_pk, reason)
+
+    def _mark_failed(self, message_pk: int, reason: str) -> None:
+        """Last resort, without an event: the client sees the failure in GET /message and can retry."""
+        try:
+            with transaction(self._factory) as db:
+                message = db.get(Message, message_pk)
+                if message is not None and message.status in ("pending", "processing"):
+                    message.status = "failed"
+                    message.error = reason
+        except Exception:
+            log.exception("could not mark message_pk=%s as failed", message_pk)
 
     def _fail(self, context: TurnContext, reason: str) -> None:
         with self._events.publishing(context.session_id) as publication, transaction(self._factory) as db:

@@ -185,3 +185,29 @@ def test_an_answer_with_nothing_to_show_is_an_error(live, llm):
     finally:
         socket.close()
     assert "empty answer" in error["error"] and error["user_message_pk"] == sent["message_pk"]
+
+
+def test_a_failure_while_announcing_the_start_still_fails_the_message(live, llm, monkeypatch):
+    # Before the fix, an error publishing user_task_execution_start (after the message was
+    # committed as "processing") escaped the turn: no error event, the message stuck forever.
+    client = live.new_user()
+    pk, session_id = new_execution(client)
+    events = live.platform.events
+    real_publish = events.publish
+
+    def failing_publish(sid, name, payload, **kwargs):  # noqa: ANN001, ANN003
+        if name == "user_task_execution_start":
+            raise RuntimeError("database is locked")
+        return real_publish(sid, name, payload, **kwargs)
+
+    monkeypatch.setattr(events, "publish", failing_publish)
+    socket = client.socket(session_id)
+    try:
+        sent = send(client, pk, session_id, "hello")
+        error = socket.wait_event("error")[0]
+    finally:
+        socket.close()
+    live.wait_idle()
+    assert error["user_message_pk"] == sent["message_pk"]
+    assert message(live, sent["message_pk"]).status == "failed"
+    assert llm.requests == []

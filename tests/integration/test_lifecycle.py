@@ -247,3 +247,24 @@ def test_a_turn_ending_after_a_delete_does_not_bring_the_execution_back(live, ll
     assert client.call("GET", "/user_task_execution", params={"user_task_execution_pk": pk}).status_code == 404
     assert client.ok("GET", "/user_task_execution")["total"] == 0
     assert socket.named("draft_message") == []
+
+
+def test_delete_fails_queued_messages_visibly(live, llm):
+    # Before the fix, DELETE dropped the queued turns: their messages stayed "pending" with
+    # no error event, and a restart failed them silently.
+    client = live.new_user()
+    pk, session_id = new_execution(client)
+    socket = client.socket(session_id)
+    try:
+        llm.script(Reply(chunks=["word "] * 100, delay_s=0.05))
+        first = send(client, pk, session_id, "hello")
+        socket.wait_event("mojo_token")
+        queued = send(client, pk, session_id, "and this")
+        client.ok("DELETE", "/user_task_execution", json={"user_task_execution_pk": pk})
+        errors = socket.wait_event("error", 2)
+    finally:
+        socket.close()
+    live.wait_idle()
+    assert {e["user_message_pk"] for e in errors} == {first["message_pk"], queued["message_pk"]}
+    assert message(live, queued["message_pk"]).status == "failed"
+    assert "deleted" in message(live, queued["message_pk"]).error

@@ -98,3 +98,25 @@ def test_discard_drops_held_back_text_of_a_failed_turn():
     coalescer.add("mojo", "c")
     coalescer.close()
     assert flushed == ["a"]
+
+
+def test_text_after_a_channel_switch_is_sent_when_its_window_ends():
+    # Before the fix, the deadline set before the switch found the window moved and gave up,
+    # so the first title/draft text waited for the next token or the end of the stream.
+    import threading
+
+    flushed: list[tuple[str, str]] = []
+    got_title = threading.Event()
+
+    def flush(channel: str, text: str) -> None:
+        flushed.append((channel, text))
+        if channel == "title":
+            got_title.set()
+
+    coalescer = TokenCoalescer(flush, 30)
+    coalescer.add("mojo", "a")  # sent at once
+    coalescer.add("mojo", "b")  # held: a deadline is set
+    coalescer.add("title", "T")  # switch: "b" sent, "T" held in a new window
+    assert got_title.wait(2.0), f"title never sent: {flushed}"
+    assert flushed == [("mojo", "a"), ("mojo", "b"), ("title", "T")]
+    coalescer.close()

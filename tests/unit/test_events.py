@@ -172,3 +172,22 @@ def test_seqs_continue_without_a_jump_after_a_turn_that_ended(factory, session_i
     before.publish(session_id, "mojo_token", {}, durable=False)
     closing = before.publish(session_id, "mojo_message", {})
     assert SessionEventLog(factory).publish(session_id, "user_message_reception", {}) == closing + 1
+
+
+def test_seqs_after_a_crash_jump_when_a_message_was_left_unanswered(factory, session_id):
+    # Before the fix, only a turn-opening last event triggered the jump: a message accepted
+    # during the previous turn streams after that turn's final event, and a crash then made
+    # the restarted process reuse seqs the client had already seen.
+    from mojodex_core.db.models import Message
+
+    before = SessionEventLog(factory)
+    before.publish(session_id, "user_message_reception", {})
+    before.publish(session_id, "user_message_reception", {})  # B, queued behind A
+    closing = before.publish(session_id, "mojo_message", {})  # A answered
+    token_seqs = [before.publish(session_id, "mojo_token", {}, durable=False) for _ in range(3)]  # B streams
+    with transaction(factory) as db:
+        db.add(Message(session_id=session_id, sender="user", message_id="b", event_name="user_message",
+                       text="B", status="processing", data={}))
+    after = SessionEventLog(factory)
+    new_seq = after.publish(session_id, "mojo_message", {})
+    assert new_seq > max(token_seqs) > closing
