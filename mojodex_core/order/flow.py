@@ -135,13 +135,13 @@ def next_question(tree: OrderTask, menu: Menu) -> PendingQuestion | None:
     return None
 
 
-def _payment_options(tree: OrderTask) -> list[str]:
+def payment_options(tree: OrderTask) -> list[str]:
     if tree.delivery_method.order_type == "delivery":
         return ["cash_delivery", "card_link"]
     return ["in_store", "card_link"]
 
 
-_OPTION_TEXT = {"in_store": "in store", "cash_delivery": "cash on delivery", "card_link": "with a card payment link"}
+OPTION_TEXT = {"in_store": "in store", "cash_delivery": "cash on delivery", "card_link": "with a card payment link"}
 
 
 def _item_question(tree: OrderTask, menu: Menu, q: PendingQuestion) -> str:
@@ -215,7 +215,7 @@ def get_next_action(
         question = "What's the best phone number or email to reach you?"
         return AskAction(question=question, task="customer_contact", field="contact",
                          text=" ".join(parts + [question]))
-    options = _payment_options(tree)
-    opts = " or ".join(_OPTION_TEXT[o] for o in options)
+    options = payment_options(tree)
+    opts = " or ".join(OPTION_TEXT[o] for o in options)
     text = f"How would you like to pay - {opts}?"
     return PaymentAction(options=options, total=total, text=" ".join(parts + [text]))

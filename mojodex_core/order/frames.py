@@ -26,51 +26,17 @@ One left-to-right pass with a few rules, all general (no sentence tables):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
+from .frame_parts import Attr, Frame, Segmentation, distribute, split
 from .lexicon import Chunk, Sense
 from .menu import Menu
 
+__all__ = ["Attr", "Frame", "Segmentation", "segment"]
+_ORDINALS = {"first": 0, "second": 1, "third": 2, "fourth": 3, "last": -1}
+
 _CONNECTORS = frozenset({"num", "neg", "with", "and", "or", "but", "boundary", "cancel", "cancel_all", "modify",
                          "checkout", "pickup", "delivery", "pay", "yes", "no_answer"})
-
-
-@dataclass
-class Attr:
-    senses: tuple[Sense, ...]
-    negated: bool
-    qualifier: str | None
-    text: str
-
-
-@dataclass
-class Frame:
-    number: float | None = None
-    article: bool = False
-    anchor: str | None = None  # item type named by a noun or an item-naming value
-    has_noun: bool = False
-    definite: bool = False  # "the latte": may refer to an item already in the order
-    cancel: bool = False
-    inherit: str | None = None  # type of the previous frame ("one with pepperoni")
-    attrs: list[Attr] = field(default_factory=list)
-    with_seen: bool = False
-    and_mark: int | None = None
-    after_with: bool = False  # a "with" was said since this frame started (anchored or not)
-    with_mark: int | None = None  # len(attrs) at the first "with"
-    split_child: bool = False  # started by a number/"the other": may be one part of "N pizzas, one with..."
-    rest: bool = False  # "the rest": its number is what is left of the announced quantity
-
-
-@dataclass
-class Segmentation:
-    frames: list[Frame] = field(default_factory=list)
-    flags: dict[str, Any] = field(default_factory=dict)
-    unknown: list[str] = field(default_factory=list)
-    content: int = 0
-    bare_negation: bool = False  # a "no" that negated nothing: an answer
-    modify: bool = False
-    cancel_dangling: bool = False  # "forget it", "cancel that"
 
 
 def _anchor_senses(chunk: Chunk) -> list[Sense]:
@@ -154,10 +120,15 @@ class _Segmenter:
                 and cur.attrs and prev is not None and prev.kind == "menu" and not cur.after_with):
             cur.anchor, cur.has_noun = cur.inherit, cur.inherit is not None  # "a small one": pronoun
             return
+        if ch.text in ("one", "1") and self.neg and prev is not None and prev.kind == "menu":
+            return  # "not the onion one": a pronoun inside the negation
+        after_and = prev is not None and prev.kind == "and"
         if cur is None or (cur.anchor is None and cur.number is None and not cur.attrs):
-            self._end_neg()
+            if prev is None or prev.kind != "neg":  # "don't want a latte": the negation goes on
+                self._end_neg()
             frame = cur or self._new_frame()
             frame.number, frame.article, frame.split_child = ch.payload, article, True
+            frame.after_and = after_and
             return
         ahead = self._lookahead_anchor(i)
         if article:
@@ -169,9 +140,9 @@ class _Segmenter:
             cur.number = ch.payload
             return
         self._end_neg()
-        self._new_frame(number=ch.payload, article=article, split_child=True)
+        self._new_frame(number=ch.payload, article=article, split_child=True, after_and=after_and)
 
-    def on_other(self, ch: Chunk) -> None:
+    def on_other(self, i: int, ch: Chunk) -> None:
         """ "the other", "another", "the rest": a further item, of the type said before unless named."""
         self._end_neg()
         cur = self.cur
@@ -180,6 +151,9 @@ class _Segmenter:
         else:
             frame = self._new_frame()
         frame.number, frame.rest, frame.split_child = ch.payload, ch.payload is None, True
+        prev = next((c for c in reversed(self.chunks[:i]) if c.kind != "filler"), None)
+        frame.after_and = prev is not None and prev.kind == "and"
+        frame.ordinal = next((_ORDINALS[w] for w in ch.text.lower().split() if w in _ORDINALS), None)
 
     def on_dist(self, ch: Chunk) -> None:
         """ "both", "each", "all": remember the list of items it covers (see :meth:`_distribute`)."""
@@ -196,52 +170,6 @@ class _Segmenter:
             group = group[: int(ch.payload)]
         if len(group) >= 2:
             self.dists.append((group, cur, {id(a) for a in cur.attrs}))
-
-    def _distribute(self) -> None:
-        """Copy to every item of the list what was said after "both/each/all" ("..., both with ham"),
-        or, when nothing followed, what the last item got with "with" ("... with ham on both")."""
-        for group, cur, before in self.dists:
-            tail = [a for a in cur.attrs if id(a) not in before]
-            if not tail and cur.with_mark is not None:
-                tail = cur.attrs[cur.with_mark:]
-            for frame in group:
-                if frame is not cur:
-                    frame.attrs.extend(a for a in tail if all(a is not b for b in frame.attrs))
-
-    def _split(self) -> None:
-        """ "two large pizzas, one with ham and one with olives": the announced quantity becomes its parts,
-        each keeping what was said of the whole (size, style...). Only when the parts add up to it."""
-        frames = self.out.frames
-        i = 0
-        while i < len(frames):
-            whole = frames[i]
-            i += 1
-            n = whole.number
-            if not whole.anchor or n is None or whole.article or n < 2:
-                continue
-            run: list[Frame] = []
-            for frame in frames[i:]:
-                if not (frame.split_child and frame.anchor is None and not frame.has_noun
-                        and frame.inherit == whole.anchor):
-                    break
-                run.append(frame)
-            for m in range(2, len(run) + 1):
-                parts = run[:m]
-                rests = [p for p in parts if p.rest]
-                fixed = sum(p.number or 1 for p in parts if not p.rest)
-                if len(rests) > 1 or fixed > n:
-                    break
-                if rests and n - fixed >= 1:
-                    rests[0].number = n - fixed
-                elif rests or fixed != n:
-                    continue
-                for part in parts:
-                    part.anchor, part.has_noun = whole.anchor, whole.has_noun
-                    part.definite, part.cancel = whole.definite, whole.cancel
-                    part.attrs = [*whole.attrs, *part.attrs]
-                del frames[i - 1]
-                i += m - 1
-                break
 
     def _restates_field(self, i: int, cur: Frame) -> bool:
         """ "a large pizza and a small", "a hawaiian and a margherita": after "and", an article
@@ -319,6 +247,7 @@ class _Segmenter:
         is_noun = all(s.field is None for s in anchors)
         if self.neg and self.neg_count == 0 and is_noun:
             return  # "no drinks with this order"
+        neg_item = self.neg and self.neg_count == 0  # "I don't want a latte": the item is negated
         cur = self.cur
         earlier = self._definite_earlier(types) if is_noun and cur is not None and cur.anchor not in types else None
         if earlier is not None:
@@ -339,6 +268,8 @@ class _Segmenter:
             cur = self._new_frame(pull_types=types)
         if cur.anchor is None:
             cur.anchor = anchors[0].item_type if len(types) == 1 else self._pick_type(cur, types)
+        if neg_item and not cur.attrs and not cur.has_noun:
+            cur.negated = True
         if self.definite:
             cur.definite, self.definite = True, False
         if is_noun:
@@ -365,6 +296,7 @@ class _Segmenter:
         if not attr.senses:
             return
         cur.attrs.append(attr)
+        attr.neg_direct = self.neg and self.neg_count == 0
         if self.neg:
             self.neg_count += 1
             self.neg_any = True
@@ -401,7 +333,7 @@ class _Segmenter:
                     if self.cur.anchor:
                         self.cur.with_seen = True
             elif k == "other":
-                self.on_other(ch)
+                self.on_other(i, ch)
             elif k == "dist":
                 self.on_dist(ch)
             elif k == "and":
@@ -426,6 +358,7 @@ class _Segmenter:
                     continue
             elif k == "unknown":
                 self.out.unknown.append(ch.text)
+                self.cancel_next = False  # "cancel the coke" (not on this menu): reported, not "cancel that"
             elif k in ("yes", "no_answer", "pickup", "delivery", "checkout", "cancel_all"):
                 flags[k] = True
             elif k == "pay":
@@ -435,8 +368,8 @@ class _Segmenter:
         if self.neg and not self.neg_any:
             self.out.bare_negation = True
         self.out.cancel_dangling = self.cancel_next
-        self._distribute()
-        self._split()
+        distribute(self.dists)
+        split(self.out.frames)
         return self.out
 
 

@@ -50,6 +50,9 @@ class ParsedInput(BaseModel):
     wants_checkout: bool = False
     wants_cancel: bool = False
     cancel_item_index: int | None = None
+    cancel_item: str | None = Field(
+        default=None, description="What the customer asked to remove, as said (names it when it isn't in the order)."
+    )
     order_type: Literal["pickup", "delivery"] | None = None
     address: str | None = None
     customer_name: str | None = None
@@ -67,6 +70,7 @@ class ParsedInput(BaseModel):
             or self.wants_checkout
             or self.wants_cancel
             or self.cancel_item_index is not None
+            or self.cancel_item
             or self.order_type
             or self.address
             or self.customer_name

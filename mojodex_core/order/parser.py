@@ -23,6 +23,13 @@ _NAME_RE = re.compile(r"\b(?:my name is|my name's|name is|name's|call me|under t
                       r"([a-z][a-z'\-]*(?:\s+[a-z][a-z'\-]*)?)", re.IGNORECASE)
 _NAME_PREFIX_RE = re.compile(r"^\s*(?:it'?s|it is|this is|i'?m|i am|for|under|name'?s|my name is|"
                              r"the name is|put it under)\s+", re.IGNORECASE)
+_STREET_RE = re.compile(r"\d|\b(?:street|st|avenue|ave|road|rd|boulevard|blvd|lane|ln|drive|dr|way|court|ct|"
+                        r"place|pl|highway|hwy|parkway|pkwy|terrace|circle|square|sq|alley|row|apt|apartment|"
+                        r"suite|unit|floor|building|plaza|close|crescent|mews)\b\.?", re.IGNORECASE)
+# chunk kinds that carry no content of their own: a message made only of these says nothing to act on
+_GLUE = frozenset({"filler", "boundary", "yes", "no_answer", "def", "and", "or", "but"})
+_REFUSAL = frozenset({"yes", "no_answer", "neg", "cancel", "cancel_all", "modify", "checkout"})
+_ORDINAL_TEXT = {0: "first", 1: "second", 2: "third", 3: "fourth", -1: "last"}
 _ADDRESS_RE = re.compile(r"\b(?:deliver(?:ed)?(?: it)?|bring it|send it|delivery)\s+(?:to|at)\s+(.+)$",
                          re.IGNORECASE)
 
@@ -42,14 +49,19 @@ def resolve_frame(frame: Frame, menu: Menu) -> tuple[str | None, dict[str, Any],
         if sense is None or sense.field is None:
             leftovers.append(attr.text)
             continue
-        _apply_attr(fields, sense.field, tdef.fields[sense.field], sense.value, attr)
+        if not _apply_attr(fields, sense.field, tdef.fields[sense.field], sense.value, attr):
+            leftovers.append(attr.text)
     return item_type, fields, leftovers
 
 
-def _apply_attr(fields: dict[str, Any], name: str, fdef: Any, value: Any, attr: Attr) -> None:
+def _apply_attr(fields: dict[str, Any], name: str, fdef: Any, value: Any, attr: Attr) -> bool:
+    """Put one attribute into ``fields``; False when it conflicts with a value already said."""
     if fdef.kind == "bool":
-        fields[name] = (not value) if attr.negated else value
-        return
+        new = (not value) if attr.negated else value
+        if name in fields and fields[name] != new:
+            return False  # "toasted ... not toasted": ask, don't guess
+        fields[name] = new
+        return True
     entry: Any = value
     if fdef.qualifiers:
         entry = {"name": value, "quantity": attr.qualifier} if attr.qualifier else {"name": value}
@@ -57,14 +69,19 @@ def _apply_attr(fields: dict[str, Any], name: str, fdef: Any, value: Any, attr: 
         bucket = fields.setdefault(f"excluded_{name}", [])
         if entry not in bucket:
             bucket.append(entry)
-        return
-    # a non-negatable value inside a negation scope ("without cheese in a small pie") is positive
+        return True
+    if attr.negated and attr.neg_direct and not fdef.multi:
+        return True  # "a plain bagel, no onions": a single choice that is not onion - never the value
+    # a non-negatable value later in a negation scope ("without cheese in a small pie") is positive
     if fdef.multi:
         bucket = fields.setdefault(name, [])
         if entry not in bucket:
             bucket.append(entry)
+    elif name in fields and fields[name] != entry:
+        return False  # two values for one single choice ("a sesame onion bagel"): not silently overwritten
     else:
         fields[name] = entry
+    return True
 
 
 def _infer_type(frame: Frame, menu: Menu) -> str | None:
@@ -113,13 +130,25 @@ def _target_item(tree: OrderTask | None) -> int | None:
     return live[-1][0] if live else None
 
 
+def _said(frame: Frame, menu: Menu, item_type: str) -> str:
+    """What the customer called the item of a frame ("latte", "large pizza")."""
+    words = [a.text for a in frame.attrs]
+    if frame.has_noun or not words:
+        words.append(menu.item_types[item_type].label)
+    return " ".join(words)
+
+
+def _positive(frame: Frame) -> Frame:
+    return replace(frame, attrs=[replace(a, negated=False) for a in frame.attrs])
+
+
 def _diff_fields(item: ItemTask, fields: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if item.fields.get(k) != v or k in item.defaulted}
 
 
 class _Builder:
-    def __init__(self, menu: Menu, tree: OrderTask | None, seg: Segmentation) -> None:
-        self.menu, self.tree, self.seg = menu, tree, seg
+    def __init__(self, menu: Menu, tree: OrderTask | None, seg: Segmentation, chunks: list[Any]) -> None:
+        self.menu, self.tree, self.seg, self.chunks = menu, tree, seg, chunks
         self.out = ParsedInput()
         self.leftovers: list[str] = []
         self.free_text = False  # the whole message was a name/address answer
@@ -128,15 +157,24 @@ class _Builder:
         tree = self.tree
         pending = tree.pending if tree is not None else None
         for frame in self.seg.frames:
+            if frame.negated:  # "I don't want a latte": not ordered; taken off if it was
+                item_type, fields, _left = resolve_frame(_positive(frame), self.menu)
+                idx = _find_item(tree, self.menu, item_type, fields) if tree is not None and item_type else None
+                if idx is not None:
+                    self.out.cancel_item_index = idx
+                continue
             item_type, fields, left = resolve_frame(frame, self.menu)
             self.leftovers.extend(left)
             if item_type is None:
+                self._bare(frame)
                 continue
             explicit_number = frame.number is not None and not frame.article
             if frame.cancel:
                 idx = _find_item(tree, self.menu, item_type, fields) if tree is not None else None
                 if idx is not None:
                     self.out.cancel_item_index = idx
+                else:  # "cancel the latte" with no latte ordered: named in an error, not dropped
+                    self.out.cancel_item = _said(frame, self.menu, item_type)
                 continue
             if tree is not None and frame.definite and not explicit_number:
                 idx = _find_item(tree, self.menu, item_type, fields)
@@ -170,6 +208,25 @@ class _Builder:
                 continue
             self.out.new_items.append(ParsedItem(item_type=item_type, fields=fields))
 
+    def _bare(self, frame: Frame) -> None:
+        """A frame naming no item: "forget the second one" (an ordinal), "make it 3" (a quantity)."""
+        tree = self.tree
+        if tree is None or frame.attrs:
+            return
+        live = [i for i, it in enumerate(tree.items.items) if it.status != "skipped"]
+        if frame.ordinal is not None:
+            n = frame.ordinal
+            idx = live[n] if -len(live) <= n < len(live) else None
+            if frame.cancel and idx is not None:
+                self.out.cancel_item_index = idx
+            elif frame.cancel:
+                self.out.cancel_item = f"{_ORDINAL_TEXT.get(n, str(n + 1))} item"
+            return
+        target = _target_item(tree)
+        if frame.number is not None and not frame.article and self.seg.modify and target is not None:
+            qty = int(frame.number) if float(frame.number).is_integer() else frame.number
+            self.out.modifications.append(Modification(item_index=target, field="quantity", new_value=qty))
+
     def _answer(self, fields: dict[str, Any]) -> None:
         for k, v in fields.items():
             if isinstance(v, list) and isinstance(self.out.answers.get(k), list):
@@ -201,7 +258,11 @@ class _Builder:
         if flags.get("checkout"):
             out.wants_checkout = True
         if flags.get("pay"):
-            out.answers["method"] = flags["pay"]
+            method = flags["pay"]
+            if (method == "cash_delivery" and tree is not None and tree.delivery_method.order_type == "pickup"
+                    and "deliver" not in text.lower()):
+                method = "in_store"  # "cash" on a pickup order: paid at the counter
+            out.answers["method"] = method
         if contacts:
             out.customer_contact = contacts[0]
         m = _NAME_RE.search(text)
@@ -221,15 +282,31 @@ class _Builder:
         elif pending.task == "checkout" and said_yes and not said_no:
             out.wants_checkout = True
         elif pending.task == "address" and no_frames and not out.address and not said_no:
-            self.free_text = True
             cleaned = re.sub(r"^\s*(?:it'?s|deliver(?: it)? to|to|at)\s+", "", text, flags=re.IGNORECASE)
-            out.address = cleaned.strip(" .!") or None
-            out.order_type = out.order_type or "delivery"
-        elif pending.task == "customer_name" and no_frames and not out.customer_name:
-            name = _NAME_PREFIX_RE.sub("", text).strip(" .!")
-            if name and len(name.split()) <= 4 and not re.search(r"\d", name):
-                out.customer_name = name.title()
+            cleaned = cleaned.strip(" .!")
+            if cleaned and _STREET_RE.search(cleaned):  # "yes", "sure" are not a street
                 self.free_text = True
+                out.address = cleaned
+                out.order_type = out.order_type or "delivery"
+            elif cleaned:
+                self.leftovers.append(cleaned)
+        elif pending.task == "customer_name" and no_frames and not out.customer_name:
+            name = self._name(text)
+            if name:
+                out.customer_name = name
+                self.free_text = True
+            elif text.strip(" .!"):
+                self.leftovers.append(text.strip(" .!"))  # "no thanks", "I'd rather not say": asked again
+
+    def _name(self, text: str) -> str | None:
+        """A free-text answer to "can I get a name?": not yes/no, not a refusal, not grammar words only."""
+        kinds = {c.kind for c in self.chunks}
+        name = _NAME_PREFIX_RE.sub("", text).strip(" .!")
+        if not name or len(name.split()) > 4 or re.search(r"\d", name) or kinds & _REFUSAL:
+            return None
+        if kinds <= _GLUE and not (len(name.split()) == 1 and name[0].isupper()):
+            return None  # "that one", "me" - but "Will" (capitalised) may be a name
+        return name.title()
 
 
 def parse_deterministic(text: str, menu: Menu, tree: OrderTask | None = None) -> ParsedInput:
@@ -238,17 +315,24 @@ def parse_deterministic(text: str, menu: Menu, tree: OrderTask | None = None) ->
     clean, contacts = extract_contacts(text)
     chunks = lex.chunk(tokenize(clean))
     seg = segment(chunks, menu)
-    builder = _Builder(menu, tree, seg)
+    builder = _Builder(menu, tree, seg, chunks)
     builder.frames()
     builder.intents(text, contacts)
     out = builder.out
     out.unparsed = [] if builder.free_text else _spans(chunks) + builder.leftovers
+    if out.is_empty() and not out.unparsed and _has_content(chunks, seg):
+        out.unparsed = [text.strip(" .!?")]  # "make it 0" with nothing to act on: said, not understood
     unresolved = sum(len(s.split()) for s in out.unparsed)
     confidence = 1.0 - unresolved / max(seg.content, 1)
     if out.is_empty():
         confidence = min(confidence, 0.0 if unresolved or not seg.content else 0.5)
     out.confidence = round(max(0.0, min(1.0, confidence)), 3)
     return out
+
+
+def _has_content(chunks: list[Any], seg: Segmentation) -> bool:
+    glue = _GLUE | {"neg"} if seg.bare_negation else _GLUE
+    return any(c.kind not in glue for c in chunks)
 
 
 def _spans(chunks: list[Any]) -> list[str]:

@@ -16,8 +16,6 @@ from .parsed_input import Modification, ParsedInput, ParsedItem
 from .render import refresh_display
 from .tree import AddressTask, ItemTask, OrderError, OrderTask, PendingQuestion, TurnNotes
 
-_PAYMENT_METHODS = ("in_store", "cash_delivery", "card_link")
-
 
 class DiffOp(BaseModel):
     op: Literal["add_item", "set", "cancel_item", "cancel_order", "error"]
@@ -35,12 +33,33 @@ def _empty(value: Any) -> bool:
     return value is None or value == [] or value == ""
 
 
+def plural(label: str) -> str:
+    """ "bagel" -> "bagels", "fries" -> "fries", "sandwich" -> "sandwiches"."""
+    if label.endswith("s"):
+        return label
+    return label + ("es" if label.endswith(("ch", "sh", "x")) else "s")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _qty_error(up: _Updater, tdef: ItemTypeDef, qty: Any, who: str | None = None) -> None:
+    """Quantity out of range, naming the item: "0 plain bagels", "30 bagels"."""
+    name = who or tdef.label
+    what = f"{qty} {name if qty == 1 else plural(name)}" if _is_int(qty) else f"{name} (quantity {qty})"
+    up.error("quantity_out_of_range", what,
+             f"Sorry, I can't do {what} - I can only take between {tdef.min_qty} and {tdef.max_qty} "
+             f"{plural(tdef.label)} per line.")
+
+
 class _Updater:
     def __init__(self, tree: OrderTask, menu: Menu) -> None:
         self.t = tree
         self.menu = menu
         self.diff = StateDiff()
         self.notes = TurnNotes(previous_pending=tree.pending)
+        self.subject: str | None = None  # the item being changed, for error messages
 
     def error(self, kind: Any, subject: str, message: str) -> None:
         err = OrderError(kind=kind, subject=subject, message=message)
@@ -62,10 +81,13 @@ class _Updater:
         if not tdef.available:
             self.error("out_of_stock", tdef.label, f"Sorry, we're out of {tdef.label} right now.")
             return
+        # a None for a required field means "not said" (the default applies or the question is asked)
+        parsed = parsed.model_copy(update={"fields": {
+            k: v for k, v in parsed.fields.items() if v is not None or not getattr(tdef.fields.get(k), "required", True)
+        }})
         qty = parsed.fields.get("quantity", 1)
-        if not isinstance(qty, int) or not tdef.min_qty <= qty <= tdef.max_qty:
-            self.error("quantity_out_of_range", f"{qty} {tdef.label}",
-                       f"Sorry, I can only take between {tdef.min_qty} and {tdef.max_qty} {tdef.label} per line.")
+        if not _is_int(qty) or not tdef.min_qty <= qty <= tdef.max_qty:
+            _qty_error(self, tdef, qty)
             return
         item = ItemTask(item_type=parsed.item_type, label=tdef.label,
                         required=[f for f, d in tdef.fields.items() if d.required])
@@ -84,7 +106,8 @@ class _Updater:
         self.notes.added.append(idx)
 
     def apply_field(self, item: ItemTask, idx: int, tdef: ItemTypeDef, name: str, value: Any) -> bool:
-        """Set one field (validated); multi fields append, ``excluded_<f>`` entries remove."""
+        """Set one field (validated); multi fields append, ``excluded_<f>`` entries remove.
+        Returns whether the item actually changed (a no-op is not a change)."""
         base = name.removeprefix("excluded_")
         fdef = tdef.fields.get(base)
         if fdef is None:
@@ -93,9 +116,11 @@ class _Updater:
         if name != base:
             return self._exclude(item, base, fdef, value if isinstance(value, list) else [value])
         if value is None:
-            if not fdef.required:
-                item.fields[name] = [] if fdef.multi else None
-            return True
+            if fdef.required:  # a required field can't be cleared: nothing changes
+                return False
+            old = item.fields.get(name)
+            item.fields[name] = [] if fdef.multi else None
+            return not _empty(old)
         entries = value if isinstance(value, list) else [value]
         if not fdef.multi and isinstance(value, list):
             entries = value[-1:]
@@ -111,13 +136,15 @@ class _Updater:
             new_value = kept[0]
         old = item.fields.get(name)
         item.fields[name] = new_value
-        if name in item.defaulted:
+        was_default = name in item.defaulted
+        if was_default:
             item.defaulted.remove(name)
         if old != new_value:
             self.diff.ops.append(DiffOp(op="set", path=f"items[{idx}].{name}", old=old, new=new_value))
-        return True
+        return old != new_value or was_default
 
     def _exclude(self, item: ItemTask, name: str, fdef: FieldDef, entries: list[Any]) -> bool:
+        before = (item.fields.get(name), list(item.fields.get(f"excluded_{name}") or []))
         names = {_entry_name(e) for e in entries}
         if fdef.multi:
             item.fields[name] = [e for e in item.fields.get(name) or [] if _entry_name(e) not in names]
@@ -127,13 +154,12 @@ class _Updater:
         bucket.extend(e for e in entries if e not in bucket)
         if name not in item.asked:
             item.asked.append(name)  # "no cream cheese" also answers "any spread?"
-        return True
+        return before != (item.fields.get(name), item.fields.get(f"excluded_{name}"))
 
     def _valid(self, tdef: ItemTypeDef, name: str, fdef: FieldDef, entry: Any) -> bool:
         if name == "quantity":
-            if not isinstance(entry, int) or not tdef.min_qty <= entry <= tdef.max_qty:
-                self.error("quantity_out_of_range", f"{entry} {tdef.label}",
-                           f"Sorry, I can only take between {tdef.min_qty} and {tdef.max_qty} {tdef.label} per line.")
+            if not _is_int(entry) or not tdef.min_qty <= entry <= tdef.max_qty:
+                _qty_error(self, tdef, entry, self.subject)
                 return False
             return True
         try:
@@ -147,49 +173,80 @@ class _Updater:
             return False
         return True
 
-    def find_item(self, mod: Modification) -> int | None:
+    def find_item(self, mod: Modification) -> int | str:
+        """Index of the live item a modification targets, or the name of what couldn't be found."""
         items = self.t.items.items
-        if mod.item_index is not None and 0 <= mod.item_index < len(items):
+        if mod.item_index is not None:
+            if not 0 <= mod.item_index < len(items):
+                return mod.item_type or f"item {mod.item_index + 1}"
+            if items[mod.item_index].status == "skipped":  # cancelled: not in the order any more
+                return items[mod.item_index].short or items[mod.item_index].label
+            if mod.item_type and items[mod.item_index].item_type != mod.item_type:
+                return mod.item_type
             return mod.item_index
         live = [i for i, it in enumerate(items) if it.status != "skipped"]
         if mod.item_type:
             typed = [i for i in live if items[i].item_type == mod.item_type]
-            return typed[-1] if typed else None
-        return current_item(self.t)
+            return typed[-1] if typed else mod.item_type
+        idx = current_item(self.t)
+        return mod.field if idx is None else idx
 
     def modify(self, mod: Modification) -> None:
         idx = self.find_item(mod)
-        if idx is None:
-            self.error("unknown_item", mod.item_type or mod.field, "Sorry, I couldn't find that item in your order.")
+        if isinstance(idx, str):
+            self.error("unknown_item", idx, f"Sorry, there's no {idx} in your order.")
             return
         item = self.t.items.items[idx]
         tdef = self.menu.item_types[item.item_type]
+        self.subject = item.short or item.label
         changed = self.apply_field(item, idx, tdef, mod.field, mod.new_value)
+        self.subject = None
         if changed and idx not in self.notes.added and idx not in self.notes.modified:
             self.notes.modified.append(idx)
 
-    def answer(self, answers: dict[str, Any]) -> None:
+    def payment(self, method: Any, confirmed: bool) -> None:
+        from .flow import OPTION_TEXT, payment_options  # local: flow imports state helpers
+
+        options = payment_options(self.t)
+        if method not in options:
+            said = OPTION_TEXT.get(method, str(method))
+            offered = " or ".join(OPTION_TEXT[o] for o in options)
+            self.error("invalid_value", said, f"Sorry, we can't take payment {said} for this order - {offered}.")
+        elif not confirmed:
+            self.error("not_understood", OPTION_TEXT[method],
+                       f"Let's finish the order first - I'll ask how you'd like to pay ({OPTION_TEXT[method]}) "
+                       "once it's confirmed.")
+        else:
+            self.set("payment.method", self.t.payment, "method", method)
+
+    def answer(self, answers: dict[str, Any], confirmed: bool) -> None:
         pending = self.t.pending
         item_answers = {k: v for k, v in answers.items() if k != "method"}
-        method = answers.get("method")
-        if method in _PAYMENT_METHODS:
-            self.set("payment.method", self.t.payment, "method", method)
+        if "method" in answers:
+            self.payment(answers["method"], confirmed)
         if not item_answers:
             return
         idx = pending.item_index if pending is not None and pending.task == "item" else current_item(self.t)
-        if idx is None:
+        if idx is None or self.t.items.items[idx].status == "skipped":
+            for name, value in item_answers.items():
+                said = f"{name} {value}" if value is not None else name
+                self.error("not_understood", said, f"Sorry, there's no item in your order for \"{said}\".")
             return
         item = self.t.items.items[idx]
         tdef = self.menu.item_types[item.item_type]
+        self.subject = item.short or item.label
         for name, value in item_answers.items():
             if value is None and name not in item.asked:
                 item.asked.append(name)
             self.apply_field(item, idx, tdef, name, value)
+        self.subject = None
 
-    def cancel(self, idx: int) -> None:
+    def cancel(self, idx: int | None, said: str | None = None) -> None:
         items = self.t.items.items
-        if not 0 <= idx < len(items) or items[idx].status == "skipped":
-            self.error("unknown_item", f"item {idx}", "Sorry, I couldn't find that item in your order.")
+        if idx is None or not 0 <= idx < len(items) or items[idx].status == "skipped":
+            name = said or (items[idx].short or items[idx].label if idx is not None and 0 <= idx < len(items)
+                            else f"item {(idx or 0) + 1}")
+            self.error("unknown_item", name, f"Sorry, there's no {name} in your order to remove.")
             return
         self.diff.ops.append(DiffOp(op="cancel_item", path=f"items[{idx}]", old=items[idx].status, new="skipped"))
         items[idx].status = "skipped"
@@ -238,16 +295,21 @@ def update_state(tree: OrderTask, parsed: ParsedInput, menu: Menu | None = None)
         up.add_item(item)
     for mod in parsed.modifications:
         up.modify(mod)
-    up.answer(parsed.answers)
-    if parsed.cancel_item_index is not None:
-        up.cancel(parsed.cancel_item_index)
+    pending = tree.pending
+    confirming = parsed.wants_checkout and pending is not None and pending.task == "checkout"
+    up.answer(parsed.answers, tree.checkout.confirmed or confirming)
+    if parsed.cancel_item_index is not None or parsed.cancel_item:
+        up.cancel(parsed.cancel_item_index, parsed.cancel_item)
     if parsed.customer_name:
         up.set("customer_info.name", t.customer_info, "name", parsed.customer_name.strip())
     if parsed.customer_contact:
         up.set("customer_info.contact", t.customer_info, "contact", parsed.customer_contact.strip())
-    pending = tree.pending
-    if parsed.wants_checkout and pending is not None and pending.task == "checkout":
+    items_changed = _item_signature(tree) != _item_signature(t)
+    if parsed.wants_checkout and pending is not None and pending.task == "checkout" and not items_changed:
         up.set("checkout.confirmed", t.checkout, "confirmed", True)
+    if items_changed:  # the total changed: the order must be reviewed (and confirmed) again
+        up.set("checkout.confirmed", t.checkout, "confirmed", False)
+        up.set("checkout.order_reviewed", t.checkout, "order_reviewed", False)
     for span in parsed.unparsed:
         up.error("not_understood", span, f"Sorry, I didn't understand \"{span}\".")
     for item in t.items.items:
@@ -258,6 +320,10 @@ def update_state(tree: OrderTask, parsed: ParsedInput, menu: Menu | None = None)
     recalculate(t, menu)
     up.notes.errors = list(up.diff.errors)
     return t, up.diff
+
+
+def _item_signature(tree: OrderTask) -> list[tuple[str, dict[str, Any], bool]]:
+    return [(it.item_type, it.fields, it.status == "skipped") for it in tree.items.items]
 
 
 def _mark_asked(t: OrderTask) -> None:

@@ -41,3 +41,29 @@ def test_other_inputs_while_the_form_turn_is_on_its_way_are_refused(live, llm):
         assert len(llm.requests) == 1
     finally:
         socket.close()
+
+
+def test_concurrent_form_starts_never_mix_their_inputs(live, llm):
+    # Before the fix, two racing starts with different inputs both got 200: one's inputs were
+    # stored while the other's text became the form message.
+    from concurrent.futures import ThreadPoolExecutor
+
+    llm.responder = lambda _request: Reply(QUESTION)
+    for _ in range(5):
+        client = live.new_user()
+        pk, session_id = new_execution(client)
+        tones = ["formal", "friendly"] * 3
+        with ThreadPoolExecutor(6) as pool:
+            responses = list(pool.map(
+                lambda tone: client.call("POST", "/user_task_execution_run", json={
+                    "user_task_execution_pk": pk, "inputs": {**INPUTS, "tone": tone}}),
+                tones,
+            ))
+        won = {tone for tone, r in zip(tones, responses, strict=True) if r.status_code == 200}
+        assert len(won) == 1, [(t, r.status_code) for t, r in zip(tones, responses, strict=True)]
+        assert {r.status_code for r in responses} <= {200, 409}
+        live.wait_idle()
+        stored = client.ok("GET", "/user_task_execution", params={"user_task_execution_pk": pk})
+        assert stored["json_inputs_values"]["tone"] in won
+        form = client.ok("GET", "/message", params={"session_id": session_id})["messages"][0]
+        assert form["event_name"] == "form_input" and stored["json_inputs_values"]["tone"] in form["text"]
