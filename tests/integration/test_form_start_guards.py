@@ -55,7 +55,7 @@ def test_concurrent_form_starts_never_mix_their_inputs(live, llm):
         tones = ["formal", "friendly"] * 3
         with ThreadPoolExecutor(6) as pool:
             responses = list(pool.map(
-                lambda tone: client.call("POST", "/user_task_execution_run", json={
+                lambda tone, client=client, pk=pk: client.call("POST", "/user_task_execution_run", json={
                     "user_task_execution_pk": pk, "inputs": {**INPUTS, "tone": tone}}),
                 tones,
             ))
