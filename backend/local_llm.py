@@ -9,10 +9,12 @@ as a child process that dies with the platform.
 from __future__ import annotations
 
 import atexit
+import ctypes
 import dataclasses
 import importlib.util
 import logging
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -27,6 +29,7 @@ from mojodex_core.config import Settings
 log = logging.getLogger("mojodex.local_llm")
 
 LOCAL_MODEL_NAME = "smollm2-135m"
+PR_SET_PDEATHSIG = 1
 
 
 def find_model_file() -> Path | None:
@@ -43,6 +46,16 @@ def find_model_file() -> Path | None:
 
 def local_llm_available() -> bool:
     return importlib.util.find_spec("llama_cpp") is not None and find_model_file() is not None
+
+
+def _die_with_parent() -> None:
+    """In the child: ask Linux to kill it when the platform process dies, even by SIGKILL,
+    so a crashed worker never leaves an orphan model server holding memory and a port."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except OSError:  # not Linux: atexit still stops it on a normal exit
+        pass
 
 
 def _free_port() -> int:
@@ -79,13 +92,18 @@ class LocalModelServer:
             "--n_ctx", str(self.n_ctx),
         ]
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        log_start = self.log_file.stat().st_size if self.log_file.exists() else 0
         with open(self.log_file, "ab") as log_stream:
-            self.process = subprocess.Popen(command, stdout=log_stream, stderr=subprocess.STDOUT)
+            self.process = subprocess.Popen(
+                command, stdout=log_stream, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent
+            )
         atexit.register(self.stop)
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                error = self.log_file.read_text(errors="replace")[-500:]
+                with open(self.log_file, "rb") as log_stream:  # this start's output, not earlier runs'
+                    log_stream.seek(log_start)
+                    error = log_stream.read().decode(errors="replace")[-500:]
                 raise RuntimeError(f"local model server exited with {self.process.returncode}: {error}")
             try:
                 with urllib.request.urlopen(f"{self.base_url}/models", timeout=1) as response:

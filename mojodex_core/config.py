@@ -105,7 +105,9 @@ def _url(env: Mapping[str, str], name: str, schemes: tuple[str, ...]) -> str | N
     scheme = parsed.scheme.split("+")[0]
     if scheme not in schemes:
         raise ConfigError(f"{name}: must be a URL with scheme {' or '.join(schemes)}, got {raw!r}")
-    if scheme != "sqlite" and not parsed.netloc:
+    # sqlite paths, unix sockets and libpq's socket form (postgresql:///db) carry no host.
+    hostless_ok = scheme in ("sqlite", "unix") or (scheme in ("postgresql", "postgres") and parsed.path.strip("/"))
+    if not hostless_ok and not parsed.netloc:
         raise ConfigError(f"{name}: URL has no host, got {raw!r}")
     return raw
 

@@ -225,3 +225,13 @@ def test_cli_db_upgrade_with_malformed_database_url_exits_2_naming_it(cli):
     result = cli("db", "upgrade", DATABASE_URL="mysql://x")
     assert result.exit_code == 2
     assert result.stderr.startswith("error: DATABASE_URL:")
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("REDIS_URL", "unix:///tmp/redis.sock"), ("DATABASE_URL", "postgresql:///mojodex")],
+)
+def test_urls_without_a_host_that_are_valid_are_accepted(tmp_path, name, value):
+    # Before the fix, a unix socket and libpq's local-socket form were refused as "no host".
+    settings = load_settings(env(tmp_path, **{name: value}))
+    assert (settings.redis_url if name == "REDIS_URL" else settings.database_url).endswith(value.split("://")[1])

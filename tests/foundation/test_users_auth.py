@@ -310,3 +310,14 @@ def test_a_disabled_user_task_cannot_start_an_execution(live):
     response = client.call("PUT", "/user_task_execution", json={"user_task_pk": user_task_pk})
     assert response.status_code == 403
     assert client.ok("GET", "/user_task")["user_tasks"] == []
+
+
+def test_users_demo_never_hands_out_another_users_token(cli, tmp_path):
+    # Before the fix, the kept token was reused if it was valid for anyone.
+    var_dir = tmp_path / "demo_var"
+    first = cli("users", "demo", "--email", email(), MOJODEX_VAR_DIR=str(var_dir))
+    other = cli("users", "demo", "--email", email(), MOJODEX_VAR_DIR=str(var_dir))
+    assert other.exit_code == 0, other.output
+    assert other.stdout.splitlines()[-1] != first.stdout.splitlines()[-1]
+    bad = cli("users", "demo", "--email", "not-an-email", MOJODEX_VAR_DIR=str(var_dir))
+    assert bad.exit_code == 2 and "email" in bad.output
