@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from datetime import UTC, datetime
 
 from flask import Flask, redirect
 from flask_socketio import SocketIO
@@ -56,8 +57,11 @@ def resume_unfinished_turns(platform: Platform, retry_every_s: float = 5.0) -> N
     An unreachable database must not stop the server from starting (it has to answer
     /health with a 503): the resumption is then retried in the background until it works.
     """
+    # Only messages accepted before this process started: a late retry must not take over
+    # messages this process accepted (and is answering) meanwhile.
+    booted_at = datetime.now(UTC)
     try:
-        _resume(platform)
+        _resume(platform, booted_at)
     except OperationalError as exc:
         log.error("database unreachable at start-up (%s); resuming unanswered messages later", type(exc).__name__)
 
@@ -65,7 +69,7 @@ def resume_unfinished_turns(platform: Platform, retry_every_s: float = 5.0) -> N
             while True:
                 time.sleep(retry_every_s)
                 try:
-                    _resume(platform)
+                    _resume(platform, booted_at)
                     return
                 except OperationalError:
                     continue
@@ -73,12 +77,16 @@ def resume_unfinished_turns(platform: Platform, retry_every_s: float = 5.0) -> N
         threading.Thread(target=retry, name="resume-turns", daemon=True).start()
 
 
-def _resume(platform: Platform) -> None:
+def _resume(platform: Platform, booted_at: datetime) -> None:
     with platform.db() as db:
         rows = list(
             db.scalars(
                 select(Message)
-                .where(Message.sender == "user", Message.status.in_(("pending", "processing")))
+                .where(
+                    Message.sender == "user",
+                    Message.status.in_(("pending", "processing")),
+                    Message.created_at < booted_at,
+                )
                 .order_by(Message.message_pk)
             )
         )

@@ -124,9 +124,11 @@ class UserTaskExecutionResource(Resource):
             }, 200
 
     def delete(self):  # noqa: ANN201
-        pk = query_int("user_task_execution_pk") if request.args.get("user_task_execution_pk") else field(
-            json_body(), "user_task_execution_pk", int
-        )
+        if request.args.get("user_task_execution_pk"):
+            pk = query_int("user_task_execution_pk")
+        else:  # Mojodex clients send it in the body
+            body = request.get_json(silent=True)
+            pk = field(body if isinstance(body, dict) else {}, "user_task_execution_pk", int)
         with platform().db() as db:
             execution = owned_execution(db, pk)
             execution.status = "deleted"

@@ -1,0 +1,45 @@
+"""Messages accepted but never answered when the server stopped are answered at start-up."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from backend.app import _resume, resume_unfinished_turns
+from mojodex_core.db.models import Message
+from tests.integration._helpers import QUESTION, QUESTION_TEXT, message, new_execution
+from tests.support.scripted_llm import Reply
+
+
+def _unanswered(live, pk: int, session_id: str, status: str) -> int:  # noqa: ANN001
+    with live.db() as db:
+        row = Message(session_id=session_id, user_task_execution_fk=pk, sender="user", message_id=f"m-{status}",
+                      event_name="user_message", text="hello", status=status, data={})
+        db.add(row)
+        db.flush()
+        return row.message_pk
+
+
+def test_unanswered_messages_are_answered_at_start_up(live, llm):
+    client = live.new_user()
+    pk, session_id = new_execution(client)
+    message_pk = _unanswered(live, pk, session_id, "processing")  # the process died mid-turn
+    llm.script(Reply(QUESTION))
+    resume_unfinished_turns(live.platform)
+    live.wait_idle()
+    assert message(live, message_pk).status == "answered"
+    answers = client.ok("GET", "/message", params={"session_id": session_id})["messages"]
+    assert [m["text"] for m in answers if m["sender"] == "assistant"] == [QUESTION_TEXT]
+
+
+def test_a_late_resume_leaves_messages_accepted_since_start_up_alone(live, llm):
+    # The retry after an unreachable database at start-up must not take over messages this
+    # process accepted meanwhile (before the fix it reset them to pending: answered twice).
+    client = live.new_user()
+    pk, session_id = new_execution(client)
+    message_pk = _unanswered(live, pk, session_id, "processing")
+    _resume(live.platform, booted_at=datetime.now(UTC) - timedelta(hours=1))
+    live.wait_idle()
+    assert message(live, message_pk).status == "processing"
+    assert llm.requests == []
+    with live.db() as db:  # leave no half-done message for the next tests
+        db.get(Message, message_pk).status = "failed"
