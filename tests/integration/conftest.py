@@ -15,7 +15,7 @@ import pytest
 from backend.context import Platform
 from background.runner import ThreadTurnRunner
 from mojodex_core.execution.turn import InstructTurn
-from tests.support.live import LiveServer, live_settings, start_live_server
+from tests.support.live import LiveServer, live_settings, serving
 
 # The tight server: provider timeouts and turn watchdog small enough to hit in a test,
 # and a conversation budget small enough that a few messages overflow it.
@@ -46,14 +46,10 @@ def tight_server(database_url: str, scripted_llm, live_server) -> Iterator[LiveS
         llm=dataclasses.replace(base.llm, timeout_s=3.0, max_retries=1),
         turn_timeout_s=TIGHT_TURN_TIMEOUT_S,
     )
-    live, server, _thread = start_live_server(
+    with serving(
         settings, llm_overrides={"first_token_timeout_s": TIGHT_FIRST_TOKEN_TIMEOUT_S}, configure=_small_context
-    )
-    try:
+    ) as live:
         yield live
-    finally:
-        server.shutdown()
-        live.platform.close()
 
 
 @pytest.fixture
@@ -64,13 +60,9 @@ def tight(tight_server: LiveServer, llm) -> Iterator[LiveServer]:
 
 @pytest.fixture(scope="session")
 def no_llm_server(database_url: str, live_server) -> Iterator[LiveServer]:
-    live, server, _thread = start_live_server(live_settings(database_url, None))
-    assert live.platform.llm is None
-    try:
+    with serving(live_settings(database_url, None)) as live:
+        assert live.platform.llm is None
         yield live
-    finally:
-        server.shutdown()
-        live.platform.close()
 
 
 @pytest.fixture

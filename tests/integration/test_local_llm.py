@@ -13,7 +13,7 @@ import os
 import pytest
 
 from backend.local_llm import LocalModelServer, find_model_file, local_llm_available, settings_for_local_model
-from tests.support.live import live_settings, start_live_server
+from tests.support.live import live_settings, serving
 
 pytestmark = pytest.mark.local_llm
 
@@ -35,8 +35,7 @@ def test_a_real_turn_through_the_local_model(database_url, local_model_server): 
     settings = dataclasses.replace(
         settings, turn_timeout_s=240.0, llm=dataclasses.replace(settings.llm, timeout_s=240.0)
     )
-    live, server, _thread = start_live_server(settings, llm_overrides={"first_token_timeout_s": 120})
-    try:
+    with serving(settings, llm_overrides={"first_token_timeout_s": 120}) as live:
         client = live.new_user()
         execution = client.new_execution()
         socket = client.socket(execution["session_id"])
@@ -72,6 +71,3 @@ def test_a_real_turn_through_the_local_model(database_url, local_model_server): 
                 LLMCall.user_task_execution_fk == execution["user_task_execution_pk"])))
             assert calls and calls[0].status == "ok" and calls[0].completion_tokens > 0
         socket.close()
-    finally:
-        server.shutdown()
-        live.platform.close()

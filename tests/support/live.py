@@ -11,6 +11,7 @@ import itertools
 import threading
 import time
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -249,14 +250,21 @@ def start_live_server(
     return LiveServer(f"http://127.0.0.1:{server.server_port}", platform), server, thread
 
 
-@pytest.fixture(scope="session")
-def live_server(database_url: str, scripted_llm) -> Iterator[LiveServer]:  # noqa: ANN001
-    live, server, _thread = start_live_server(live_settings(database_url, scripted_llm.base_url))
+@contextmanager
+def serving(settings: Settings, **kwargs: Any) -> Iterator[LiveServer]:
+    """A live server for the duration of the block (see start_live_server for kwargs)."""
+    live, server, _thread = start_live_server(settings, **kwargs)
     try:
         yield live
     finally:
         server.shutdown()
         live.platform.close()
+
+
+@pytest.fixture(scope="session")
+def live_server(database_url: str, scripted_llm) -> Iterator[LiveServer]:  # noqa: ANN001
+    with serving(live_settings(database_url, scripted_llm.base_url)) as live:
+        yield live
 
 
 @pytest.fixture
