@@ -190,7 +190,8 @@ class UserTaskExecutionRunResource(Resource):
             if started and execution.json_input_values != values:
                 raise ApiError(409, "this execution has already started")
             execution.json_input_values = values
-            described = execution_inputs(execution, json_input)
+            # The form message is part of the conversation the user reads: their own labels.
+            described = execution_inputs(execution, json_input, audience="user")
             if not described:
                 # Only left-out media inputs: the start message would be empty (a PromptError, a 500).
                 raise bad_request("inputs: give at least one input to start the task from", field="inputs")

@@ -71,13 +71,18 @@ class TurnContext:
     started_now: bool = False
 
 
-def execution_inputs(execution: UserTaskExecution, json_input: list[dict]) -> list[dict[str, str]]:
+def execution_inputs(
+    execution: UserTaskExecution, json_input: list[dict], audience: str = "system"
+) -> list[dict[str, str]]:
+    """The filled inputs, each described for the prompt ("system") or for the user ("user")."""
     values = execution.json_input_values or {}
+    keys = ("description_for_system", "description_for_user") if audience == "system" else (
+        "description_for_user", "description_for_system")
     described = []
     for spec_input in json_input:
         name = spec_input.get("input_name")
         if name in values and values[name] not in (None, "", []):
-            description = spec_input.get("description_for_system") or spec_input.get("description_for_user") or name
+            description = spec_input.get(keys[0]) or spec_input.get(keys[1]) or name
             described.append({"name": name, "description": description, "value": values[name]})
     return described
 

@@ -67,3 +67,15 @@ def test_concurrent_form_starts_never_mix_their_inputs(live, llm):
         assert stored["json_inputs_values"]["tone"] in won
         form = client.ok("GET", "/message", params={"session_id": session_id})["messages"][0]
         assert form["event_name"] == "form_input" and stored["json_inputs_values"]["tone"] in form["text"]
+
+
+def test_the_form_message_reads_with_the_users_own_labels(live, llm):
+    # Before, the message the user sees in the conversation used the labels written for the LLM.
+    client = live.new_user()
+    pk, session_id = new_execution(client)
+    llm.script(Reply(QUESTION))
+    client.ok("POST", "/user_task_execution_run", json={"user_task_execution_pk": pk, "inputs": INPUTS})
+    live.wait_idle()
+    form = client.ok("GET", "/message", params={"session_id": session_id})["messages"][0]
+    assert "What is the email about?" in form["text"] and "project update" in form["text"]
+    assert "What the email is about" in llm.requests[0]["messages"][0]["content"]  # the prompt keeps its own
