@@ -42,6 +42,24 @@ def send(client: Client, pk: int, session_id: str, text: str, message_id: str | 
     })
 
 
+def one_turn(
+    live: LiveServer, llm: Any, reply: Any, text: str, final_event: str
+) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """A new user's message answered by the scripted reply: the final event and the deltas per channel."""
+    client = live.new_user()
+    pk, session_id = new_execution(client)
+    socket = client.socket(session_id)
+    try:
+        llm.script(reply)
+        send(client, pk, session_id, text)
+        final = socket.wait_event(final_event)[0]
+        deltas = turn_deltas(list(socket.events), final)
+    finally:
+        socket.close()
+        live.wait_idle()
+    return final, deltas
+
+
 def by_seq(events: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
     return sorted((e for e in events if isinstance(e[1], dict) and "seq" in e[1]), key=lambda e: e[1]["seq"])
 

@@ -17,6 +17,7 @@ from tests.integration._helpers import (
     assert_clean,
     message,
     new_execution,
+    one_turn,
     send,
     turn_deltas,
 )
@@ -75,33 +76,14 @@ def test_prose_question_any_chunking(live, llm, cuts):
     llm.reset()
     bounds = [0, *cuts, len(PROSE_QUESTION)]
     chunks = [PROSE_QUESTION[a:b] for a, b in itertools.pairwise(bounds)]
-    client = live.new_user()
-    pk, session_id = new_execution(client)
-    socket = client.socket(session_id)
-    try:
-        llm.script(Reply(chunks=chunks))
-        send(client, pk, session_id, "hello")
-        final = socket.wait_event("mojo_message")[0]
-        deltas = turn_deltas(list(socket.events), final)
-    finally:
-        socket.close()
-        live.wait_idle()
+    final, deltas = one_turn(live, llm, Reply(chunks=chunks), "hello", "mojo_message")
     assert final["text"] == "Happy to help!\n" + QUESTION_TEXT + "\nThanks."
     assert "".join(deltas["mojo"]) == final["text"]
     assert_clean(deltas["mojo"])
 
 
 def test_prose_around_an_execution_is_streamed_but_the_draft_is_exact(live, llm):
-    client = live.new_user()
-    pk, session_id = new_execution(client)
-    socket = client.socket(session_id)
-    try:
-        llm.script(Reply("Here it is: " + DRAFT + " Hope it helps!"))
-        send(client, pk, session_id, "write it")
-        final = socket.wait_event("draft_message")[0]
-        deltas = turn_deltas(list(socket.events), final)
-    finally:
-        socket.close()
+    final, deltas = one_turn(live, llm, Reply("Here it is: " + DRAFT + " Hope it helps!"), "write it", "draft_message")
     assert (final["produced_text_title"], final["produced_text"]) == (TITLE, BODY)
     assert "".join(deltas["draft"]) == BODY
     assert "".join(deltas["mojo"]) == "Here it is:\nHope it helps!"
@@ -110,16 +92,7 @@ def test_prose_around_an_execution_is_streamed_but_the_draft_is_exact(live, llm)
 
 def test_unknown_tags_never_reach_clients_but_stay_in_the_database(live, llm):
     reply = "<thinking>hmm</thinking><ask_user_primary_info>Who is <b>it</b> for?</ask_user_primary_info>"
-    client = live.new_user()
-    pk, session_id = new_execution(client)
-    socket = client.socket(session_id)
-    try:
-        llm.script(Reply(reply))
-        send(client, pk, session_id, "hello")
-        final = socket.wait_event("mojo_message")[0]
-        deltas = turn_deltas(list(socket.events), final)
-    finally:
-        socket.close()
+    final, deltas = one_turn(live, llm, Reply(reply), "hello", "mojo_message")
     assert "<" not in final["text"] and "thinking" not in final["text"]
     assert "Who is it for?" in final["text"]
     assert "".join(deltas["mojo"]) == final["text"]
@@ -131,16 +104,7 @@ def test_unknown_tags_never_reach_clients_but_stay_in_the_database(live, llm):
 
 def test_unclosed_execution_at_stream_end_still_yields_a_draft(live, llm):
     reply = "<user_language>en</user_language><execution><title>" + TITLE + "</title><draft>" + BODY
-    client = live.new_user()
-    pk, session_id = new_execution(client)
-    socket = client.socket(session_id)
-    try:
-        llm.script(Reply(reply))
-        send(client, pk, session_id, "write it")
-        final = socket.wait_event("draft_message")[0]
-        deltas = turn_deltas(list(socket.events), final)
-    finally:
-        socket.close()
+    final, deltas = one_turn(live, llm, Reply(reply), "write it", "draft_message")
     assert (final["produced_text_title"], final["produced_text"]) == (TITLE, BODY)
     assert "".join(deltas["draft"]) == BODY
     assert message(live, final["message_pk"]).text_with_tags == reply
@@ -149,15 +113,6 @@ def test_unclosed_execution_at_stream_end_still_yields_a_draft(live, llm):
 def test_tokens_are_coalesced(live, llm):
     """500 chunks sent back to back reach the client as far fewer token events (one per ~30 ms)."""
     chunks = [f"w{i} " for i in range(500)]
-    client = live.new_user()
-    pk, session_id = new_execution(client)
-    socket = client.socket(session_id)
-    try:
-        llm.script(Reply(chunks=chunks))
-        send(client, pk, session_id, "hello")
-        final = socket.wait_event("mojo_message")[0]
-        deltas = turn_deltas(list(socket.events), final)
-    finally:
-        socket.close()
+    final, deltas = one_turn(live, llm, Reply(chunks=chunks), "hello", "mojo_message")
     assert "".join(deltas["mojo"]) == final["text"] == "".join(chunks).strip()
     assert len(deltas["mojo"]) <= len(chunks) / 3, len(deltas["mojo"])
