@@ -40,6 +40,8 @@ class Platform:
 
     def close(self) -> None:
         self.runner.shutdown(wait=False)
+        if self.llm is not None:
+            self.llm.close()
         self.engine.dispose()
 
 

@@ -17,7 +17,7 @@ from backend.errors import ApiError, bad_request
 from mojodex_core.db.models import Platform, Task, TaskPlatform, UserTask
 from mojodex_core.task_loader import TaskConflict, store_spec, validate_for_storage
 from mojodex_core.task_spec import SpecError, SpecIssue
-from mojodex_core.task_view import displayed_data_for, user_task_view
+from mojodex_core.task_view import user_task_view
 
 log = logging.getLogger("mojodex.tasks")
 STORE_ATTEMPTS = 5
@@ -108,5 +108,3 @@ class UserTaskResource(Resource):
             rows = db.execute(query).all()
             return {"user_tasks": [user_task_view(ut, t, user.language_code) for ut, t in rows]}, 200
 
-
-__all__ = ["TaskAdminResource", "UserTaskResource", "displayed_data_for"]

@@ -268,3 +268,30 @@ def test_delete_fails_queued_messages_visibly(live, llm):
     assert {e["user_message_pk"] for e in errors} == {first["message_pk"], queued["message_pk"]}
     assert message(live, queued["message_pk"]).status == "failed"
     assert "deleted" in message(live, queued["message_pk"]).error
+
+
+def test_the_execution_list_costs_the_same_queries_for_any_page_size(live):
+    # Before, each listed execution cost three more queries (task, user task, version count).
+    from sqlalchemy import event
+
+    client = live.new_user()
+    statements: list[str] = []
+
+    def count(_conn, _cursor, statement, *_args):  # noqa: ANN001, ANN002
+        statements.append(statement)
+
+    def queries_for_list() -> int:
+        statements.clear()
+        event.listen(live.platform.engine, "before_cursor_execute", count)
+        try:
+            client.ok("GET", "/user_task_execution", params={"limit": 50})
+        finally:
+            event.remove(live.platform.engine, "before_cursor_execute", count)
+        return len(statements)
+
+    new_execution(client)
+    with_one = queries_for_list()
+    for _ in range(6):
+        new_execution(client)
+    assert client.ok("GET", "/user_task_execution")["total"] == 7
+    assert queries_for_list() == with_one
