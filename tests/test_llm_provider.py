@@ -241,14 +241,25 @@ def test_cancel_event_stops_the_stream(llm: ScriptedLLMServer, provider: LLMProv
 
 
 def test_cancel_interrupts_a_blocked_read(llm: ScriptedLLMServer, provider: LLMProvider):
-    llm.script(Hang(seconds=5, after_headers=True))
+    llm.script(Hang(seconds=10, after_headers=True))
     cancel = threading.Event()
-    threading.Timer(0.2, cancel.set).start()
-    started = time.monotonic()
+    cancelled_at: list[float] = []
+
+    def cancel_once_the_read_blocks() -> None:
+        # Cancel only once the server holds the request: on a loaded machine a fixed delay could
+        # fire before the request is even sent, and the test would prove nothing.
+        deadline = time.monotonic() + 10
+        while not llm.requests and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.1)
+        cancelled_at.append(time.monotonic())
+        cancel.set()
+
+    threading.Thread(target=cancel_once_the_read_blocks, daemon=True).start()
     with pytest.raises(LLMCancelled):
         provider.chat(MESSAGES, label="cancel", stream=True, cancel=cancel)
-    assert time.monotonic() - started < 1.0
     assert len(llm.requests) == 1
+    assert time.monotonic() - cancelled_at[0] < 5.0  # the hang lasts 10 s: the read was interrupted
 
 
 # ---------------------------------------------------------------------------- structured
