@@ -423,3 +423,44 @@ def test_fifty_concurrent_streams(llm: ScriptedLLMServer, llm_settings: LLMSetti
     assert not errors
     assert results == {i: f"echo:session {i}" for i in range(50)}
     assert len(llm.requests) == 50
+
+
+# ---------------------------------------------------------------------------- server guard
+
+
+class _Guard:
+    def __init__(self, cause: str | None) -> None:
+        self.cause = cause
+        self.calls = 0
+
+    def recover(self) -> str | None:
+        self.calls += 1
+        return self.cause
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_a_refused_connection_asks_the_guard_once_and_names_its_cause(llm_settings: LLMSettings):
+    settings = dataclasses.replace(llm_settings, base_url=f"http://127.0.0.1:{_closed_port()}/v1", max_retries=3)
+    guard = _Guard("the local model server stopped (exit status -11 (SIGSEGV)) and could not be restarted")
+    provider = LLMProvider(settings, guard=guard)
+    with pytest.raises(LLMUnavailable) as failure:
+        provider.chat(MESSAGES, label="guarded")
+    assert guard.calls == 1
+    assert str(failure.value) == f"The assistant is unavailable: {guard.cause}."
+
+
+def test_a_recovered_server_gets_the_call_again_then_the_usual_retries(llm_settings: LLMSettings):
+    settings = dataclasses.replace(llm_settings, base_url=f"http://127.0.0.1:{_closed_port()}/v1", max_retries=1)
+    guard = _Guard(None)  # "restarted": the call is tried again (here the port stays closed)
+    provider = LLMProvider(settings, guard=guard)
+    with pytest.raises(LLMUnavailable) as failure:
+        provider.chat(MESSAGES, label="guarded")
+    assert guard.calls == 1  # asked once per call, never in a loop
+    assert "connection failed" in str(failure.value)

@@ -18,7 +18,7 @@ from .errors import (
     StructuredOutputError,
 )
 from .pricing import PRICES_PER_MILLION, cost_usd
-from .provider import LLMProvider
+from .provider import LLMProvider, ServerGuard
 from .records import LLMCallRecord, LLMResult
 from .settings import LLMSettings, StructuredMode
 
@@ -35,6 +35,7 @@ __all__ = [
     "LLMSettings",
     "LLMTimeout",
     "LLMUnavailable",
+    "ServerGuard",
     "StructuredMode",
     "StructuredOutputError",
     "cost_usd",

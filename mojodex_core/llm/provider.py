@@ -7,7 +7,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import openai
 from pydantic import BaseModel
@@ -18,6 +18,7 @@ from .errors import (
     LLMError,
     LLMNotConfigured,
     LLMRequestRejected,
+    LLMUnavailable,
     StructuredOutputError,
 )
 from .failures import Failure, classify, final_error
@@ -34,6 +35,17 @@ Messages = Sequence[dict[str, Any]]
 MAX_BACKOFF_S = 10.0
 
 
+class ServerGuard(Protocol):
+    """A model server the platform runs itself (the embedded local model).
+
+    ``recover()`` is asked once per call when the endpoint cannot be reached: it restarts the
+    server if it died (and may be restarted) and returns None when the call can be retried
+    now, else a sentence naming the cause, which becomes the user's error.
+    """
+
+    def recover(self) -> str | None: ...
+
+
 class _Attempt:
     """Per-attempt state: whether text already reached the caller (no retry after that)."""
 
@@ -45,9 +57,12 @@ class _Attempt:
 class LLMProvider:
     """Thread-safe; share one instance per endpoint (it remembers backend capabilities)."""
 
-    def __init__(self, settings: LLMSettings, recorder: Recorder | None = None) -> None:
+    def __init__(
+        self, settings: LLMSettings, recorder: Recorder | None = None, guard: ServerGuard | None = None
+    ) -> None:
         self.settings = settings
         self.recorder = recorder
+        self.guard = guard
         self._client: openai.OpenAI | None = None
         self._client_lock = threading.Lock()
         self._json_schema_unsupported = False
@@ -207,6 +222,7 @@ class LLMProvider:
         client = self._get_client()
         max_attempts = settings.max_retries + 1
         tries = 0  # attempts within this _complete (tally.attempts spans the whole public call)
+        guarded = False  # the guard is asked once per call
         while True:
             if cancel is not None and cancel.is_set():
                 raise LLMCancelled(attempts=tally.attempts)
@@ -231,6 +247,16 @@ class LLMProvider:
                     raise
             if cancel is not None and cancel.is_set():
                 raise LLMCancelled(attempts=tally.attempts)
+            if failure.kind == "connection" and self.guard is not None and not guarded and not attempt.delivered:
+                # A server of our own refused the connection: backing off will not bring it back.
+                guarded = True
+                cause = self.guard.recover()
+                if cause is not None:
+                    raise LLMUnavailable(
+                        f"The assistant is unavailable: {cause}.", attempts=tally.attempts, detail=failure.detail
+                    )
+                logger.warning("LLM server recovered after a connection failure; retrying the call once")
+                continue
             if not failure.retryable or attempt.delivered or tries >= max_attempts:
                 limit = settings.first_token_timeout_s if stream else settings.timeout_s
                 raise final_error(failure, tally.attempts, attempt.delivered, limit)
