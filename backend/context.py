@@ -18,7 +18,7 @@ from mojodex_core.db import make_engine, make_session_factory, transaction
 from mojodex_core.execution.events import SessionEventLog
 from mojodex_core.execution.llm_calls import DbLLMCallRecorder
 from mojodex_core.execution.turn import InstructTurn
-from mojodex_core.llm import LLMProvider, LLMSettings
+from mojodex_core.llm import LLMProvider, LLMSettings, ServerGuard
 
 log = logging.getLogger("mojodex.platform")
 
@@ -31,6 +31,8 @@ class Platform:
     events: SessionEventLog
     runner: TurnRunner
     llm: LLMProvider | None
+    # The embedded local model server, when this process runs one (its status goes in /health).
+    local_model: object | None = None
 
     @contextmanager
     def db(self) -> Iterator[DbSession]:
@@ -45,7 +47,12 @@ class Platform:
         self.engine.dispose()
 
 
-def build_llm(settings: Settings, session_factory: sessionmaker[DbSession], **overrides: object) -> LLMProvider | None:
+def build_llm(
+    settings: Settings,
+    session_factory: sessionmaker[DbSession],
+    guard: ServerGuard | None = None,
+    **overrides: object,
+) -> LLMProvider | None:
     if not settings.llm.configured:
         log.warning("no LLM configured: instruct turns will answer with a 'no LLM configured' error")
         return None
@@ -60,14 +67,23 @@ def build_llm(settings: Settings, session_factory: sessionmaker[DbSession], **ov
             **overrides,
         ),
         recorder=DbLLMCallRecorder(session_factory),
+        guard=guard,
     )
 
 
-def build_platform(settings: Settings, *, llm_overrides: dict | None = None) -> Platform:
+def build_platform(
+    settings: Settings,
+    *,
+    llm_overrides: dict | None = None,
+    local_model: object | None = None,
+    no_llm_reason: str | None = None,
+) -> Platform:
+    """``local_model``: the embedded model server (a ServerGuard with ``status()``), if one runs;
+    ``no_llm_reason``: why there is no LLM, added to the users' "No LLM configured" answer."""
     engine = make_engine(settings.database_url)
     factory = make_session_factory(engine)
     events = SessionEventLog(factory)
-    llm = build_llm(settings, factory, **(llm_overrides or {}))
+    llm = build_llm(settings, factory, local_model, **(llm_overrides or {}))
     turn = InstructTurn(
         factory,
         events,
@@ -76,9 +92,13 @@ def build_platform(settings: Settings, *, llm_overrides: dict | None = None) -> 
         use_grammar=settings.extra.get("use_grammar", False),
         turn_timeout_s=settings.turn_timeout_s,
         max_tokens=settings.extra.get("max_tokens"),
+        no_llm_reason=no_llm_reason,
     )
     runner = ThreadTurnRunner(turn)
-    return Platform(settings=settings, engine=engine, session_factory=factory, events=events, runner=runner, llm=llm)
+    return Platform(
+        settings=settings, engine=engine, session_factory=factory, events=events, runner=runner, llm=llm,
+        local_model=local_model,
+    )
 
 
 def platform() -> Platform:

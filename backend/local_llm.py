@@ -1,9 +1,15 @@
 """The embedded default LLM: SmolLM2-135M served by llama.cpp's OpenAI-compatible server.
 
 Used only by the embedded default (`make run`) when no endpoint is configured and the
-optional `local-llm` extra is installed. Otherwise the settings come back unchanged and
-instruct turns answer with a clear "no LLM configured" error. The server runs on loopback,
-as a child process that dies with the platform.
+optional local model is installed (`make local-llm`). The server runs on loopback, as a
+child process that dies with the platform, and is trusted only once it has answered a
+real (tiny) chat completion: a server that starts but crashes on its first completion is
+refused at start-up, with its exit status and last output in the log.
+
+A server that dies later is noticed by a watcher thread: the log gets its exit status and
+last lines, `/health` reports it, and it is restarted once. A turn that finds it down asks
+`recover()` (the provider's ServerGuard) and is retried once when the restart worked; when
+it did not, the user's error names the cause.
 """
 
 from __future__ import annotations
@@ -11,7 +17,9 @@ from __future__ import annotations
 import atexit
 import ctypes
 import dataclasses
+import importlib.metadata
 import importlib.util
+import json
 import logging
 import os
 import signal
@@ -19,9 +27,11 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 from mojodex_core.config import Settings
@@ -30,6 +40,15 @@ log = logging.getLogger("mojodex.local_llm")
 
 LOCAL_MODEL_NAME = "smollm2-135m"
 PR_SET_PDEATHSIG = 1
+# Versions shown to work on this machine kind, installed by `make local-llm` (backend/local_llm_install.py).
+LLAMA_CPP_VERSION = "0.3.36"
+SMOLLM2_VERSION = "0.1.2"
+RESTART_WINDOW_S = 300.0  # one restart per window: a server that keeps dying is reported, not respawned forever
+TAIL_LINES = 20
+
+
+class LocalModelError(RuntimeError):
+    """The local model server could not be started or did not answer its check."""
 
 
 def find_model_file() -> Path | None:
@@ -44,8 +63,28 @@ def find_model_file() -> Path | None:
     return None
 
 
+def installed_llama_cpp_version() -> str | None:
+    try:
+        return importlib.metadata.version("llama_cpp_python")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def install_problem() -> str | None:
+    """Why the local model cannot be used as installed, or None when it can be tried."""
+    version = installed_llama_cpp_version()
+    if version is None or importlib.util.find_spec("llama_cpp") is None:
+        return "the local model is not installed (run `make local-llm`)"
+    if version != LLAMA_CPP_VERSION:
+        return (f"llama-cpp-python {version} is installed but {LLAMA_CPP_VERSION} is the version shown to work "
+                "(run `make local-llm` again)")
+    if find_model_file() is None:
+        return "the SmolLM2 model file is not installed (run `make local-llm`)"
+    return None
+
+
 def local_llm_available() -> bool:
-    return importlib.util.find_spec("llama_cpp") is not None and find_model_file() is not None
+    return install_problem() is None
 
 
 def _die_with_parent() -> None:
@@ -64,64 +103,235 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def exit_description(returncode: int | None) -> str:
+    if returncode is None:
+        return "still running"
+    if returncode < 0:
+        try:
+            return f"exit status {returncode} ({signal.Signals(-returncode).name})"
+        except ValueError:
+            return f"exit status {returncode}"
+    return f"exit status {returncode}"
+
+
+def llama_server_command(model_file: Path, port: int, n_ctx: int) -> list[str]:
+    return [
+        sys.executable, "-m", "llama_cpp.server",
+        "--model", str(model_file),
+        "--model_alias", LOCAL_MODEL_NAME,
+        "--host", "127.0.0.1",
+        "--port", str(port),
+        "--chat_format", "chatml-function-calling",
+        "--n_ctx", str(n_ctx),
+    ]
+
+
+@dataclass
+class ServerExit:
+    returncode: int | None
+    tail: str
+
+    def describe(self) -> str:
+        return exit_description(self.returncode)
+
+
 class LocalModelServer:
-    """`python -m llama_cpp.server` on a loopback port, stopped at exit."""
+    """An OpenAI-compatible model server on a loopback port, checked, watched and stopped at exit.
+
+    ``command`` builds the command line from the port (the llama.cpp server by default; tests
+    pass other commands to simulate servers that crash).
+    """
 
     def __init__(
-        self, model_file: Path, port: int | None = None, n_ctx: int = 4096, log_file: Path | None = None
+        self,
+        model_file: Path | None = None,
+        port: int | None = None,
+        n_ctx: int = 4096,
+        log_file: Path | None = None,
+        *,
+        command: list[str] | None = None,
+        check_timeout_s: float = 120.0,
+        restart_window_s: float = RESTART_WINDOW_S,
+        watch: bool = True,
     ) -> None:
         self.model_file = model_file
         # A file, not a pipe: llama.cpp logs a lot and a full, unread pipe would block it.
         self.log_file = log_file or Path(tempfile.gettempdir()) / f"mojodex-local-llm-{os.getpid()}.log"
         self.port = port or _free_port()
         self.n_ctx = n_ctx
+        self.command = command or llama_server_command(model_file, self.port, n_ctx)  # type: ignore[arg-type]
+        self.check_timeout_s = check_timeout_s
+        self.restart_window_s = restart_window_s
+        self.watch = watch
         self.process: subprocess.Popen | None = None
+        self.last_exit: ServerExit | None = None
+        self.restarts = 0
+        self._last_restart_at: float | None = None
+        self._log_start = 0
+        self._lock = threading.RLock()
+        self._stopping = False
+        self._reported: subprocess.Popen | None = None
+        self._watcher: threading.Thread | None = None
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
+    # ------------------------------------------------------------------ start and check
     def start(self, wait_s: float = 120.0) -> LocalModelServer:
-        command = [
-            sys.executable, "-m", "llama_cpp.server",
-            "--model", str(self.model_file),
-            "--model_alias", LOCAL_MODEL_NAME,
-            "--host", "127.0.0.1",
-            "--port", str(self.port),
-            "--chat_format", "chatml-function-calling",
-            "--n_ctx", str(self.n_ctx),
-        ]
+        with self._lock:
+            self._spawn()
+            try:
+                self._wait_ready(wait_s)
+                self.check()
+            except LocalModelError:
+                self._kill()
+                raise
+        atexit.register(self.stop)
+        if self.watch and self._watcher is None:
+            self._watcher = threading.Thread(target=self._watch, name="local-llm-watch", daemon=True)
+            self._watcher.start()
+        return self
+
+    def _spawn(self) -> None:
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
-        log_start = self.log_file.stat().st_size if self.log_file.exists() else 0
+        self._log_start = self.log_file.stat().st_size if self.log_file.exists() else 0
         with open(self.log_file, "ab") as log_stream:
             self.process = subprocess.Popen(
-                command, stdout=log_stream, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent
+                self.command, stdout=log_stream, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent
             )
-        atexit.register(self.stop)
+
+    def output_tail(self, lines: int = TAIL_LINES) -> str:
+        """The last lines this start of the server wrote (not earlier runs')."""
+        try:
+            with open(self.log_file, "rb") as log_stream:
+                log_stream.seek(self._log_start)
+                text = log_stream.read().decode(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.rstrip().splitlines()[-lines:])
+
+    def _exited(self) -> LocalModelError:
+        assert self.process is not None
+        self.last_exit = ServerExit(self.process.returncode, self.output_tail())
+        return LocalModelError(
+            f"local model server exited with {self.last_exit.describe()}; last output:\n{self.last_exit.tail}"
+        )
+
+    def _wait_ready(self, wait_s: float) -> None:
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                with open(self.log_file, "rb") as log_stream:  # this start's output, not earlier runs'
-                    log_stream.seek(log_start)
-                    error = log_stream.read().decode(errors="replace")[-500:]
-                raise RuntimeError(f"local model server exited with {self.process.returncode}: {error}")
+                raise self._exited()
             try:
                 with urllib.request.urlopen(f"{self.base_url}/models", timeout=1) as response:
                     if response.status == 200:
-                        return self
+                        return
             except (urllib.error.URLError, OSError):
                 pass
-            time.sleep(0.3)
-        self.stop()
-        raise RuntimeError(f"local model server did not answer within {wait_s:.0f} s")
+            time.sleep(0.2)
+        raise LocalModelError(f"local model server did not answer within {wait_s:.0f} s")
 
-    def stop(self) -> None:
+    def check(self) -> None:
+        """One tiny real chat completion: a server that lists its models can still crash on the
+        first completion (as a miscompiled llama.cpp does), so only an answer counts."""
+        body = json.dumps({
+            "model": LOCAL_MODEL_NAME,
+            "messages": [{"role": "user", "content": "Hi"}],
+            "max_tokens": 2,
+            "temperature": 0,
+        }).encode()
+        request = urllib.request.Request(
+            f"{self.base_url}/chat/completions", data=body, headers={"Content-Type": "application/json"}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self.check_timeout_s) as response:
+                answer = json.loads(response.read())
+            answer["choices"][0]["message"]
+        except (urllib.error.URLError, OSError, ValueError, KeyError, IndexError, TypeError) as exc:
+            time.sleep(0.3)  # let a crashing server finish dying, so its exit status can be read
+            if self.process is not None and self.process.poll() is not None:
+                raise self._exited() from None
+            raise LocalModelError(
+                f"local model server failed its start-up completion ({type(exc).__name__}: {exc}); "
+                f"last output:\n{self.output_tail()}"
+            ) from None
+
+    # ------------------------------------------------------------------ watching and recovery
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def status(self) -> str:
+        """For /health: "ok", or "error: ..." naming why the local model is down."""
+        if self.alive():
+            return "ok"
+        if self.last_exit is not None:
+            return f"error: local model server exited with {self.last_exit.describe()}"
+        return "error: local model server is not running"
+
+    def _watch(self) -> None:
+        while not self._stopping:
+            time.sleep(1.0)
+            if self._stopping or self.alive():
+                continue
+            self.recover()
+
+    def recover(self) -> str | None:
+        """The provider's ServerGuard: None when the server answers (again) and a call may be
+        retried now, else a sentence naming the cause, for the user's error."""
+        with self._lock:
+            if self._stopping:
+                return "the local model server was stopped"
+            if self.alive():
+                return None
+            if self.process is not None and self._reported is not self.process:
+                self._report_exit()  # once per dead process, whoever notices first
+            cause = f"the local model server stopped ({self.last_exit.describe() if self.last_exit else 'not running'})"
+            now = time.monotonic()
+            if self._last_restart_at is not None and now - self._last_restart_at < self.restart_window_s:
+                return f"{cause} and was already restarted once in the last {self.restart_window_s:.0f} s"
+            self._last_restart_at = now
+            try:
+                self._spawn()
+                self._wait_ready(self.check_timeout_s)
+                self.check()
+            except LocalModelError as exc:
+                log.error("local model server restart failed: %s", exc)
+                self._kill()
+                return f"{cause} and could not be restarted"
+            log.warning("local model server restarted on %s (restart %d)", self.base_url, self.restarts + 1)
+            self.restarts += 1
+            return None
+
+    def _report_exit(self) -> None:
+        exc = self._exited()
+        log.error("%s", exc)
+        self._reported = self.process
+
+    # ------------------------------------------------------------------ stopping
+    def _kill(self) -> None:
         if self.process is not None and self.process.poll() is None:
             self.process.terminate()
             try:
                 self.process.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 self.process.kill()
+                self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        self._stopping = True
+        with self._lock:
+            self._kill()
+
+
+@dataclass
+class LocalModel:
+    """What the embedded default got: the settings to use, the server (if it runs), and, when
+    there is no local model, why (for the log and the user's "No LLM configured" answer)."""
+
+    settings: Settings
+    server: LocalModelServer | None = None
+    problem: str | None = None
 
 
 def settings_for_local_model(settings: Settings, server: LocalModelServer) -> Settings:
@@ -131,17 +341,20 @@ def settings_for_local_model(settings: Settings, server: LocalModelServer) -> Se
     return dataclasses.replace(settings, llm=llm, extra={**settings.extra, "use_grammar": True, "max_tokens": 400})
 
 
-def maybe_start_local_llm(settings: Settings) -> Settings:
+def maybe_start_local_llm(settings: Settings) -> LocalModel:
     if not settings.embedded or settings.llm.configured:
-        return settings
-    model_file = find_model_file()
-    if model_file is None or importlib.util.find_spec("llama_cpp") is None:
-        log.warning("no LLM configured and the local model is not installed: instruct tasks will say so")
-        return settings
+        return LocalModel(settings)
+    problem = install_problem()
+    if problem is not None:
+        log.warning("no LLM configured and %s: instruct tasks will say so", problem)
+        return LocalModel(settings, problem=problem)
+    started = time.monotonic()
     try:
-        server = LocalModelServer(model_file, log_file=settings.var_dir / "local_llm.log").start()
-    except (RuntimeError, OSError) as exc:
-        log.error("local model failed to start (%s): instruct tasks will answer 'no LLM configured'", exc)
-        return settings
-    log.info("local model %s serving on %s", model_file.name, server.base_url)
-    return settings_for_local_model(settings, server)
+        server = LocalModelServer(find_model_file(), log_file=settings.var_dir / "local_llm.log").start()
+    except (LocalModelError, OSError) as exc:
+        log.error("local model failed its start-up check: %s", exc)
+        first_line = str(exc).splitlines()[0]
+        return LocalModel(settings, problem=f"the local model failed its start-up check ({first_line})")
+    log.info("local model %s answered its check on %s in %.1f s", server.model_file.name, server.base_url,
+             time.monotonic() - started)
+    return LocalModel(settings_for_local_model(settings, server), server=server)

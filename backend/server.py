@@ -33,8 +33,9 @@ def build_app(settings: Settings | None = None):  # noqa: ANN201
             print(f"configuration error: {exc}", file=sys.stderr)
             raise SystemExit(2) from None
     configure_logging(settings.log_level)
-    settings = maybe_start_local_llm(settings)
-    platform = build_platform(settings)
+    local = maybe_start_local_llm(settings)
+    settings = local.settings
+    platform = build_platform(settings, local_model=local.server, no_llm_reason=local.problem)
     app, _socketio = create_app(platform)
     logging.getLogger("mojodex.server").info(
         "mojodex ready: database=%s llm=%s", settings.database_url.split("@")[-1],

