@@ -57,9 +57,21 @@ def run_gunicorn(settings: Settings, threads: int = 100) -> None:
             self.cfg.set("timeout", 120)
             self.cfg.set("accesslog", "-")
             self.cfg.set("loglevel", settings.log_level.lower())
+            # The banner comes last, once the app (and the local model) is ready to answer.
+            self.cfg.set("post_worker_init", lambda _worker: print(ready_banner(settings), flush=True))
 
         def load(self):  # noqa: ANN202
             return build_app(settings)
 
-    print(f"Mojodex serving on http://{settings.host}:{settings.port}", flush=True)
     _Gunicorn().run()
+
+
+def ready_banner(settings: Settings) -> str:
+    """What a person starting the platform needs, printed once it answers: the URL, and in the
+    embedded default the demo user's token."""
+    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host
+    lines = ["", f"Mojodex is ready: http://{host}:{settings.port}/"]
+    token_file = settings.var_dir / "demo_token"
+    if settings.embedded and token_file.exists():
+        lines.append(f"Demo user's API token (sign in with it): {token_file.read_text().strip()}")
+    return "\n".join(lines)

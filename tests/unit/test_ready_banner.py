@@ -1,0 +1,24 @@
+"""`make run` ends with the URL and, in the embedded default, the demo user's token."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from backend.server import ready_banner
+from tests.support.live import live_settings
+
+
+def test_the_banner_gives_a_reachable_url_and_the_demo_token(tmp_path):  # noqa: ANN001
+    settings = dataclasses.replace(
+        live_settings("sqlite://", None), host="0.0.0.0", port=5055, embedded=True, var_dir=tmp_path
+    )
+    (tmp_path / "demo_token").write_text("tok-123\n")
+    banner = ready_banner(settings)
+    assert "http://127.0.0.1:5055/" in banner
+    assert banner.rstrip().endswith("tok-123")
+
+
+def test_no_token_outside_the_embedded_default(tmp_path):  # noqa: ANN001
+    settings = dataclasses.replace(live_settings("sqlite://", None), port=5055, var_dir=tmp_path)
+    (tmp_path / "demo_token").write_text("tok-123\n")
+    assert "tok-123" not in ready_banner(settings)
