@@ -96,7 +96,7 @@ def build_wheel(target: Path, log_path: Path) -> Path:
                 if tenth > shown:
                     shown = tenth
                     say(f"compiling: {done}/{total} steps ({time.monotonic() - started:.0f} s)")
-            elif "Collecting llama-cpp-python" in line or "Downloading llama_cpp_python" in line:
+            elif "Downloading llama_cpp_python" in line:
                 say("downloading the source")
             elif "-- Configuring done" in line:
                 say("configured; compiling")
