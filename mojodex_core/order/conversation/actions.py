@@ -22,7 +22,7 @@ from .menu_index import (
 )
 from .resources import join_list, say
 from .steps import Step, next_step, options_question, question_text, step_example
-from .views import uses
+from .views import item_text, uses
 
 # -- committing and acknowledging ------------------------------------------------------------------------
 
@@ -85,12 +85,11 @@ def acknowledge(ctx: Ctx, *, skip: tuple[str, ...] = ()) -> None:
                                         for i in notes.cancelled])
             ctx.say("ack-cancelled", say(ctx.lang, "ack-cancelled", items=gone))
     if notes.modified:
-        mods = join_list(ctx.lang, [tree.items.items[i].summary for i in notes.modified])
+        mods = join_list(ctx.lang, [item_text(tree.items.items[i], article=False) for i in notes.modified])
         ctx.say("ack-modified", say(ctx.lang, "ack-modified", items=mods))
     done = [i for i, it in live if it.status == "complete" and i not in notes.modified and _newly_complete(ctx, i)]
     if done:
-        names = join_list(ctx.lang, [with_article(tree.items.items[i].summary, tree.items.items[i].quantity)
-                                     for i in done])
+        names = join_list(ctx.lang, [item_text(tree.items.items[i]) for i in done])
         ctx.say("ack-added", say(ctx.lang, "ack-added", items=names))
     if any(op["path"] == "delivery_method.order_type" for op in ctx.ops) and not done:
         from .views import _fulfilment
@@ -169,7 +168,11 @@ def ask_targeted_question(ctx: Ctx) -> None:
     unparsed = list(ctx.parsed.unparsed) if ctx.parsed else []
     step = next_step(tree, ctx.menu, "Ordering" if ctx.conv.state != "Confirming" else "Confirming")
     tree.pending = step.pending
-    if unparsed:
+    if ctx.repair_unclear:
+        items = [f"{n}) {item_text(it)}" for n, (_, it) in enumerate(tree.items.active(), 1)]
+        ctx.rule("clarify", "a reference to no item of the order: ask which one")
+        ctx.say("clarify-reference", say(ctx.lang, "clarify-reference", items=join_list(ctx.lang, items, "word-or")))
+    elif unparsed and (step.key in ("order", "next_step", "more") or step.key.startswith("item:")):
         words = " ".join(unparsed)
         near = closest(words, ctx.menu)
         ctx.rule("clarify", f"unresolved words {words!r}, closest {near}")
@@ -374,7 +377,7 @@ def finalize_ticket(ctx: Ctx) -> None:
 
 def ask_disambiguation(ctx: Ctx) -> None:
     tree = ctx.conv.order
-    items = [f"{n}) {with_article(it.summary, it.quantity)}" for n, (_, it) in enumerate(tree.items.active(), 1)]
+    items = [f"{n}) {item_text(it)}" for n, (_, it) in enumerate(tree.items.active(), 1)]
     ctx.conv.last_question = "disambiguation"
     ctx.say("clarify-not-right", say(ctx.lang, "clarify-not-right", items=join_list(ctx.lang, items, "word-or")))
 
@@ -385,7 +388,7 @@ def ask_change_confirmation(ctx: Ctx) -> None:
     before = {i for i, _ in ctx.conv.order.items.active()}
     after = {i for i, _ in ctx.tentative.items.active()}
     gone = [ctx.conv.order.items.items[i] for i in sorted(before - after)]
-    names = join_list(ctx.lang, [with_article(it.summary or it.label, it.quantity) for it in gone])
+    names = join_list(ctx.lang, [item_text(it) for it in gone])
     key = "confirm-unsafe-cancel-all" if not after else "confirm-unsafe-change"
     ctx.rule("unsafe_change", f"removing {len(gone)} item(s): kept in pending_change until a yes")
     ctx.tentative = None

@@ -101,19 +101,22 @@ def closest(text: str, menu: Menu, limit: int = 3) -> list[str]:
 
 
 def field_value_alternative(menu: Menu, item_type: str, field: str, value: str) -> ValueDef | None:
-    """The closest in-stock value of the same field (by name, then by price)."""
+    """The closest in-stock value of the same field: a near-identical name ("coke" -> "coke zero"), else its
+    nearest neighbour in the menu's list (menus list similar things together), the next one first."""
     fdef = menu.item_types[item_type].fields[field]
-    current = fdef.value(value)
-    pool = [v for v in fdef.values if v.in_stock and v.id != value]
+    values = fdef.values
+    pos = next((i for i, v in enumerate(values) if v.id == value), None)
+    pool = [v for v in values if v.in_stock and v.id != value]
     if not pool:
         return None
+    current = values[pos] if pos is not None else None
     label = current.display if current else value
-    ranked = process.extract(label, [v.display for v in pool], scorer=fuzz.WRatio, limit=len(pool))
-    best = ranked[0]
-    if best[1] >= 60:
+    best = process.extractOne(label, [v.display for v in pool], scorer=fuzz.WRatio)
+    if best is not None and best[1] >= 85:
         return pool[best[2]]
-    price = current.price if current else 0.0
-    return min(pool, key=lambda v: (abs(v.price - price), fdef.values.index(v)))
+    if pos is None:
+        return pool[0]
+    return min(pool, key=lambda v: (abs(values.index(v) - pos), values.index(v) < pos))
 
 
 def item_type_alternative(menu: Menu, item_type: str) -> str | None:
