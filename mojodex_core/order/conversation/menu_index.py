@@ -93,11 +93,23 @@ def in_stock(menu: Menu, m: Mention) -> bool:
 
 
 def closest(text: str, menu: Menu, limit: int = 3) -> list[str]:
-    """Display names of the in-stock menu entries closest to ``text`` (item types and values)."""
-    idx = index(menu)
-    choices = [name for name, m in idx.names.items() if in_stock(menu, m)]
-    hits = process.extract(normalise(text), choices, scorer=fuzz.WRatio, limit=limit, processor=normalise)
-    return [name for name, _score, _ in hits]
+    """Display names of the in-stock menu entries closest to ``text``: item types, item-naming values and
+    list values (toppings, extras); when nothing is close, the item types lead."""
+    choices: list[str] = []
+    types: list[str] = []
+    for tdef in menu.item_types.values():
+        if not tdef.available:
+            continue
+        types.append(tdef.label)
+        for fdef in tdef.fields.values():
+            if fdef.names_item or fdef.multi:
+                choices.extend(v.display for v in fdef.values if v.in_stock)
+    pool = list(dict.fromkeys(types + choices))
+    hits = process.extract(normalise(text), pool, scorer=fuzz.WRatio, limit=limit, processor=normalise)
+    names = [name for name, _score, _ in hits]
+    if not hits or hits[0][1] < 70:
+        names = list(dict.fromkeys(types + names))
+    return names[:limit]
 
 
 def field_value_alternative(menu: Menu, item_type: str, field: str, value: str) -> ValueDef | None:
