@@ -20,7 +20,7 @@ from .menu_index import (
     item_type_alternative,
     suggestions,
 )
-from .resources import join_list, say
+from .resources import join_list, normalise, only_phrases, say
 from .steps import Step, next_step, options_question, question_text, step_example
 from .views import item_text, uses
 
@@ -68,7 +68,7 @@ def acknowledge(ctx: Ctx, *, skip: tuple[str, ...] = ()) -> None:
     tree = ctx.conv.order
     notes = tree.last_turn
     for err in notes.errors:
-        if err.kind in skip:
+        if err.kind in skip or (err.kind == "not_understood" and _keywords_only(ctx, err.subject)):
             continue
         ctx.say(*_error_text(ctx, err))
     if not ctx.ops:
@@ -95,6 +95,12 @@ def acknowledge(ctx: Ctx, *, skip: tuple[str, ...] = ()) -> None:
         from .views import _fulfilment
 
         ctx.say("ack-order-type", say(ctx.lang, "ack-order-type", order_type=_fulfilment(tree, ctx.lang)))
+
+
+def _keywords_only(ctx: Ctx, words: str) -> bool:
+    """Words the conversation understood itself ("non merci", "c'est tout"): not a parse error to report."""
+    keys = ("yes", "no", "done", "needs_time", "never_mind", "not_right", "goodbye", "same_again")
+    return only_phrases(normalise(words), *(ctx.kw.get(k, ()) for k in keys))
 
 
 def _newly_complete(ctx: Ctx, idx: int) -> bool:

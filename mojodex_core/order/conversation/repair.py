@@ -22,7 +22,7 @@ from ..parsed_input import Modification, ParsedInput, ParsedItem
 from ..parser import parse_deterministic
 from ..tree import OrderTask, PendingQuestion
 from .menu_index import mentions
-from .resources import has_phrase, normalise
+from .resources import has_phrase, normalise, only_phrases
 
 if TYPE_CHECKING:
     from .context import Ctx
@@ -202,7 +202,8 @@ def _modify_by_reference(ctx: Ctx, parsed: ParsedInput) -> tuple[ParsedInput, bo
 def _name_is_not_a_name(ctx: Ctx, parsed: ParsedInput) -> ParsedInput:
     """"pickup" answering "what name?" is the order type, not a name called Pickup."""
     name = normalise(parsed.customer_name or "")
-    if name and (parsed.order_type and name.replace(" ", "") in ("pickup", "delivery")
+    control = [ctx.kw.get(k, ()) for k in ("yes", "no", "done", "needs_time", "never_mind", "not_right", "goodbye")]
+    if name and (only_phrases(name, *control) or parsed.order_type and name.replace(" ", "") in ("pickup", "delivery")
                  or any(m.phrase and normalise(m.phrase) == name for m in mentions(name, ctx.menu))):
         ctx.rule("repair", f"{parsed.customer_name!r} is not taken as a name")
         return parsed.model_copy(update={"customer_name": None})
