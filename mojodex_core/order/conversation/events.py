@@ -55,6 +55,7 @@ PREDICATES: dict[str, Callable[[Ctx], bool]] = {
     and (_says_yes(c) or bool(c.has("done")) or bool(c.parsed and c.parsed.wants_checkout)),
     "unsolicited_change": lambda c: items_changed(c) and not str(c.conv.last_question).startswith("item:"),
     "items_changed": items_changed,
+    "goodbye": lambda c: c.only("goodbye", "yes", "no", "done"),
     "always": lambda c: True,
 }
 
@@ -75,7 +76,8 @@ UTTERANCE_EVENTS: dict[str, tuple[tuple[str, str], ...]] = {
                             ("USER_SAYS_NOT_RIGHT", "not_right"), ("USER_CONFIRMS", "confirms"),
                             ("USER_WANTS_CHANGES", "unsolicited_change"), ("UTTERANCE_UNCLEAR", "unclear"),
                             ("NO_PROGRESS", "asked_twice"), ("INFO_GIVEN", "always")),
-    "Closing": COMMON + (("BIG_CHANGE", "unsafe"), ("ADD_MORE", "items_changed"), ("ORDER_COMPLETE", "always")),
+    "Closing": COMMON + (("ORDER_COMPLETE", "goodbye"), ("BIG_CHANGE", "unsafe"), ("ADD_MORE", "items_changed"),
+                         ("ORDER_COMPLETE", "always")),
 }
 
 
