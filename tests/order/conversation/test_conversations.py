@@ -379,7 +379,7 @@ def test_item_not_on_the_menu_names_the_closest(pizza_menu):
 
 
 def test_item_not_on_the_menu_from_the_llm_parse_is_refused_with_closest(bagel_menu):
-    from mojodex_core.order.conversation.actions import _error_text
+    from mojodex_core.order.conversation.compose import _error_text
     from mojodex_core.order.conversation.context import Ctx
     from mojodex_core.order.tree import OrderError
 
