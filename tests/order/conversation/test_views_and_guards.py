@@ -183,3 +183,16 @@ def test_florist_full_conversation(florist_menu):
     assert ticket["currency"] == "EUR" and ticket["total"] == 46.0
     assert "1 x birthday card - €3.50" in ticket["text"]
     assert s.say("thank you, bye").ended
+
+
+def test_update_state_takes_the_payment_when_it_was_asked(bagel_menu):
+    """The conversation asks the payment method before its read-back; elsewhere an early one is still refused."""
+    from mojodex_core.order import new_order, update_state
+    from mojodex_core.order.tree import PendingQuestion
+
+    tree, _ = update_state(new_order(bagel_menu.id), ParsedInput(order_type="pickup"), bagel_menu)
+    early, diff = update_state(tree, ParsedInput(answers={"method": "in_store"}), bagel_menu)
+    assert early.payment.method is None and diff.errors[0].kind == "not_understood"
+    asked = tree.model_copy(update={"pending": PendingQuestion(task="payment")})
+    paid, diff = update_state(asked, ParsedInput(answers={"method": "in_store"}), bagel_menu)
+    assert paid.payment.method == "in_store" and not diff.errors
