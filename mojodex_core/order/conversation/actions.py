@@ -50,11 +50,14 @@ def ask_targeted_question(ctx: Ctx) -> None:
     unparsed = list(ctx.parsed.unparsed) if ctx.parsed else []
     step = next_step(tree, ctx.menu, "Ordering" if ctx.conv.state != "Confirming" else "Confirming")
     tree.pending = step.pending
+    asked = step.key
     if ctx.repair_unclear:
+        asked = "reference"
         items = [f"{n}) {item_text(it)}" for n, (_, it) in enumerate(tree.items.active(), 1)]
         ctx.rule("clarify", "a reference to no item of the order: ask which one")
         ctx.say("clarify-reference", say(ctx.lang, "clarify-reference", items=join_list(ctx.lang, items, "word-or")))
     elif unparsed and (step.key in ("order", "next_step", "more") or step.key.startswith("item:")):
+        asked = "unparsed"
         words = " ".join(unparsed)
         near = closest(words, ctx.menu)
         ctx.rule("clarify", f"unresolved words {words!r}, closest {near}")
@@ -68,8 +71,8 @@ def ask_targeted_question(ctx: Ctx) -> None:
         ctx.rule("clarify", f"{step.key} asked with its options")
         ctx.say(key, text)
     conv = ctx.conv
-    conv.question_count = conv.question_count + 1 if conv.last_question == step.key else 1
-    conv.last_question = step.key
+    conv.question_count = conv.question_count + 1 if conv.last_question == asked else 1
+    conv.last_question = asked
 
 
 def summarize(ctx: Ctx) -> None:

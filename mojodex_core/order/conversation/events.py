@@ -48,7 +48,8 @@ PREDICATES: dict[str, Callable[[Ctx], bool]] = {
     "yes_to_more": lambda c: c.conv.last_question == "next_step" and _says_yes(c),
     "unclear": low_confidence,
     "asked_twice": asked_twice,
-    "never_mind": lambda c: bool(c.has("never_mind")) or (c.conv.proposal is not None and _says_no(c)),
+    "never_mind": lambda c: bool(c.has("never_mind")) or (_says_no(c) and (
+        c.conv.proposal is not None or c.conv.last_question in ("reference", "unparsed", "order"))),
     "clarified": lambda c: (c.conv.proposal is not None and _says_yes(c)) or (_progress(c) and not low_confidence(c)),
     "not_right": lambda c: bool(c.has("not_right")) or (c.conv.last_question == "checkout" and _says_no(c)),
     "confirms": lambda c: c.conv.last_question == "checkout" and not items_changed(c)

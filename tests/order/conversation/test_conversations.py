@@ -416,6 +416,8 @@ def test_ordinal_to_nothing_asks_which_one(pizza_menu):
     assert out.state_after == "Clarifying" and out.response_key == "clarify-reference"
     assert out.reply == "Sorry, which one do you mean: 1) a large pizza or 2) a coke?"
     assert [it.fields.get("size") for it in s.conv.order.items.items] == ["LARGE", None]
+    out = s.say("no")  # a bare no to "which one?" is a never mind, not a second failed try
+    assert (out.transition, out.state_after) == ("USER_SAYS_NEVER_MIND", "Ordering")
 
 
 def test_same_again_repeats_the_last_item(bagel_menu):
