@@ -466,3 +466,11 @@ def test_turn_input_validation():
     with pytest.raises(ValueError):
         TurnInput(event="out_of_stock")
     assert TurnInput(event="barge_in", text="wait").text == "wait"
+
+
+def test_order_complete_outside_closing_is_a_platform_error(bagel_menu):
+    from mojodex_core.order.conversation import NoTransition
+
+    s = Session(bagel_menu)
+    with pytest.raises(NoTransition):
+        converse(s.conv, TurnInput(event="order_complete"), bagel_menu)
