@@ -54,6 +54,27 @@ def _yes_no(ctx: Ctx, parsed: ParsedInput) -> ParsedInput | None:
     return None
 
 
+def _info_keywords(ctx: Ctx, parsed: ParsedInput) -> ParsedInput | None:
+    """Pickup/delivery and payment answers in the keyword lists' words ("à emporter", "par carte"), when the
+    parse found nothing."""
+    pending = ctx.conv.order.pending
+    if pending is None or not parsed.is_empty():
+        return None
+    if pending.task == "order_type":
+        for kind in ("pickup", "delivery"):
+            if ctx.only(kind):
+                ctx.rule("repair", f"keywords answer order_type {kind}")
+                return ParsedInput(order_type=kind)  # type: ignore[arg-type]
+    if pending.task == "payment":
+        for method in ("in_store", "cash_delivery", "card_link"):
+            if ctx.only(f"payment_{method}"):
+                if method == "cash_delivery" and ctx.conv.order.delivery_method.order_type == "pickup":
+                    method = "in_store"
+                ctx.rule("repair", f"keywords answer payment {method}")
+                return ParsedInput(answers={"method": method})
+    return None
+
+
 def _said_fields(item: Any) -> dict[str, Any]:
     return {k: v for k, v in item.fields.items() if k not in item.defaulted and v not in (None, [], "")}
 
@@ -214,7 +235,7 @@ def repair(ctx: Ctx) -> tuple[ParsedInput, list[int], bool]:
     """(parse to apply, extra removals, unclear)"""
     assert ctx.parsed is not None
     parsed = _name_is_not_a_name(ctx, ctx.parsed)
-    for fix in (_yes_no, _same_again):
+    for fix in (_yes_no, _info_keywords, _same_again):
         fixed = fix(ctx, parsed)
         if fixed is not None:
             return fixed, [], False
