@@ -48,7 +48,7 @@ def ask_targeted_question(ctx: Ctx) -> None:
     acknowledge(ctx, skip=("not_understood",))
     tree = ctx.conv.order
     unparsed = list(ctx.parsed.unparsed) if ctx.parsed else []
-    step = next_step(tree, ctx.menu, "Ordering" if ctx.conv.state != "Confirming" else "Confirming")
+    step = next_step(tree, ctx.menu, "Confirming" if "Confirming" in (ctx.conv.state, ctx.state_after) else "Ordering")
     tree.pending = step.pending
     asked = step.key
     if ctx.repair_unclear:

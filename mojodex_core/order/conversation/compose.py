@@ -3,6 +3,7 @@ order), and ask the next question - one question, never the same way a third tim
 
 from __future__ import annotations
 
+from ..flow import recalculate
 from ..render import lower_first
 from ..state import plural
 from ..tree import OrderError, OrderTask
@@ -17,8 +18,14 @@ def commit(ctx: Ctx) -> None:
     """Apply the tentative order (the utterance's changes) and set the referent."""
     if ctx.tentative is None or ctx.diff is None:
         return
+    ops = [op.model_dump() for op in ctx.diff.ops if op.op != "error"]
+    if ctx.tentative.checkout.confirmed and not ctx.conv.order.checkout.confirmed:
+        # only USER_CONFIRMS (finalize_ticket) confirms the order: never a side effect of another utterance
+        ctx.tentative.checkout.confirmed = False
+        recalculate(ctx.tentative, ctx.menu)
+        ops = [op for op in ops if op["path"] != "checkout.confirmed"]
     ctx.conv.order = ctx.tentative
-    ctx.ops.extend(op.model_dump() for op in ctx.diff.ops if op.op != "error")
+    ctx.ops.extend(ops)
     ctx.errors.extend(e.model_dump() for e in ctx.diff.errors)
     notes = ctx.tentative.last_turn
     touched = notes.added + notes.modified

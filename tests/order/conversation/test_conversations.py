@@ -474,3 +474,14 @@ def test_order_complete_outside_closing_is_a_platform_error(bagel_menu):
     s = Session(bagel_menu)
     with pytest.raises(NoTransition):
         converse(s.conv, TurnInput(event="order_complete"), bagel_menu)
+
+
+def test_an_unclear_yes_does_not_place_the_order(bagel_menu):
+    s = Session(bagel_menu)
+    s.run("a large iced latte", "pickup", "that's it", "Dana", "dana@example.com", "in store")
+    out = s.say("yes glorp")
+    assert (out.transition, out.state_after, out.closed) == ("UTTERANCE_UNCLEAR", "Confirming", False)
+    assert out.reply == "Sorry - shall I place the order as I read it? Please say yes, or tell me what to change."
+    assert not s.conv.order.checkout.confirmed
+    out = s.say("yes")
+    assert (out.transition, out.state_after, out.closed) == ("USER_CONFIRMS", "Closing", True)
