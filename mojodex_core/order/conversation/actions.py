@@ -53,6 +53,7 @@ def ask_targeted_question(ctx: Ctx) -> None:
     asked = step.key
     if ctx.repair_unclear:
         asked = "reference"
+        ctx.conv.proposal = ctx.pending_reference  # kept for the answer ("the coke", "the first one")
         items = [f"{n}) {item_text(it)}" for n, (_, it) in enumerate(tree.items.active(), 1)]
         ctx.rule("clarify", "a reference to no item of the order: ask which one")
         ctx.say("clarify-reference", say(ctx.lang, "clarify-reference", items=join_list(ctx.lang, items, "word-or")))
@@ -122,7 +123,7 @@ def give_pattern_hint(ctx: Ctx) -> None:
 
 def apply_if_actionable(ctx: Ctx) -> None:
     proposal = ctx.conv.proposal
-    if proposal is not None and ctx.only("yes"):
+    if proposal is not None and proposal["kind"] in ("item", "value") and ctx.only("yes"):
         _apply_proposal(ctx, proposal)
     ctx.conv.proposal = None
     apply_and_set_referent(ctx)

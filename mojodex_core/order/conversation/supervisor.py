@@ -75,6 +75,8 @@ def classify_deterministic(text: str, parsed: ParsedInput, menu: Menu, language:
         return _rule("order_entry", "menu words, low confidence")
     if has_phrase(norm, kw.get("same_again", ())) or has_phrase(norm, kw.get("remove", ())):
         return _rule("order_entry", "order keywords")
+    if any(w in kw.get("ordinals", {}) for w in norm.split()):
+        return _rule("order_entry", "a reference to an item")
     first = norm.split()[0] if norm else ""
     if orders or first in kw.get("order_articles", ()) or first.isdigit():
         return _rule("order_entry", "order phrase, nothing on the menu")

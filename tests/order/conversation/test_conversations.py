@@ -420,6 +420,26 @@ def test_ordinal_to_nothing_asks_which_one(pizza_menu):
     assert (out.transition, out.state_after) == ("USER_SAYS_NEVER_MIND", "Ordering")
 
 
+@pytest.mark.parametrize("answer", ["the coke", "the second one", "2"])
+def test_which_one_answer_applies_the_change_asked_before(pizza_menu, answer):
+    s = Session(pizza_menu)
+    s.say("a large pizza and a coke")
+    assert s.say("make the fourth one small").response_key == "clarify-reference"
+    out = s.say(answer)
+    assert (out.transition, out.state_after) == ("USER_CLARIFIES_OK", "Ordering")
+    assert [it.fields.get("size") for it in s.conv.order.items.items] == ["LARGE", "SMALL"]
+    assert out.reply.startswith("No problem, small coke.")
+
+
+def test_which_one_for_a_value_no_item_takes(pizza_menu):
+    s = Session(pizza_menu)
+    s.say("two large pepperoni pizzas and a diet coke")
+    out = s.say("make the second one thin crust")  # the second line is the coke: thin crust does not fit it
+    assert out.response_key == "clarify-reference"
+    s.say("the pizza")
+    assert s.conv.order.items.items[0].fields["style"] == ["THIN_CRUST"]
+
+
 def test_same_again_repeats_the_last_item(bagel_menu):
     s = Session(bagel_menu)
     s.say("a large iced latte with oat milk")
