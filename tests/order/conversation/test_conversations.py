@@ -505,3 +505,14 @@ def test_an_unclear_yes_does_not_place_the_order(bagel_menu):
     assert not s.conv.order.checkout.confirmed
     out = s.say("yes")
     assert (out.transition, out.state_after, out.closed) == ("USER_CONFIRMS", "Closing", True)
+
+
+def test_out_of_stock_alternative_goes_to_the_item_that_had_it(pizza_menu):
+    s = Session(pizza_menu)
+    s.say("a large pizza with mushrooms and a small pizza with ham")
+    s.menu = mark_unavailable(pizza_menu, "pizza", "toppings", "MUSHROOMS", False)
+    s.event("out_of_stock", item_type="pizza", field="toppings", value="MUSHROOMS")
+    assert s.conv.proposal["item_index"] == 0
+    s.say("yes")
+    first, second = s.conv.order.items.items
+    assert first.fields["toppings"] == [{"name": "ONIONS"}] and second.fields["toppings"] == [{"name": "HAM"}]
