@@ -516,3 +516,14 @@ def test_out_of_stock_alternative_goes_to_the_item_that_had_it(pizza_menu):
     s.say("yes")
     first, second = s.conv.order.items.items
     assert first.fields["toppings"] == [{"name": "ONIONS"}] and second.fields["toppings"] == [{"name": "HAM"}]
+
+
+def test_greetings_are_not_off_topic(pizza_menu):
+    s = Session(pizza_menu)
+    first = s.say("hello")
+    assert (first.intent, first.transition, first.reply) == ("order_entry", "UTTERANCE_OK",
+                                                             "What can I get for you today?")
+    second = s.say("hi there")  # "what can I get you?" was asked twice: not a third time the same way
+    assert (second.state_after, second.response_key) == ("Clarifying", "clarify-generic")
+    assert second.reply == 'Sorry, I didn\'t quite get that - could you say it again, for example "one small pizza"?'
+    assert s.conv.off_topic_count == 0
