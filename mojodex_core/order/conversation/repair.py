@@ -1,0 +1,291 @@
+"""Conversation repair on top of the parser's output.
+
+The parser reads one message against the menu; some things only make sense against the conversation:
+
+* bare yes/no (in any language of the keyword files) answering a yes/no item question or declining an
+  optional one;
+* "same again" / "another one": the last mentioned item again;
+* references by ordinal or by type for changes and removals ("make the second one large", "remove the
+  pizza and the coke"): several removals become extra cancellations (``cancels``);
+* "both large": the values said apply to every live item that has that field.
+
+What the parse cannot represent is never dropped: a reference that resolves to nothing marks the turn
+unclear (``lowConfidence`` -> Clarifying).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from ..parsed_input import Modification, ParsedInput, ParsedItem
+from ..parser import parse_deterministic
+from ..tree import OrderTask, PendingQuestion
+from .menu_index import mentions
+from .resources import has_phrase, normalise, only_phrases
+
+if TYPE_CHECKING:
+    from .context import Ctx
+
+
+def _pending_item(tree: OrderTask) -> tuple[int, str, bool] | None:
+    p = tree.pending
+    if p is None or p.task != "item" or p.item_index is None or not p.field:
+        return None
+    return p.item_index, p.field, p.optional
+
+
+def _yes_no(ctx: Ctx, parsed: ParsedInput) -> ParsedInput | None:
+    pend = _pending_item(ctx.conv.order)
+    if pend is None or not parsed.is_empty():
+        return None
+    idx, field, optional = pend
+    item = ctx.conv.order.items.items[idx]
+    fdef = ctx.menu.item_types[item.item_type].fields[field]
+    if ctx.only("yes") and fdef.kind == "bool":
+        ctx.rule("repair", f"yes answers {field} of item {idx + 1}")
+        return ParsedInput(answers={field: True})
+    if ctx.only("no") and fdef.kind == "bool":
+        ctx.rule("repair", f"no answers {field} of item {idx + 1}")
+        return ParsedInput(answers={field: False})
+    if ctx.only("no") and optional:
+        ctx.rule("repair", f"no declines the optional {field} of item {idx + 1}")
+        return ParsedInput(answers={field: None})
+    return None
+
+
+def _info_keywords(ctx: Ctx, parsed: ParsedInput) -> ParsedInput | None:
+    """Pickup/delivery and payment answers in the keyword lists' words ("à emporter", "par carte"), when the
+    parse found nothing."""
+    pending = ctx.conv.order.pending
+    if pending is None or not parsed.is_empty():
+        return None
+    if pending.task == "order_type":
+        for kind in ("pickup", "delivery"):
+            if ctx.only(kind):
+                ctx.rule("repair", f"keywords answer order_type {kind}")
+                return ParsedInput(order_type=kind)  # type: ignore[arg-type]
+    if pending.task == "payment":
+        for method in ("in_store", "cash_delivery", "card_link"):
+            if ctx.only(f"payment_{method}"):
+                if method == "cash_delivery" and ctx.conv.order.delivery_method.order_type == "pickup":
+                    method = "in_store"
+                ctx.rule("repair", f"keywords answer payment {method}")
+                return ParsedInput(answers={"method": method})
+    return None
+
+
+def _said_fields(item: Any) -> dict[str, Any]:
+    return {k: v for k, v in item.fields.items() if k not in item.defaulted and v not in (None, [], "")}
+
+
+def _same_again(ctx: Ctx, parsed: ParsedInput) -> ParsedInput | None:
+    if parsed.new_items or parsed.modifications or not ctx.has("same_again"):
+        return None
+    tree = ctx.conv.order
+    idx = ctx.conv.last_mentioned_item
+    if idx is None or not 0 <= idx < len(tree.items.items) or tree.items.items[idx].status == "skipped":
+        live = tree.items.active()
+        idx = live[-1][0] if live else None
+    if idx is None:
+        return None
+    item = tree.items.items[idx]
+    ctx.rule("repair", f"same again: repeat item {idx + 1} ({item.short or item.label})")
+    return ParsedInput(new_items=[ParsedItem(item_type=item.item_type, fields=_said_fields(item))])
+
+
+_CLAUSE = re.compile(r"[.!?;]")
+_KEEP_WORDS = (" just ", " only ", " but ", " keep ", " add ", " and add ", " juste ", " seulement ", " mais ",
+               " ajoutez ")
+
+
+def _split_removal(ctx: Ctx) -> tuple[str, str]:
+    """(the words that remove something, the rest): "forget the bagel. Just the latte" -> ("forget the bagel",
+    "Just the latte")."""
+    removal, rest = [], []
+    for clause in _CLAUSE.split(ctx.text or ""):
+        norm = normalise(clause)
+        if has_phrase(norm, ctx.kw.get("remove", ())):
+            padded = f" {norm} "
+            cut = min((padded.find(w) for w in _KEEP_WORDS if w in padded), default=len(padded))
+            removal.append(padded[:cut])
+            rest.append(padded[cut:])
+        else:
+            rest.append(clause)
+    return " ".join(removal), " ".join(r for r in rest if r.strip())
+
+
+def _references(ctx: Ctx, text: str) -> tuple[list[int], bool]:
+    """Live items ``text`` refers to (ordinals, item names, item-naming values) and whether a reference
+    resolved to nothing."""
+    tree = ctx.conv.order
+    live = [i for i, _ in tree.items.active()]
+    refs: list[int] = []
+    unresolved = False
+    words = normalise(text).split()
+    for pos, word in enumerate(words):
+        n = ctx.kw.get("ordinals", {}).get(word)
+        if n is None or pos + 1 >= len(words) and word != "last":
+            continue
+        k = n - 1 if n > 0 else len(live) - 1
+        if 0 <= k < len(live):
+            refs.append(live[k])
+        else:
+            unresolved = True
+    for m in mentions(text, ctx.menu):
+        matched = [i for i in live if tree.items.items[i].item_type == m.item_type
+                   and (m.field is None or (m.value is not None and _uses(tree.items.items[i].fields, m.field,
+                                                                          m.value)))]
+        if m.field is not None and not matched and any(
+                x.field is None or x.item_type != m.item_type for x in mentions(text, ctx.menu) if x is not m):
+            continue  # a value qualifying another mention ("the large coke")
+        if not matched:
+            unresolved = unresolved or m.field is None or ctx.menu.item_types[m.item_type].fields[m.field].names_item
+            continue
+        pick = next((i for i in matched if i not in refs), None)
+        if pick is not None:
+            refs.append(pick)
+    return refs, unresolved
+
+
+def _uses(fields: dict[str, Any], field: str, value: str) -> bool:
+    current = fields.get(field)
+    entries = current if isinstance(current, list) else [current]
+    return any((e.get("name") if isinstance(e, dict) else e) == value for e in entries)
+
+
+def _removals(ctx: Ctx, parsed: ParsedInput) -> tuple[ParsedInput, list[int], bool] | None:
+    """Several removals in one message (the parse holds one): (parse of the rest, items to remove, unclear)."""
+    if not ctx.has("remove") or parsed.wants_cancel:
+        return None
+    tree = ctx.conv.order
+    removal, rest = _split_removal(ctx)
+    if has_phrase(normalise(removal), ctx.kw.get("everything", ())) and tree.items.active():
+        ctx.rule("repair", "remove everything")
+        return ParsedInput(wants_cancel=True), [], False
+    refs, unresolved = _references(ctx, removal)
+    if len(refs) < 2 and not unresolved:
+        return None
+    ctx.rule("repair", f"remove items {[r + 1 for r in refs]}" + (" (a reference is unresolved)" if unresolved
+                                                                  else ""))
+    base = parse_deterministic(rest, ctx.menu, tree) if rest.strip() else ParsedInput()
+    return base, refs, unresolved
+
+
+def _modify_by_reference(ctx: Ctx, parsed: ParsedInput) -> tuple[ParsedInput, bool] | None:
+    """"make the second one large" (read by the parser as a new item): a change of the referenced item(s)."""
+    words = ctx.norm.split()
+    nouns = {w for m in mentions(ctx.text or "", ctx.menu) if m.field is None for w in normalise(m.phrase).split()}
+    ref_words = set(ctx.kw.get("reference_words", ())) | nouns
+    pairs = zip(words, words[1:], strict=False)
+    ordinal = any(w in ctx.kw.get("ordinals", {}) and nxt in ref_words for w, nxt in pairs)
+    named = any(m.field is None or ctx.menu.item_types[m.item_type].fields[m.field].names_item
+                for m in mentions(ctx.text or "", ctx.menu))
+    counted = any(w.isdigit() or w in ("a", "an", "un", "une") for w in words)
+    both = (bool(ctx.has("both")) and not named and not counted and len(parsed.new_items) <= 1
+            and len(ctx.conv.order.items.active()) >= 2)
+    if not (ordinal or both) or ctx.has("remove") or ctx.has("done"):
+        return None
+    values = parsed.new_items[0].fields if len(parsed.new_items) == 1 else dict(parsed.answers)
+    values = {k: v for k, v in values.items() if k != "quantity" and v is not None}
+    if not values:
+        return None
+    tree = ctx.conv.order
+    if both:
+        targets = [i for i, _ in tree.items.active()]
+    else:
+        refs, unresolved = _references(ctx, ctx.text or "")
+        if unresolved or not refs:
+            ctx.rule("repair", "ordinal reference to no item of the order")
+            ctx.pending_reference = {"kind": "reference", "values": values}
+            return ParsedInput(confidence=0.0), True
+        targets = refs[:1]
+    mods = _modifications(ctx, targets, values)
+    if not mods:
+        ctx.rule("repair", "the values said fit none of the items referred to")
+        ctx.pending_reference = {"kind": "reference", "values": values}
+        return ParsedInput(confidence=0.0), True
+    what = "both/all" if both else "ordinal"
+    ctx.rule("repair", f"{what} reference: {[(m.item_index, m.field) for m in mods]}")
+    return ParsedInput(modifications=mods, confidence=1.0), False
+
+
+def _modifications(ctx: Ctx, targets: list[int], values: dict[str, Any]) -> list[Modification]:
+    """The values that fit each target item, as modifications."""
+    mods = []
+    for idx in targets:
+        tdef = ctx.menu.item_types[ctx.conv.order.items.items[idx].item_type]
+        for name, value in values.items():
+            fdef = tdef.fields.get(name)
+            if fdef is None:
+                continue
+            try:
+                fdef.validate_value(value)
+            except ValueError:
+                continue
+            mods.append(Modification(item_index=idx, field=name, new_value=value))
+    return mods
+
+
+def _which_one(ctx: Ctx) -> ParsedInput | None:
+    """The answer to "which one do you mean?": the change asked before, applied to the item named now
+    ("the coke", "the first one", "2")."""
+    proposal = ctx.conv.proposal
+    if proposal is None or proposal.get("kind") != "reference":
+        return None
+    live = [i for i, _ in ctx.conv.order.items.active()]
+    words = ctx.norm.split()
+    number = next((int(w) for w in words if w.isdigit()), None)
+    if number is not None and 1 <= number <= len(live) and len(words) <= 3:
+        refs = [live[number - 1]]
+    else:
+        refs, unresolved = _references(ctx, ctx.text or "")
+        if unresolved:
+            return None
+    if len(refs) != 1:
+        return None
+    mods = _modifications(ctx, refs, proposal.get("values", {}))
+    if not mods:
+        return None
+    ctx.rule("repair", f"which one: item {refs[0] + 1} gets {[m.field for m in mods]}")
+    return ParsedInput(modifications=mods, confidence=1.0)
+
+
+def _name_is_not_a_name(ctx: Ctx, parsed: ParsedInput) -> ParsedInput:
+    """"pickup" answering "what name?" is the order type, not a name called Pickup."""
+    name = normalise(parsed.customer_name or "")
+    control = [ctx.kw.get(k, ()) for k in ("yes", "no", "done", "needs_time", "never_mind", "not_right", "goodbye")]
+    if name and (only_phrases(name, *control) or parsed.order_type and name.replace(" ", "") in ("pickup", "delivery")
+                 or any(m.phrase and normalise(m.phrase) == name for m in mentions(name, ctx.menu))):
+        ctx.rule("repair", f"{parsed.customer_name!r} is not taken as a name")
+        return parsed.model_copy(update={"customer_name": None})
+    return parsed
+
+
+def repair(ctx: Ctx) -> tuple[ParsedInput, list[int], bool]:
+    """(parse to apply, extra removals, unclear)"""
+    assert ctx.parsed is not None
+    parsed = _name_is_not_a_name(ctx, ctx.parsed)
+    answered = _which_one(ctx)
+    if answered is not None:
+        return answered, [], False
+    for fix in (_yes_no, _info_keywords, _same_again):
+        fixed = fix(ctx, parsed)
+        if fixed is not None:
+            return fixed, [], False
+    removal = _removals(ctx, parsed)
+    if removal is not None:
+        base, refs, unresolved = removal
+        if unresolved:  # nothing applied: the targeted question asks which item was meant
+            return ParsedInput(confidence=0.0), [], True
+        return base, refs, False
+    modified = _modify_by_reference(ctx, parsed)
+    if modified is not None:
+        return modified[0], [], modified[1]
+    return parsed, [], False
+
+
+def reparse_for_item(text: str, ctx: Ctx, idx: int) -> ParsedInput:
+    tree = ctx.conv.order.model_copy(deep=True)
+    tree.pending = PendingQuestion(task="item", item_index=idx, field=None)
+    return parse_deterministic(text, ctx.menu, tree)
