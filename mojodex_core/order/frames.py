@@ -110,7 +110,7 @@ class _Segmenter:
     # -- chunk handlers -------------------------------------------------------------
     def on_num(self, i: int, ch: Chunk) -> None:
         nxt = self._next(i)
-        if nxt is not None and nxt.kind == "topping_word":  # "a two topping pizza"
+        if nxt is not None and nxt.kind == "count_word":  # "a two topping pizza"
             self.skip_to = self.chunks.index(nxt)
             return
         article = ch.text in ("a", "an")

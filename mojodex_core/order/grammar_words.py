@@ -76,7 +76,6 @@ GRAMMAR: dict[str, dict[str, Any]] = {
         "at the store": "in_store", "pay in store": "in_store", "at the counter": "in_store",
         "when i pick up": "in_store", "when i pick it up": "in_store", "at pickup": "in_store",
     },
-    "topping_word": _kind("topping", "toppings", "topped"),
     # phrases about the occasion, not the item: they must not read as a size ("lunch", "party")
     "filler": _kind("for lunch", "at lunch", "lunch time", "lunchtime", "for dinner", "for breakfast",
                     "for the party", "for a party", "for my party", "for our party", "for the kids party"),
@@ -110,19 +109,19 @@ FILLER_WORDS = [
     "what", "which", "who", "whom", "whose", "that's", "this", "that", "these", "those", "then", "than",
     "there's", "here", "here's", "how", "how's", "a", "an", "the", "and", "or", "but", "if", "when", "while",
     "where", "why", "because", "since", "until", "oh", "ok", "okay", "um", "uh", "uhm", "hmm", "well", "alright",
-    "yeah", "guess", "think", "thinking", "feel", "feeling", "maybe", "perhaps", "pizza-wise", "wise", "side",
+    "yeah", "guess", "think", "thinking", "feel", "feeling", "maybe", "perhaps", "wise", "side",
     "sides", "style", "styled", "type", "kind", "kinds", "sort", "size", "sized", "orders", "item", "items",
-    "piece", "pieces", "slice", "slices", "whole", "entire", "half", "quarter", "same", "another", "other",
+    "piece", "pieces", "whole", "entire", "half", "quarter", "same", "another", "other",
     "more", "extra", "today's", "tonight's", "lunch", "dinner", "breakfast", "meal", "see", "say", "said", "tell",
     "told", "know", "wondering", "wonder", "looking", "look", "find", "make", "made", "put", "putting", "time",
     "day", "week", "appreciate", "appreciated", "great", "awesome", "beautiful", "nice", "cool", "lovely",
     "wonderful", "super", "lot", "lots", "thing", "things", "stuff", "something", "anything", "everything",
     "nothing", "ready", "sure", "set", "fine", "again", "now", "soon", "quick", "quickly", "fast", "rush", "asap",
-    "topping", "toppings", "top", "crust", "crusts", "dough", "base", "x", "times", "cheers", "bye", "goodbye",
+    "top", "x", "times", "cheers", "bye", "goodbye",
     "fresh", "hot", "warm", "cold", "original", "homemade", "house", "special", "favorite", "favourite", "usual",
     "regular", "name", "name's", "called", "call", "actually", "oops", "sorry", "wait", "hm", "er", "erm",
     "anyway", "anyways", "instead", "first", "second", "next", "last", "lastly", "finally", "plain", "together",
-    "throw", "toss", "add-on"
+    "throw", "toss",
 ]
 
 NORM_OVERRIDES: dict[str, str] = {"sized": "size", "litres": "litre", "liters": "liter"}

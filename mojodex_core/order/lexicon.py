@@ -163,7 +163,7 @@ class Entry:
 
 
 class Chunk(NamedTuple):
-    kind: str  # menu | num | unknown | boundary | topping_word | grammar kinds
+    kind: str  # menu | num | unknown | boundary | count_word | grammar kinds
     start: int  # token span [start, end)
     end: int
     senses: tuple[Sense, ...]
@@ -180,6 +180,13 @@ class Lexicon:
         for kind, phrases in gw.GRAMMAR.items():
             for phrase in phrases:
                 entries[norm_phrase(phrase)] = Entry(kind, payload=phrases[phrase])
+        # the menu's own non-entity vocabulary: multi-word fillers and count words are phrases
+        for phrase in menu.fillers:
+            if len(norm_phrase(phrase)) > 1:
+                entries[norm_phrase(phrase)] = Entry("filler")
+        for phrase in menu.count_words:
+            entries[norm_phrase(phrase)] = Entry("count_word")
+        self.fillers = FILLERS | {k[0] for k in map(norm_phrase, menu.fillers) if len(k) == 1}
         for q_id, phrases in menu.qualifiers.items():
             for phrase in phrases:
                 entries[norm_phrase(phrase)] = Entry("qual", payload=q_id)
@@ -274,7 +281,7 @@ class Lexicon:
     def chunk(self, tokens: list[Token]) -> list[Chunk]:
         norms = [t.norm for t in tokens]
         for i, w in enumerate(norms):  # misspellings first, so that multi-word phrases match ("bbq chiken")
-            if w not in self.known and w not in FILLERS and w != "." and not _NUMBER_RE.fullmatch(w):
+            if w not in self.known and w not in self.fillers and w != "." and not _NUMBER_RE.fullmatch(w):
                 fixed = self.fuzzy(w, tokens[i].raw)
                 if fixed is not None:
                     norms[i] = fixed
@@ -307,7 +314,7 @@ class Lexicon:
             elif _NUMBER_RE.fullmatch(w) or w in ("a", "an"):
                 article = w in ("a", "an")
                 out.append(Chunk("num", i, i + 1, (), 1.0 if article else float(w), raw))
-            elif w in FILLERS:
+            elif w in self.fillers:
                 out.append(Chunk("filler", i, i + 1, (), None, raw))
             else:
                 out.append(Chunk("unknown", i, i + 1, (), None, raw))

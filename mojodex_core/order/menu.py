@@ -200,6 +200,10 @@ class Menu(BaseModel):
     currency: str = "USD"
     item_types: dict[str, ItemTypeDef]
     qualifiers: dict[str, list[str]] = Field(default_factory=dict)  # EXTRA -> ["extra", "more"]
+    # shop vocabulary that is not an entity: words safe to ignore here ("crust", "dough" at a pizzeria)...
+    fillers: list[str] = Field(default_factory=list)
+    # ...and words after which a number describes the item instead of counting it ("a two topping pizza")
+    count_words: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _check(self) -> Menu:
