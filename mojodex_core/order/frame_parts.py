@@ -27,6 +27,7 @@ class Attr:
     qualifier: str | None
     text: str
     neg_direct: bool = False  # the first value after the negation word ("no onions"), not later in its scope
+    corrects: bool = False  # said after "wait"/"hold on": replaces an earlier value of its field
 
 
 @dataclass
@@ -48,6 +49,8 @@ class Frame:
     rest: bool = False  # "the rest": its number is what is left of the announced quantity
     after_and: bool = False  # started right after "and"
     ordinal: int | None = None  # "the second one": 1 ("the last": -1)
+    unknown_head: bool = False  # values followed by a word the menu doesn't know ("a big mac"): not an order line
+    name_attrs: int = 0  # how many of its last values are part of that unknown name
 
 
 @dataclass
@@ -59,6 +62,7 @@ class Segmentation:
     bare_negation: bool = False  # a "no" that negated nothing: an answer
     modify: bool = False
     cancel_dangling: bool = False  # "forget it", "cancel that"
+    doubts: list[str] = field(default_factory=list)  # words said but not representable ("half", a dangling "no")
 
 
 def distribute(dists: list[tuple[list[Frame], Frame, set[int]]]) -> None:

@@ -21,37 +21,34 @@ One left-to-right pass with a few rules, all general (no sentence tables):
   keeping what was said of the whole ("two large pizzas, one with ham and the other with olives",
   "five pizzas, two with ham and the rest with olives");
 * an article + values + "with" is an item whose noun was left out ("a small with ham");
-* a definite noun ("make the pizza thin crust") continues the one earlier item of that type.
+* a definite noun ("make the pizza thin crust") continues the one earlier item of that type;
+* "wait", "hold on" after something was ordered mark what follows as a self-correction (a later
+  value replaces an earlier one); "hold on" straight before a menu value is "hold the" ("hold on chicken");
+* "half" takes half of an even announced quantity ("a dozen bagels, half with butter" = 6 + 6);
+  any other half ("a pizza, half pepperoni") is a doubt: the parse can't represent it;
+* "both"/"each" after items of different types give what follows to each of them ("a pizza and a
+  coke, both large"); a value that doesn't fit one of them stays unresolved there;
+* values right before an unknown word ("a big mac", "garlic bread") name an unknown item, not an
+  attribute; a negation with nothing after it ("a pizza with no") is a doubt.
+
+Doubts (``Segmentation.doubts``) end up in ``ParsedInput.unparsed``: never silently dropped.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from . import grammar_words as gw
 from .frame_parts import Attr, Frame, Segmentation, distribute, split
+from .frame_rules import ChunkRules, anchor_senses, fits, types_of
 from .lexicon import Chunk, Sense
 from .menu import Menu
 
 __all__ = ["Attr", "Frame", "Segmentation", "segment"]
 _ORDINALS = {"first": 0, "second": 1, "third": 2, "fourth": 3, "last": -1}
 
-_CONNECTORS = frozenset({"num", "neg", "with", "and", "or", "but", "boundary", "cancel", "cancel_all", "modify",
-                         "checkout", "pickup", "delivery", "pay", "yes", "no_answer"})
 
-
-def _anchor_senses(chunk: Chunk) -> list[Sense]:
-    return [s for s in chunk.senses if s.field is None or s.names_item]
-
-
-def _types(senses: Any) -> set[str]:
-    return {s.item_type for s in senses}
-
-
-def _fits(attr: Attr, types: set[str]) -> bool:
-    return bool(_types(attr.senses) & types)
-
-
-class _Segmenter:
+class _Segmenter(ChunkRules):
     def __init__(self, chunks: list[Chunk], menu: Menu) -> None:
         self.chunks = chunks
         self.menu = menu
@@ -65,26 +62,11 @@ class _Segmenter:
         self.cancel_next = False
         self.skip_to = -1
         self.dists: list[tuple[list[Frame], Frame, set[int]]] = []
+        self.correcting = False  # a "wait"/"hold on" after something was ordered: later values correct earlier ones
+        self.cross_dist: Frame | None = None  # "a pizza and a coke, both large": values go to every item named
+        self.half_whole: Frame | None = None  # the line "half ..." takes a share of
 
     # -- helpers ------------------------------------------------------------------
-    def _next(self, i: int) -> Chunk | None:
-        for ch in self.chunks[i + 1:]:
-            if ch.kind != "filler":
-                return ch
-        return None
-
-    def _lookahead_anchor(self, i: int) -> list[Sense]:
-        for ch in self.chunks[i + 1:]:
-            if ch.kind == "menu":
-                anchors = _anchor_senses(ch)
-                if anchors:
-                    return anchors
-            elif ch.kind in ("and", "or"):
-                continue  # "a large pepperoni and mushroom pizza"
-            elif ch.kind in _CONNECTORS or ch.kind == "unknown":
-                return []
-        return []
-
     def _new_frame(self, pull_types: set[str] | None = None, **kw: Any) -> Frame:
         prev = self.cur
         frame = Frame(definite=self.definite, **kw)
@@ -93,7 +75,7 @@ class _Segmenter:
             frame.inherit = prev.anchor or prev.inherit
             if pull_types and prev.and_mark is not None:
                 tail = prev.attrs[prev.and_mark:]
-                if tail and all(_fits(a, pull_types) for a in tail):
+                if tail and all(fits(a, pull_types) for a in tail):
                     del prev.attrs[prev.and_mark:]
                     frame.attrs.extend(tail)
         if self.cancel_next:
@@ -115,7 +97,7 @@ class _Segmenter:
             return
         article = ch.text in ("a", "an")
         cur = self.cur
-        prev = next((c for c in reversed(self.chunks[:i]) if c.kind != "filler"), None)
+        prev = self._prev(i)
         if (ch.text in ("one", "1") and cur is not None and cur.anchor is None and cur.number is not None
                 and cur.attrs and prev is not None and prev.kind == "menu" and not cur.after_with):
             cur.anchor, cur.has_noun = cur.inherit, cur.inherit is not None  # "a small one": pronoun
@@ -151,7 +133,7 @@ class _Segmenter:
         else:
             frame = self._new_frame()
         frame.number, frame.rest, frame.split_child = ch.payload, ch.payload is None, True
-        prev = next((c for c in reversed(self.chunks[:i]) if c.kind != "filler"), None)
+        prev = self._prev(i)
         frame.after_and = prev is not None and prev.kind == "and"
         frame.ordinal = next((_ORDINALS[w] for w in ch.text.lower().split() if w in _ORDINALS), None)
 
@@ -163,59 +145,70 @@ class _Segmenter:
             return
         group: list[Frame] = []
         for frame in reversed(self.out.frames):
-            if frame.anchor != kind and not (frame.anchor is None and all(_fits(a, {kind}) for a in frame.attrs)):
+            if frame.anchor != kind and not (frame.anchor is None and all(fits(a, {kind}) for a in frame.attrs)):
                 break
             group.append(frame)
         if ch.payload:
             group = group[: int(ch.payload)]
         if len(group) >= 2:
             self.dists.append((group, cur, {id(a) for a in cur.attrs}))
+            return
+        # items of different types ("a pizza and a coke, both large"): what follows goes to each of them;
+        # a value that doesn't fit one of them is left unresolved there (the parser can't represent it)
+        named = [f for f in self.out.frames if f.anchor]
+        named = named[-int(ch.payload):] if ch.payload else named
+        if len(named) >= 2 and cur is named[-1]:
+            self.dists.append((named, cur, {id(a) for a in cur.attrs}))
+            self.cross_dist = cur
 
-    def _restates_field(self, i: int, cur: Frame) -> bool:
-        """ "a large pizza and a small", "a hawaiian and a margherita": after "and", an article
-        followed by a value for a field the current item already has starts another item."""
-        prev = next((c for c in reversed(self.chunks[:i]) if c.kind != "filler"), None)
+    def on_wait(self, i: int, ch: Chunk) -> None:
+        """ "hold on", "wait": a pause or a self-correction - except "hold on chicken" (= hold the chicken)."""
         nxt = self._next(i)
-        if prev is None or prev.kind != "and" or nxt is None or nxt.kind != "menu":
-            return False
-        filled = {(s.item_type, s.field) for a in cur.attrs for s in a.senses
-                  if s.field and not self.menu.item_types[s.item_type].fields[s.field].with_list}
-        return any((s.item_type, s.field) in filled for s in nxt.senses)
+        if ch.text.lower().startswith("hold") and nxt is not None and nxt.kind == "menu":
+            if not self.neg:
+                self.neg, self.neg_count = True, 0
+            return
+        self._end_neg()
+        if self.out.frames:
+            self.correcting = True
 
-    def _elided_noun(self, i: int, cur: Frame) -> bool:
-        """ "3 pizzas: a small with ham, a medium with bacon": an article, values of the current item's
-        type, then "with" - another item whose noun was left out."""
-        kind = cur.anchor or cur.inherit
-        prev = next((c for c in reversed(self.chunks[:i]) if c.kind != "filler"), None)
-        if kind is None or prev is None or prev.kind in ("with", "neg", "qual"):
-            return False
-        seen = False
-        for ch in self.chunks[i + 1:]:
-            if ch.kind == "filler":
-                continue
-            if ch.kind == "menu" and not _anchor_senses(ch) and any(s.item_type == kind for s in ch.senses):
-                seen = True
-                continue
-            return seen and ch.kind == "with"
-        return False
+    def on_half(self, i: int, ch: Chunk) -> None:
+        """ "a dozen bagels, half with butter": a part of an even announced quantity (split later);
+        a half of anything else ("a pizza, half pepperoni") can't be represented: a doubt."""
+        self._end_neg()
+        whole = self.half_whole
+        cur = self.cur
+        if whole is None and cur is not None and cur.anchor and not cur.article and cur.number is not None:
+            if float(cur.number).is_integer() and cur.number >= 2 and cur.number % 2 == 0:
+                whole = cur
+        if whole is None or whole.number is None:
+            self.out.doubts.append(ch.text)
+            return
+        self.half_whole = whole
+        prev = self._prev(i)
+        self._new_frame(number=whole.number / 2, split_child=True, after_and=prev is not None and prev.kind == "and")
 
-    def _absorbs(self, cur: Frame, senses: list[Sense]) -> bool:
-        if not senses:
-            return False
-        tdef = self.menu.item_types.get(cur.anchor or "")
-        return bool(tdef) and any(
-            not s.names_item and s.item_type == cur.anchor and s.field for s in self._all_senses(senses)
-        )
+    def on_unknown(self, i: int) -> None:
+        """ "a big mac", "garlic bread": values right before an unknown word name an item the menu doesn't
+        have - the whole name is unresolved (reported as one span), not an order for a large something."""
+        cur = self.cur
+        if cur is None or cur.anchor is not None or not cur.attrs or i == 0 or self.chunks[i - 1].kind != "menu":
+            return
+        cur.unknown_head = True
+        j = i - 1
+        while j >= 0 and self.chunks[j].kind == "menu" and cur.name_attrs < len(cur.attrs):
+            self.chunks[j] = self.chunks[j]._replace(kind="unknown")
+            cur.name_attrs += 1
+            j -= 1
 
-    def _all_senses(self, anchors: list[Sense]) -> list[Sense]:
-        # the chunk holding these anchor senses may also carry plain-value senses
-        for ch in self.chunks:
-            if ch.kind == "menu" and anchors[0] in ch.senses:
-                return list(ch.senses)
-        return anchors
+    def on_dangling_neg(self, i: int, ch: Chunk) -> None:
+        """ "a large pizza with no": a negation with nothing after it, once something was ordered."""
+        nxt = self._next(i)
+        if (nxt is None or nxt.kind == "boundary") and any(c.kind in ("menu", "num") for c in self.chunks[:i]):
+            self.out.doubts.append(ch.text)
 
     def on_menu(self, i: int, ch: Chunk) -> None:
-        anchors = _anchor_senses(ch)
+        anchors = anchor_senses(ch)
         values = [s for s in ch.senses if s.field is not None]
         qual, self.qual = self.qual, None
         cur = self.cur
@@ -225,25 +218,18 @@ class _Segmenter:
         negated = self.neg
         if self.cancel_next:  # "remove the onions": a value, not an item, is being taken off
             negated, self.cancel_next = True, False
-        if cur is not None and cur.anchor and not any(s.item_type == cur.anchor for s in values):
-            cur = self._new_frame(pull_types=_types(values))
+        if cur is not None and cur is self.cross_dist:
+            pass  # "..., both large": the value goes to every item of the list (see :meth:`on_dist`)
+        elif cur is not None and cur.anchor and not any(s.item_type == cur.anchor for s in values):
+            cur = self._new_frame(pull_types=types_of(values))
         elif cur is not None and cur.anchor is None and cur.attrs and not any(
-            _fits(a, _types(values)) for a in cur.attrs
+            fits(a, types_of(values)) for a in cur.attrs
         ) or cur is None:
             cur = self._new_frame()
         self._add(cur, Attr(tuple(values), negated, qual, ch.text))
 
-    def _prefers_attribute(self, cur: Frame, ch: Chunk) -> bool:
-        """A value that names an item but also fills an empty field of the current one ("combo with coke")."""
-        if not cur.with_seen:
-            return False
-        for s in ch.senses:
-            if s.item_type == cur.anchor and s.field and not s.names_item:
-                return not any(s.field in {x.field for x in a.senses} for a in cur.attrs)
-        return False
-
     def _on_anchor(self, ch: Chunk, anchors: list[Sense], values: list[Sense], negated: bool) -> None:
-        types = _types(anchors)
+        types = types_of(anchors)
         is_noun = all(s.field is None for s in anchors)
         if self.neg and self.neg_count == 0 and is_noun:
             return  # "no drinks with this order"
@@ -255,7 +241,7 @@ class _Segmenter:
         elif self.cancel_next or cur is None:
             cur = self._new_frame()
         elif cur.anchor is None:
-            if cur.attrs and not all(_fits(a, types) for a in cur.attrs):
+            if cur.attrs and not all(fits(a, types) for a in cur.attrs):
                 cur = self._new_frame()
         elif cur.anchor in types:
             name_fields = {s.field for s in anchors if s.names_item}
@@ -288,13 +274,14 @@ class _Segmenter:
 
     def _pick_type(self, cur: Frame, types: set[str]) -> str:
         for t in self.menu.item_types:
-            if t in types and all(_fits(a, {t}) for a in cur.attrs):
+            if t in types and all(fits(a, {t}) for a in cur.attrs):
                 return t
         return next(t for t in self.menu.item_types if t in types)
 
     def _add(self, cur: Frame, attr: Attr) -> None:
         if not attr.senses:
             return
+        attr.corrects = self.correcting
         cur.attrs.append(attr)
         attr.neg_direct = self.neg and self.neg_count == 0
         if self.neg:
@@ -307,6 +294,11 @@ class _Segmenter:
             if i <= self.skip_to:
                 continue
             k = ch.kind
+            if k == "filler" and ch.text.lower() in gw.VAGUE_OBJECTS:
+                prev = self._prev(i)
+                if prev is not None and prev.kind == "with":  # "a hamburger with everything": not on this menu
+                    k = "unknown"
+                    self.chunks[i] = ch = ch._replace(kind=k)
             if k not in ("filler", "boundary"):
                 self.out.content += 1
             if k == "num":
@@ -323,6 +315,13 @@ class _Segmenter:
             elif k == "neg":
                 if not self.neg:
                     self.neg, self.neg_count = True, 0
+                self.on_dangling_neg(i, ch)
+            elif k == "wait":
+                self.on_wait(i, ch)
+            elif k == "half":
+                self.on_half(i, ch)
+            elif k == "repeat":
+                flags["repeat"] = True
             elif k == "with":
                 if self.neg and self.neg_count:
                     self._end_neg()
@@ -339,12 +338,13 @@ class _Segmenter:
             elif k == "and":
                 nxt = self._next(i)
                 if self.neg and not (self.neg_count and nxt is not None and nxt.kind == "menu"
-                                     and not _anchor_senses(nxt)):
+                                     and not anchor_senses(nxt)):
                     self._end_neg()
                 if self.cur is not None and self.cur.anchor:
                     self.cur.and_mark = len(self.cur.attrs)
             elif k in ("but", "boundary"):
                 self._end_neg()
+                self.cross_dist = None
             elif k == "def":
                 self.definite = True
                 continue
@@ -359,6 +359,7 @@ class _Segmenter:
             elif k == "unknown":
                 self.out.unknown.append(ch.text)
                 self.cancel_next = False  # "cancel the coke" (not on this menu): reported, not "cancel that"
+                self.on_unknown(i)
             elif k in ("yes", "no_answer", "pickup", "delivery", "checkout", "cancel_all"):
                 flags[k] = True
             elif k == "pay":

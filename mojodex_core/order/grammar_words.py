@@ -17,7 +17,7 @@ def _kind(*phrases: str, payload: Any = None) -> dict[str, Any]:
 
 GRAMMAR: dict[str, dict[str, Any]] = {
     "neg": _kind(
-        "no", "not", "without", "w/o", "hold", "hold the", "hold on", "hold off on", "avoid", "skip", "leave off",
+        "no", "not", "without", "w/o", "hold", "hold the", "hold off on", "avoid", "skip", "leave off",
         "leave out", "minus", "except", "excluding", "exclude", "don't want", "do not want", "dont want",
         "don't put", "do not put", "don't add", "do not add", "don't need", "do not need", "won't need",
         "will not need", "don't include", "do not include", "don't like", "do not like", "nothing of",
@@ -76,6 +76,15 @@ GRAMMAR: dict[str, dict[str, Any]] = {
         "at the store": "in_store", "pay in store": "in_store", "at the counter": "in_store",
         "when i pick up": "in_store", "when i pick it up": "in_store", "at pickup": "in_store",
     },
+    # the customer pauses or corrects themselves: "a medium, hold on, make it a large", "butter, no wait, jam".
+    # "hold on" followed straight by a menu value is the negation "hold the ..." ("but hold on chicken").
+    "wait": _kind("wait", "no wait", "oh wait", "wait a second", "wait a minute", "hold on", "hold on a second",
+                  "hang on", "hang on a second", "i mean", "or rather", "let me think", "actually no", "no actually"),
+    # asks for the previous line again: the parser can't build it, it flags ``repeat_last``
+    "repeat": _kind("same again", "the same again", "same thing again", "one more of the same", "same as before",
+                    "same as last time", "another of the same", "the same thing again"),
+    # a share of the line just named: "a dozen bagels, half with butter" (6 + 6)
+    "half": _kind("half", "half of them", "half of those", "the other half"),
     # phrases about the occasion, not the item: they must not read as a size ("lunch", "party")
     "filler": _kind("for lunch", "at lunch", "lunch time", "lunchtime", "for dinner", "for breakfast",
                     "for the party", "for a party", "for my party", "for our party", "for the kids party"),
@@ -88,7 +97,8 @@ GRAMMAR: dict[str, dict[str, Any]] = {
     "other": {
         "another": 1, "another one": 1, "the other": 1, "the other one": 1, "the first": 1, "the first one": 1,
         "the second": 1, "the second one": 1, "the third": 1, "the third one": 1, "the last": 1,
-        "the last one": 1, "the others": None, "the other ones": None, "the rest": None,
+        "the last one": 1, "first one": 1, "second one": 1, "third one": 1, "fourth one": 1, "last one": 1,
+        "the others": None, "the other ones": None, "the rest": None,
         "the rest of them": None, "the remaining": None, "the remaining ones": None,
     },
 }
@@ -111,7 +121,7 @@ FILLER_WORDS = [
     "where", "why", "because", "since", "until", "oh", "ok", "okay", "um", "uh", "uhm", "hmm", "well", "alright",
     "yeah", "guess", "think", "thinking", "feel", "feeling", "maybe", "perhaps", "wise", "side",
     "sides", "style", "styled", "type", "kind", "kinds", "sort", "size", "sized", "orders", "item", "items",
-    "piece", "pieces", "whole", "entire", "half", "quarter", "same", "another", "other",
+    "piece", "pieces", "whole", "entire", "quarter", "same", "another", "other",
     "more", "extra", "today's", "tonight's", "lunch", "dinner", "breakfast", "meal", "see", "say", "said", "tell",
     "told", "know", "wondering", "wonder", "looking", "look", "find", "make", "made", "put", "putting", "time",
     "day", "week", "appreciate", "appreciated", "great", "awesome", "beautiful", "nice", "cool", "lovely",
@@ -119,10 +129,14 @@ FILLER_WORDS = [
     "nothing", "ready", "sure", "set", "fine", "again", "now", "soon", "quick", "quickly", "fast", "rush", "asap",
     "top", "x", "times", "cheers", "bye", "goodbye",
     "fresh", "hot", "warm", "cold", "original", "homemade", "house", "special", "favorite", "favourite", "usual",
-    "regular", "name", "name's", "called", "call", "actually", "oops", "sorry", "wait", "hm", "er", "erm",
+    "regular", "name", "name's", "called", "call", "actually", "oops", "sorry", "hm", "er", "erm",
     "anyway", "anyways", "instead", "first", "second", "next", "last", "lastly", "finally", "plain", "together",
     "throw", "toss",
 ]
+
+# Words that stand for "whatever there is" after "with": at a shop whose menu has no such value
+# ("a hamburger with everything" at the drive-thru) they are an unresolved request, not fillers.
+VAGUE_OBJECTS = frozenset({"everything", "anything", "something", "stuff"})
 
 NORM_OVERRIDES: dict[str, str] = {"sized": "size", "litres": "litre", "liters": "liter"}
 

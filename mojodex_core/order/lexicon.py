@@ -95,7 +95,13 @@ def _merge_numbers(words: list[str]) -> list[str]:
         if w == "dozen":
             if out and out[-1] in ("a", "1"):
                 out.pop()
-            out.append("12")
+            if out and out[-1] == "half":  # "half a dozen", "a half dozen"
+                out.pop()
+                if out and out[-1] in ("a", "1"):
+                    out.pop()
+                out.append("6")
+            else:
+                out.append("12")
         elif w in ("couple", "pair") and words[i + 1:i + 2] == ["of"]:  # "a couple of cokes"
             if out and out[-1] in ("a", "1"):
                 out.pop()
@@ -169,6 +175,7 @@ class Chunk(NamedTuple):
     senses: tuple[Sense, ...]
     payload: Any
     text: str
+    fuzzy: int = 0  # tokens of the chunk read through a misspelling correction (a guess)
 
 
 class Lexicon:
@@ -280,11 +287,13 @@ class Lexicon:
 
     def chunk(self, tokens: list[Token]) -> list[Chunk]:
         norms = [t.norm for t in tokens]
+        fixed_at: set[int] = set()
         for i, w in enumerate(norms):  # misspellings first, so that multi-word phrases match ("bbq chiken")
             if w not in self.known and w not in self.fillers and w != "." and not _NUMBER_RE.fullmatch(w):
                 fixed = self.fuzzy(w, tokens[i].raw)
                 if fixed is not None:
                     norms[i] = fixed
+                    fixed_at.add(i)
         out: list[Chunk] = []
         i = 0
         while i < len(norms):
@@ -305,7 +314,8 @@ class Lexicon:
             if hit is not None:
                 n, entry = hit
                 text = " ".join(t.raw for t in tokens[i:i + n])
-                out.append(Chunk(entry.kind, i, i + n, entry.senses, entry.payload, text))
+                fuzzy = sum(j in fixed_at for j in range(i, i + n)) if fixed_at else 0
+                out.append(Chunk(entry.kind, i, i + n, entry.senses, entry.payload, text, fuzzy))
                 i += n
                 continue
             raw = tokens[i].raw
