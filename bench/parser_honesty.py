@@ -99,7 +99,8 @@ def run_entry(entry: dict[str, Any], menus: dict[str, Menu]) -> dict[str, Any]:
             outcome = "flagged_ok" if entry.get("flag_ok") else "over_flagged"
         else:
             outcome = "right" if same else "silent_wrong"
-    return {"id": entry["id"], "part": entry["part"], "outcome": outcome, "text": entry["text"],
+    return {"id": entry["id"], "part": entry["part"], "batch": entry.get("batch", 1), "outcome": outcome,
+            "text": entry["text"],
             "confidence": parsed.confidence, "unparsed": parsed.unparsed, "got": got,
             "errors": [e.kind for e in diff.errors]}
 
@@ -138,6 +139,13 @@ def main(argv: list[str] | None = None) -> int:
               f"over-flagged {res[f'over_flagged_{part}']:.3f}")
     shown = [r for r in res["results"] if r["outcome"] in ("silent_wrong", "over_flagged")
              and (args.part == "both" or r["part"] == args.part)]
+    for batch in sorted({r["batch"] for r in res["results"]}):
+        for part in ("tune", "heldout"):
+            rows = [r for r in res["results"] if r["batch"] == batch and r["part"] == part]
+            n = max(len(rows), 1)
+            print(f"  batch {batch} {part:8s} n={len(rows):3d}  silent wrong "
+                  f"{sum(r['outcome'] == 'silent_wrong' for r in rows) / n:.3f}  "
+                  f"exact {sum(r['outcome'] == 'right' for r in rows) / n:.3f}")
     for r in shown[: args.show]:
         print(f"  [{r['id']}] {r['outcome']}: {r['text']!r} conf={r['confidence']} unparsed={r['unparsed']} "
               f"got={r['got']} errors={r['errors']}")
