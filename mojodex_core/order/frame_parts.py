@@ -51,6 +51,8 @@ class Frame:
     ordinal: int | None = None  # "the second one": 1 ("the last": -1)
     unknown_head: bool = False  # values followed by a word the menu doesn't know ("a big mac"): not an order line
     name_attrs: int = 0  # how many of its last values are part of that unknown name
+    pronoun: bool = False  # "a small one": its type is the previous item's
+    follows_with: bool = False  # started right after "with" ("... with a diet coke")
 
 
 @dataclass
@@ -63,6 +65,7 @@ class Segmentation:
     modify: bool = False
     cancel_dangling: bool = False  # "forget it", "cancel that"
     doubts: list[str] = field(default_factory=list)  # words said but not representable ("half", a dangling "no")
+    modify_current: bool = False  # opened with "make it"/"make that": a change of the current item
 
 
 def distribute(dists: list[tuple[list[Frame], Frame, set[int]]]) -> None:

@@ -65,11 +65,14 @@ class _Segmenter(ChunkRules):
         self.correcting = False  # a "wait"/"hold on" after something was ordered: later values correct earlier ones
         self.cross_dist: Frame | None = None  # "a pizza and a coke, both large": values go to every item named
         self.half_whole: Frame | None = None  # the line "half ..." takes a share of
+        self.at = 0  # index of the chunk being read
 
     # -- helpers ------------------------------------------------------------------
     def _new_frame(self, pull_types: set[str] | None = None, **kw: Any) -> Frame:
         prev = self.cur
         frame = Frame(definite=self.definite, **kw)
+        before = self._prev(self.at)
+        frame.follows_with = before is not None and before.kind == "with"
         self.definite = False
         if prev is not None:
             frame.inherit = prev.anchor or prev.inherit
@@ -101,6 +104,7 @@ class _Segmenter(ChunkRules):
         if (ch.text in ("one", "1") and cur is not None and cur.anchor is None and cur.number is not None
                 and cur.attrs and prev is not None and prev.kind == "menu" and not cur.after_with):
             cur.anchor, cur.has_noun = cur.inherit, cur.inherit is not None  # "a small one": pronoun
+            cur.pronoun = True  # with nothing before it in the message, the parser finds its type in the order
             return
         if ch.text in ("one", "1") and self.neg and prev is not None and prev.kind == "menu":
             return  # "not the onion one": a pronoun inside the negation
@@ -111,6 +115,7 @@ class _Segmenter(ChunkRules):
             frame = cur or self._new_frame()
             frame.number, frame.article, frame.split_child = ch.payload, article, True
             frame.after_and = after_and
+            frame.follows_with = prev is not None and prev.kind == "with"
             return
         ahead = self._lookahead_anchor(i)
         if article:
@@ -293,6 +298,7 @@ class _Segmenter(ChunkRules):
         for i, ch in enumerate(self.chunks):
             if i <= self.skip_to:
                 continue
+            self.at = i
             k = ch.kind
             if k == "filler" and ch.text.lower() in gw.VAGUE_OBJECTS:
                 prev = self._prev(i)
@@ -356,6 +362,8 @@ class _Segmenter(ChunkRules):
                 if ch.text.split()[-1] == "the":  # "make the pizza thin crust": a reference
                     self.definite = True
                     continue
+                if ch.text.lower().split()[-1] in ("it", "that", "them", "those") and not self.out.frames:
+                    self.out.modify_current = True  # "make it a cappuccino": the current item, renamed
             elif k == "unknown":
                 self.out.unknown.append(ch.text)
                 self.cancel_next = False  # "cancel the coke" (not on this menu): reported, not "cancel that"

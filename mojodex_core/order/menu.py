@@ -157,6 +157,8 @@ class ItemTypeDef(BaseModel):
     short: str | None = None  # template naming one item: "{bagel_type} bagel"
     summary: str | None = None  # template describing it: "{size} {iced} {drink_type}"
     exr: str | None = None  # dataset notation tag (PIZZAORDER, DRINKORDER)
+    # item types that come with this one (a combo's fries): "a combo with curly fries" is then ambiguous
+    includes: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _check(self) -> ItemTypeDef:
@@ -209,6 +211,10 @@ class Menu(BaseModel):
     def _check(self) -> Menu:
         if not self.item_types:
             raise ValueError("a menu needs at least one item type")
+        for name, tdef in self.item_types.items():
+            unknown = set(tdef.includes) - set(self.item_types)
+            if unknown:
+                raise ValueError(f"{name} includes unknown item types: {sorted(unknown)}")
         return self
 
     def item_type(self, name: str) -> ItemTypeDef | None:

@@ -48,7 +48,9 @@ class _Builder:
         tree = self.tree
         pending = tree.pending if tree is not None else None
         ref: int | None = None  # the item a definite noun of this message referred to ("make the coke ...")
-        for frame in self.seg.frames:
+        prev: Frame | None = None
+        for n, frame in enumerate(self.seg.frames):
+            prev, before = frame, prev
             if frame.negated:  # "I don't want a latte": not ordered; taken off if it was
                 item_type, fields, _left = resolve_frame(positive(frame), self.menu)
                 idx = find_item(tree, self.menu, item_type, fields) if tree is not None and item_type else None
@@ -76,6 +78,13 @@ class _Builder:
                     self.out.cancel_item = said_as(frame, self.menu, item_type)
                 continue
             live = live_items(tree)
+            if frame.pronoun and frame.anchor is None and live and self._pronoun(frame):
+                continue  # "and a small one with olives": another item of the kind already ordered
+            if before is not None and self._ingredient_count(frame, before, item_type):
+                self.leftovers.extend(a.text for a in frame.attrs)  # "a latte with milk and one sugar"
+            if before is not None and frame.follows_with and item_type in self.menu.item_types[
+                    before.anchor or before.inherit or item_type].includes:
+                self.leftovers.append(said_as(frame, self.menu, item_type))  # "a number 3 with curly fries"
             if tree is not None and frame.definite and not explicit_number:
                 idx, ambiguous = find_ref(tree, self.menu, item_type, fields)
                 if idx is not None:
@@ -91,10 +100,17 @@ class _Builder:
                 continue
             target = current_item(tree)
             target_it = tree.items.items[target] if tree is not None and target is not None else None
+            if (n == 0 and self.seg.modify_current and frame.article and target_it is not None
+                    and target_it.item_type == item_type and not frame.has_noun):
+                self._modify(target, diff_fields(target_it, fields))  # "make it a cappuccino"
+                continue
             if (pending is not None and pending.task == "item" and target_it is not None and pending.field
                     and not explicit_number and not frame.has_noun and target_it.item_type != item_type):
                 _alt_type, alt_fields, alt_left = resolve_frame(replace(frame, anchor=target_it.item_type), self.menu)
-                if pending.field in alt_fields and not alt_left:
+                missing = {f for f in target_it.required if target_it.fields.get(f) in (None, [])}
+                # "coke" answering "what drink comes with the combo?"; "medium with a diet coke" answering its size
+                if (pending.field in alt_fields or frame.follows_with and alt_fields and set(alt_fields) <= missing
+                        ) and not alt_left:
                     self.leftovers = self.leftovers[: len(self.leftovers) - len(left)]
                     self._answer(alt_fields)  # "coke" answering "what drink comes with the combo?"
                     continue
@@ -114,6 +130,31 @@ class _Builder:
             if frame.anchor is None and len(fitting_types(frame, self.menu)) > 1 and frame.inherit is None:
                 self.leftovers.extend(a.text for a in frame.attrs)  # "large" alone: a large what?
             self.out.new_items.append(ParsedItem(item_type=item_type, fields=fields))
+
+    def _pronoun(self, frame: Frame) -> bool:
+        """ "a small one with olives" opening a message: a new item of the latest type ordered that takes it."""
+        tree = self.tree
+        assert tree is not None
+        types = fitting_types(frame, self.menu)
+        kinds = [tree.items.items[i].item_type for i in live_items(tree)]
+        kind = next((k for k in reversed(kinds) if k in types), None)
+        if kind is None:
+            return False
+        _t, fields, left = resolve_frame(replace(frame, anchor=kind), self.menu, self.notes)
+        self.leftovers.extend(left)
+        self.out.new_items.append(ParsedItem(item_type=kind, fields=fields))
+        return True
+
+    def _ingredient_count(self, frame: Frame, before: Frame, item_type: str) -> bool:
+        """ "a latte with whole milk and one sugar": a number straight before an ingredient of the item just
+        described (a "with" list) counts the ingredient, not a new item - which the parse can't say."""
+        if frame.anchor is not None or frame.number is None or frame.article or frame.after_with or not frame.attrs:
+            return False
+        if before.with_mark is None or (before.anchor or before.inherit) != item_type:
+            return False
+        tdef = self.menu.item_types[item_type]
+        said = {s.field for a in frame.attrs for s in a.senses if s.item_type == item_type and s.field}
+        return bool(said) and all(tdef.fields[f].with_list for f in said)
 
     def _bare_values(self, frame: Frame, left: list[str]) -> None:
         """Values with no noun once items exist: they answer or change the item they fit - the pending

@@ -31,8 +31,11 @@ def resolve_frame(frame: Frame, menu: Menu, notes: list[str] | None = None
         if sense is None or sense.field is None:
             leftovers.append(attr.text)
             continue
-        if not _apply_attr(fields, sense.field, tdef.fields[sense.field], sense.value, attr, notes):
+        fdef = tdef.fields[sense.field]
+        if not _apply_attr(fields, sense.field, fdef, sense.value, attr, notes):
             leftovers.append(attr.text)
+        elif attr.qualifier and not fdef.qualifiers:  # "extra cream cheese": the spread takes no amount
+            leftovers.append(f"{attr.qualifier.lower()} {attr.text}")
     return item_type, fields, leftovers
 
 
@@ -97,6 +100,8 @@ def _apply_attr(fields: dict[str, Any], name: str, fdef: Any, value: Any, attr: 
     if fdef.multi:
         bucket = fields.setdefault(name, [])
         if entry not in bucket:
+            if bucket and attr.corrects and notes is not None:
+                notes.append("corrected")  # "pepperoni, no wait, sausage": instead of, or as well? not guessed
             bucket.append(entry)
     elif name in fields and fields[name] != entry and not _conflict(attr, notes):
         return False  # two values for one single choice ("a sesame onion bagel"): not silently overwritten

@@ -231,6 +231,54 @@ def test_a_misspelling_correction_counts_half(pizza_menu):
     assert flagged(parse_deterministic("what's the weather like", pizza_menu))
 
 
+def test_a_number_before_an_ingredient_is_not_a_new_item_silently(bagel_menu):
+    parsed = parse_deterministic("a medium latte with whole milk and one sugar", bagel_menu)
+    assert flagged(parsed)
+
+
+def test_a_qualifier_on_a_field_without_amounts_is_flagged(bagel_menu):
+    parsed = parse_deterministic("an everything bagel with extra cream cheese", bagel_menu)
+    assert flagged(parsed) and "extra cream cheese" in parsed.unparsed
+
+
+def test_make_it_a_cappuccino_renames_the_current_drink(bagel_menu):
+    parsed, tree = run(bagel_menu, "a large hot latte", "make it a cappuccino")
+    assert not parsed.new_items and not flagged(parsed)
+    assert [it.fields["drink_type"] for it in live(tree)] == ["cappuccino"]
+
+
+def test_with_a_drink_answers_the_combo_drink_across_turns(drive_menu):
+    parsed, tree = run(drive_menu, "a number 2 combo", "medium with a diet coke")
+    assert not parsed.new_items and not flagged(parsed)
+    assert [(it.fields["size"], it.fields["combo_drink"]) for it in live(tree)] == [("medium", "diet coke")]
+
+
+def test_a_small_one_opening_a_message_is_a_new_item_of_the_kind_ordered(pizza_menu):
+    parsed, tree = run(pizza_menu, "a large pizza with ham", "and a small one with olives")
+    assert [i.fields for i in parsed.new_items] == [{"size": "SMALL", "toppings": [{"name": "OLIVES"}]}]
+    assert live(tree)[0].fields["size"] == "LARGE"
+
+
+def test_correction_inside_a_topping_list_is_flagged(pizza_menu):
+    parsed = parse_deterministic("i want a pizza with pepperoni, no wait, sausage", pizza_menu)
+    assert flagged(parsed)
+
+
+def test_an_item_the_combo_includes_said_after_with_is_flagged(drive_menu):
+    parsed = parse_deterministic("a number 3 with curly fries", drive_menu)
+    assert flagged(parsed)
+    assert not flagged(parse_deterministic("a number 3 combo and curly fries", drive_menu))
+
+
+def test_menu_includes_must_name_item_types(drive_menu):
+    from mojodex_core.order.menu import Menu
+
+    data = drive_menu.model_dump()
+    data["item_types"]["combo"]["includes"] = ["salad"]
+    with pytest.raises(ValueError, match="unknown item types"):
+        Menu.model_validate(data)
+
+
 # -- the honesty set ---------------------------------------------------------------------------
 def _bench():
     spec = importlib.util.spec_from_file_location("parser_honesty", REPO / "bench" / "parser_honesty.py")
