@@ -52,6 +52,7 @@ class Frame:
     unknown_head: bool = False  # values followed by a word the menu doesn't know ("a big mac"): not an order line
     name_attrs: int = 0  # how many of its last values are part of that unknown name
     pronoun: bool = False  # "a small one": its type is the previous item's
+    noun_at: int | None = None  # len(attrs) when the noun came: values before it describe, after it change
     follows_with: bool = False  # started right after "with" ("... with a diet coke")
 
 

@@ -264,6 +264,8 @@ class _Segmenter(ChunkRules):
         if self.definite:
             cur.definite, self.definite = True, False
         if is_noun:
+            if not cur.has_noun:
+                cur.noun_at = len(cur.attrs)
             cur.has_noun = True
         else:
             # keep every reading: the parser may re-read the frame as an answer ("coke" for a combo's drink)

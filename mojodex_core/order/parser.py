@@ -87,6 +87,10 @@ class _Builder:
                 self.leftovers.append(said_as(frame, self.menu, item_type))  # "a number 3 with curly fries"
             if tree is not None and frame.definite and not explicit_number:
                 idx, ambiguous = find_ref(tree, self.menu, item_type, fields)
+                if idx is None and self.seg.modify and frame.noun_at is not None and not ambiguous:
+                    # "change the bagel to sesame": the values after the noun are the change, not the reference
+                    _t, said, _l = resolve_frame(replace(frame, attrs=frame.attrs[:frame.noun_at]), self.menu)
+                    idx, ambiguous = find_ref(tree, self.menu, item_type, said)
                 if idx is not None:
                     ref = idx
                     self._modify(idx, diff_fields(tree.items.items[idx], fields))
@@ -100,9 +104,9 @@ class _Builder:
                 continue
             target = current_item(tree)
             target_it = tree.items.items[target] if tree is not None and target is not None else None
-            if (n == 0 and self.seg.modify_current and frame.article and target_it is not None
+            if (n == 0 and self.seg.modify_current and frame.number is not None and target_it is not None
                     and target_it.item_type == item_type and not frame.has_noun):
-                self._modify(target, diff_fields(target_it, fields))  # "make it a cappuccino"
+                self._modify(target, diff_fields(target_it, fields))  # "make it a cappuccino", "make that two cokes"
                 continue
             if (pending is not None and pending.task == "item" and target_it is not None and pending.field
                     and not explicit_number and not frame.has_noun and target_it.item_type != item_type):

@@ -279,6 +279,23 @@ def test_menu_includes_must_name_item_types(drive_menu):
         Menu.model_validate(data)
 
 
+def test_on_the_side_is_not_ignored(bagel_menu):
+    assert flagged(parse_deterministic("a sesame bagel with cream cheese on the side", bagel_menu))
+
+
+def test_change_the_bagel_to_sesame_changes_it(bagel_menu):
+    parsed, tree = run(bagel_menu, "a plain bagel toasted with butter and a large hot latte",
+                       "change the bagel to sesame")
+    assert not parsed.new_items and not flagged(parsed)
+    assert [it.fields.get("bagel_type") for it in live(tree)] == ["sesame", None]
+
+
+def test_make_that_two_cokes_sets_the_quantity(pizza_menu):
+    parsed, tree = run(pizza_menu, "a large pizza with ham and a coke", "make that two cokes")
+    assert not parsed.new_items
+    assert [it.fields["quantity"] for it in live(tree)] == [1, 2]
+
+
 # -- the honesty set ---------------------------------------------------------------------------
 def _bench():
     spec = importlib.util.spec_from_file_location("parser_honesty", REPO / "bench" / "parser_honesty.py")
