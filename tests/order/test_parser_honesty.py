@@ -133,6 +133,12 @@ def test_same_again_sets_repeat_last_and_is_not_taken_as_is(pizza_menu):
     assert parse_deterministic("a large pizza", pizza_menu).repeat_last is False
 
 
+def test_the_llm_prompt_knows_repeat_last(pizza_menu):
+    from mojodex_core.order import build_messages
+
+    assert "repeat_last" in build_messages("same again", pizza_menu)[0]["content"]
+
+
 def test_both_large_across_item_types(pizza_menu):
     parsed = parse_deterministic("a pizza and a coke, both large", pizza_menu)
     assert [i.fields.get("size") for i in parsed.new_items] == ["LARGE", "LARGE"]
