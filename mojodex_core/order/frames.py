@@ -330,6 +330,8 @@ class _Segmenter(ChunkRules):
                 self.on_half(i, ch)
             elif k == "repeat":
                 flags["repeat"] = True
+            elif k == "same":
+                self.out.doubts.append(ch.text)
             elif k == "with":
                 if self.neg and self.neg_count:
                     self._end_neg()

@@ -83,6 +83,10 @@ GRAMMAR: dict[str, dict[str, Any]] = {
     # asks for the previous line again: the parser can't build it, it flags ``repeat_last``
     "repeat": _kind("same again", "the same again", "same thing again", "one more of the same", "same as before",
                     "same as last time", "another of the same", "the same thing again"),
+    # a copy of something said before ("another pizza, same as the first", "a small one with the same"):
+    # the parser can't copy a line, so this is a doubt (reported in unparsed)
+    "same": _kind("same as", "the same", "same thing", "same one", "the same as", "same as the", "likewise",
+                  "ditto"),
     # a share of the line just named: "a dozen bagels, half with butter" (6 + 6)
     "half": _kind("half", "half of them", "half of those", "the other half"),
     # phrases about the occasion, not the item: they must not read as a size ("lunch", "party")
@@ -121,7 +125,7 @@ FILLER_WORDS = [
     "where", "why", "because", "since", "until", "oh", "ok", "okay", "um", "uh", "uhm", "hmm", "well", "alright",
     "yeah", "guess", "think", "thinking", "feel", "feeling", "maybe", "perhaps", "wise",
     "style", "styled", "type", "kind", "kinds", "sort", "size", "sized", "orders", "item", "items",
-    "piece", "pieces", "whole", "entire", "quarter", "same", "another", "other",
+    "piece", "pieces", "whole", "entire", "quarter", "another", "other",
     "more", "extra", "today's", "tonight's", "lunch", "dinner", "breakfast", "meal", "see", "say", "said", "tell",
     "told", "know", "wondering", "wonder", "looking", "look", "find", "make", "made", "put", "putting", "time",
     "day", "week", "appreciate", "appreciated", "great", "awesome", "beautiful", "nice", "cool", "lovely",
