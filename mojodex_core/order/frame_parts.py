@@ -54,6 +54,7 @@ class Frame:
     pronoun: bool = False  # "a small one": its type is the previous item's
     noun_at: int | None = None  # len(attrs) when the noun came: values before it describe, after it change
     follows_with: bool = False  # started right after "with" ("... with a diet coke")
+    orphan: bool = False  # values glued to a following item of another type ("a warm sesame bagel")
 
 
 @dataclass

@@ -58,6 +58,7 @@ class _Segmenter(ChunkRules):
         self.neg_count = 0
         self.neg_any = False
         self.qual: str | None = None
+        self.qual_text = ""
         self.definite = False
         self.cancel_next = False
         self.skip_to = -1
@@ -146,6 +147,9 @@ class _Segmenter(ChunkRules):
         """ "both", "each", "all": remember the list of items it covers (see :meth:`_distribute`)."""
         cur = self.cur
         kind = cur.anchor or cur.inherit if cur is not None else None
+        if cur is not None and kind is None and cur.attrs:  # "one plain and one everything, both toasted"
+            common = set.intersection(*(types_of(a.senses) for a in cur.attrs))
+            kind = next(iter(common)) if len(common) == 1 else None
         if cur is None or kind is None:
             return
         group: list[Frame] = []
@@ -206,6 +210,12 @@ class _Segmenter(ChunkRules):
             cur.name_attrs += 1
             j -= 1
 
+    def _orphan(self, i: int, cur: Frame | None) -> None:
+        """ "a warm sesame bagel": values right before values of another item, with nothing between, are
+        not an item of their own - the frame they started is dropped and reported."""
+        if cur is not None and cur.anchor is None and cur.attrs and i > 0 and self.chunks[i - 1].kind == "menu":
+            cur.orphan = True
+
     def on_dangling_neg(self, i: int, ch: Chunk) -> None:
         """ "a large pizza with no": a negation with nothing after it, once something was ordered."""
         nxt = self._next(i)
@@ -230,6 +240,7 @@ class _Segmenter(ChunkRules):
         elif cur is not None and cur.anchor is None and cur.attrs and not any(
             fits(a, types_of(values)) for a in cur.attrs
         ) or cur is None:
+            self._orphan(i, cur)
             cur = self._new_frame()
         self._add(cur, Attr(tuple(values), negated, qual, ch.text))
 
@@ -247,6 +258,7 @@ class _Segmenter(ChunkRules):
             cur = self._new_frame()
         elif cur.anchor is None:
             if cur.attrs and not all(fits(a, types) for a in cur.attrs):
+                self._orphan(self.at, cur)
                 cur = self._new_frame()
         elif cur.anchor in types:
             name_fields = {s.field for s in anchors if s.names_item}
@@ -256,7 +268,11 @@ class _Segmenter(ChunkRules):
             elif any(s.field in name_fields for a in cur.attrs for s in a.senses):
                 cur = self._new_frame(pull_types=types)
         else:
+            moved = len(cur.attrs)
+            old = cur
             cur = self._new_frame(pull_types=types)
+            if len(old.attrs) == moved and self.at > 0 and self.chunks[self.at - 1].kind == "menu":
+                self.out.doubts.append(f"{self.chunks[self.at - 1].text} {ch.text}")  # "a cheeseburger meal"
         if cur.anchor is None:
             cur.anchor = anchors[0].item_type if len(types) == 1 else self._pick_type(cur, types)
         if neg_item and not cur.attrs and not cur.has_noun:
@@ -318,7 +334,7 @@ class _Segmenter(ChunkRules):
             elif k == "qual":
                 if self.neg and self.neg_count:
                     self._end_neg()  # "no pickles extra onions": a qualifier starts a positive request
-                self.qual = ch.payload
+                self.qual, self.qual_text = ch.payload, ch.text
                 continue
             elif k == "neg":
                 if not self.neg:
@@ -330,7 +346,7 @@ class _Segmenter(ChunkRules):
                 self.on_half(i, ch)
             elif k == "repeat":
                 flags["repeat"] = True
-            elif k == "same":
+            elif k in ("same", "unsupported"):
                 self.out.doubts.append(ch.text)
             elif k == "with":
                 if self.neg and self.neg_count:
@@ -377,7 +393,11 @@ class _Segmenter(ChunkRules):
             elif k == "pay":
                 flags["pay"] = ch.payload
             if k not in ("filler", "or"):
+                if self.qual is not None:  # "make it a double": a quantity of nothing
+                    self.out.doubts.append(self.qual_text)
                 self.qual = None
+        if self.qual is not None:
+            self.out.doubts.append(self.qual_text)
         if self.neg and not self.neg_any:
             self.out.bare_negation = True
         self.out.cancel_dangling = self.cancel_next

@@ -87,6 +87,9 @@ GRAMMAR: dict[str, dict[str, Any]] = {
     # the parser can't copy a line, so this is a doubt (reported in unparsed)
     "same": _kind("same as", "the same", "same thing", "same one", "the same as", "same as the", "likewise",
                   "ditto"),
+    # requests about preparation or serving that no menu field can hold: said, so never silently ignored
+    "unsupported": _kind("well done", "well cooked", "extra crispy", "crispy", "cut into", "cut in",
+                         "on the side", "separately", "to share"),
     # a share of the line just named: "a dozen bagels, half with butter" (6 + 6)
     "half": _kind("half", "half of them", "half of those", "the other half"),
     # phrases about the occasion, not the item: they must not read as a size ("lunch", "party")
@@ -125,14 +128,14 @@ FILLER_WORDS = [
     "where", "why", "because", "since", "until", "oh", "ok", "okay", "um", "uh", "uhm", "hmm", "well", "alright",
     "yeah", "guess", "think", "thinking", "feel", "feeling", "maybe", "perhaps", "wise",
     "style", "styled", "type", "kind", "kinds", "sort", "size", "sized", "orders", "item", "items",
-    "piece", "pieces", "whole", "entire", "quarter", "another", "other",
+    "piece", "pieces", "whole", "entire", "another", "other",
     "more", "extra", "today's", "tonight's", "lunch", "dinner", "breakfast", "meal", "see", "say", "said", "tell",
     "told", "know", "wondering", "wonder", "looking", "look", "find", "make", "made", "put", "putting", "time",
     "day", "week", "appreciate", "appreciated", "great", "awesome", "beautiful", "nice", "cool", "lovely",
     "wonderful", "super", "lot", "lots", "thing", "things", "stuff", "something", "anything", "everything",
     "nothing", "ready", "sure", "set", "fine", "again", "now", "soon", "quick", "quickly", "fast", "rush", "asap",
     "top", "x", "times", "cheers", "bye", "goodbye",
-    "fresh", "hot", "warm", "cold", "original", "homemade", "house", "special", "favorite", "favourite", "usual",
+    "fresh", "hot", "warm", "cold",
     "regular", "name", "name's", "called", "call", "actually", "oops", "sorry", "hm", "er", "erm",
     "anyway", "anyways", "instead", "first", "second", "next", "last", "lastly", "finally", "plain", "together",
     "throw", "toss",

@@ -60,7 +60,16 @@ class _Builder:
             if frame.unknown_head:  # "a big mac": the values describe an item the menu doesn't have
                 self.leftovers.extend(a.text for a in frame.attrs[: len(frame.attrs) - frame.name_attrs])
                 continue
+            if frame.orphan:  # "a warm sesame bagel": "warm" is no bagel value, and no item of its own
+                self.leftovers.extend(a.text for a in frame.attrs)
+                continue
             if self._ordinal(frame):
+                continue
+            if frame.ordinal is not None and frame.anchor is None:
+                # "a number 1 and a number 2, the first with a coke": a reference inside the message the
+                # split didn't resolve - not guessed
+                said = f"the {_ORDINAL_TEXT.get(frame.ordinal, str(frame.ordinal + 1))}"
+                self.leftovers.append(" ".join([said] + [a.text for a in frame.attrs]))
                 continue
             item_type, fields, left = resolve_frame(frame, self.menu, self.notes)
             self.leftovers.extend(left)

@@ -307,6 +307,38 @@ def test_make_that_two_cokes_sets_the_quantity(pizza_menu):
     assert [it.fields["quantity"] for it in live(tree)] == [1, 2]
 
 
+def test_a_value_of_another_item_glued_to_a_noun_is_not_an_item(bagel_menu):
+    parsed = parse_deterministic("a warm sesame bagel", bagel_menu)
+    assert [i.item_type for i in parsed.new_items] == ["bagel"] and flagged(parsed)
+
+
+def test_both_after_noun_less_items_of_one_type(bagel_menu):
+    parsed = parse_deterministic("one plain and one everything, both toasted with butter", bagel_menu)
+    assert [(i.fields.get("toasted"), i.fields.get("spread")) for i in parsed.new_items] == [
+        (True, "butter"), (True, "butter")]
+
+
+def test_an_unresolved_ordinal_inside_a_message_is_flagged(drive_menu):
+    parsed = parse_deterministic(
+        "a number 1 and a number 2, the first with a coke and the second with a sprite", drive_menu)
+    assert flagged(parsed)
+
+
+def test_a_qualifier_of_nothing_is_flagged(drive_menu):
+    parsed = parse_deterministic("a cheeseburger, make it a double", drive_menu)
+    assert flagged(parsed) and "double" in parsed.unparsed
+
+
+def test_two_item_nouns_glued_together_are_flagged(drive_menu):
+    assert flagged(parse_deterministic("a cheeseburger meal", drive_menu))
+
+
+@pytest.mark.parametrize("text", ["a house special pizza", "a pizza, well done", "a quarter pepperoni pizza",
+                                  "the usual"])
+def test_descriptive_words_no_menu_field_holds_are_flagged(pizza_menu, text):
+    assert flagged(parse_deterministic(text, pizza_menu))
+
+
 # -- the honesty set ---------------------------------------------------------------------------
 def _bench():
     spec = importlib.util.spec_from_file_location("parser_honesty", REPO / "bench" / "parser_honesty.py")
