@@ -70,16 +70,21 @@ class Segmentation:
     modify_current: bool = False  # opened with "make it"/"make that": a change of the current item
 
 
-def distribute(dists: list[tuple[list[Frame], Frame, set[int]]]) -> None:
+def distribute(dists: list[tuple[list[Frame], Frame, set[int]]]) -> list[int]:
     """Copy to every item of the list what was said after "both/each/all" ("..., both with ham"),
-    or, when nothing followed, what the last item got with "with" ("... with ham on both")."""
-    for group, cur, before in dists:
+    or, when nothing followed, what the last item got with "with" ("... with ham on both").
+    Returns the positions of the "both"s that had nothing to give ("no ice in either")."""
+    empty = []
+    for pos, (group, cur, before) in enumerate(dists):
         tail = [a for a in cur.attrs if id(a) not in before]
         if not tail and cur.with_mark is not None:
             tail = cur.attrs[cur.with_mark:]
+        if not tail:
+            empty.append(pos)
         for frame in group:
             if frame is not cur:
                 frame.attrs.extend(a for a in tail if all(a is not b for b in frame.attrs))
+    return empty
 
 
 def _inherit(whole: Frame, parts: list[Frame]) -> None:

@@ -63,6 +63,7 @@ class _Segmenter(ChunkRules):
         self.cancel_next = False
         self.skip_to = -1
         self.dists: list[tuple[list[Frame], Frame, set[int]]] = []
+        self.dist_texts: list[tuple[str, bool]] = []  # what was said, and whether it names two items
         self.correcting = False  # a "wait"/"hold on" after something was ordered: later values correct earlier ones
         self.cross_dist: Frame | None = None  # "a pizza and a coke, both large": values go to every item named
         self.half_whole: Frame | None = None  # the line "half ..." takes a share of
@@ -161,6 +162,7 @@ class _Segmenter(ChunkRules):
             group = group[: int(ch.payload)]
         if len(group) >= 2:
             self.dists.append((group, cur, {id(a) for a in cur.attrs}))
+            self.dist_texts.append((ch.text, ch.payload == 2))
             return
         # items of different types ("a pizza and a coke, both large"): what follows goes to each of them;
         # a value that doesn't fit one of them is left unresolved there (the parser can't represent it)
@@ -168,6 +170,7 @@ class _Segmenter(ChunkRules):
         named = named[-int(ch.payload):] if ch.payload else named
         if len(named) >= 2 and cur is named[-1]:
             self.dists.append((named, cur, {id(a) for a in cur.attrs}))
+            self.dist_texts.append((ch.text, ch.payload == 2))
             self.cross_dist = cur
 
     def on_wait(self, i: int, ch: Chunk) -> None:
@@ -231,6 +234,9 @@ class _Segmenter(ChunkRules):
             self._on_anchor(ch, anchors, values, self.neg)
             return
         negated = self.neg
+        if negated and self.neg_count and i > 0 and self.chunks[i - 1].kind == "menu" and any(
+                self.menu.item_types[s.item_type].fields[s.field].negatable for s in values):
+            self.out.doubts.append(ch.text)  # "no, not ham, bacon": still negated, or the correction? not guessed
         if self.cancel_next:  # "remove the onions": a value, not an item, is being taken off
             negated, self.cancel_next = True, False
         if cur is not None and cur is self.cross_dist:
@@ -361,6 +367,10 @@ class _Segmenter(ChunkRules):
                 self.on_other(i, ch)
             elif k == "dist":
                 self.on_dist(ch)
+            elif k == "or" and not self.neg:
+                prev, nxt = self._prev(i), self._next(i)
+                if prev is not None and nxt is not None and prev.kind == "menu" and nxt.kind in ("menu", "num"):
+                    self.out.doubts.append(ch.text)  # "a coke or a sprite": undecided, not both
             elif k == "and":
                 nxt = self._next(i)
                 if self.neg and not (self.neg_count and nxt is not None and nxt.kind == "menu"
@@ -382,7 +392,9 @@ class _Segmenter(ChunkRules):
                 if ch.text.split()[-1] == "the":  # "make the pizza thin crust": a reference
                     self.definite = True
                     continue
-                if ch.text.lower().split()[-1] in ("it", "that", "them", "those") and not self.out.frames:
+                nxt = self._next(i)
+                said = ch.text.lower().split()[-1] if nxt is None or nxt.kind != "def" else nxt.text.lower()
+                if said in ("it", "that", "them", "those") and not self.out.frames:
                     self.out.modify_current = True  # "make it a cappuccino": the current item, renamed
             elif k == "unknown":
                 self.out.unknown.append(ch.text)
@@ -401,7 +413,9 @@ class _Segmenter(ChunkRules):
         if self.neg and not self.neg_any:
             self.out.bare_negation = True
         self.out.cancel_dangling = self.cancel_next
-        distribute(self.dists)
+        for pos in distribute(self.dists):
+            if self.dist_texts[pos][1]:  # "no ice in either": the value came before ("in all" is a total)
+                self.out.doubts.append(self.dist_texts[pos][0])
         split(self.out.frames)
         return self.out
 

@@ -98,7 +98,8 @@ GRAMMAR: dict[str, dict[str, Any]] = {
     # distributive words: what is said next (or, said last, what the current item got) goes to every
     # item of the list just named ("a large and a small pizza, both with ham")
     # payload: how many of the last items it covers (None: the whole list)
-    "dist": {"both": 2, "each": None, "all": None, "every one": None, "each one": None},
+    "dist": {"both": 2, "each": None, "all": None, "every one": None, "each one": None, "in either": 2,
+             "on either": 2, "for either": 2, "either one": 2},
     # a further item of the same kind, inside a split ("two pizzas, one with ham and the other with olives");
     # payload: how many (None: whatever is left of the announced quantity)
     "other": {

@@ -117,6 +117,11 @@ class _Builder:
                     and target_it.item_type == item_type and not frame.has_noun):
                 self._modify(target, diff_fields(target_it, fields))  # "make it a cappuccino", "make that two cokes"
                 continue
+            if n == 0 and self.seg.modify_current and explicit_number and frame.has_noun and tree is not None:
+                same = [i for i in live if tree.items.items[i].item_type == item_type]
+                if len(same) == 1:  # "actually make it two pizzas": the one pizza ordered, two of it
+                    self._modify(same[0], diff_fields(tree.items.items[same[0]], fields))
+                    continue
             if (pending is not None and pending.task == "item" and target_it is not None and pending.field
                     and not explicit_number and not frame.has_noun and target_it.item_type != item_type):
                 _alt_type, alt_fields, alt_left = resolve_frame(replace(frame, anchor=target_it.item_type), self.menu)

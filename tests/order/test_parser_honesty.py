@@ -339,6 +339,31 @@ def test_descriptive_words_no_menu_field_holds_are_flagged(pizza_menu, text):
     assert flagged(parse_deterministic(text, pizza_menu))
 
 
+def test_a_value_said_before_in_either_is_flagged(drive_menu):
+    assert flagged(parse_deterministic("a medium lemonade and a medium sprite, no ice in either", drive_menu))
+
+
+def test_in_all_as_a_total_is_not_a_doubt(pizza_menu):
+    assert not flagged(parse_deterministic("two cokes and three sprites in all", pizza_menu))
+
+
+def test_make_it_two_pizzas_sets_the_pizza_quantity(pizza_menu):
+    parsed, tree = run(pizza_menu, "a large pizza with ham and a coke", "actually make it two pizzas")
+    assert not parsed.new_items
+    assert [it.fields["quantity"] for it in live(tree)] == [2, 1]
+
+
+def test_alternatives_are_flagged_not_both_ordered(pizza_menu):
+    assert flagged(parse_deterministic("a coke or a sprite", pizza_menu))
+    assert not flagged(parse_deterministic("a pizza with no onions or peppers", pizza_menu))
+
+
+def test_two_values_glued_in_a_negation_are_flagged(pizza_menu):
+    parsed, _tree = run(pizza_menu, "a large pizza with ham", "no, not ham, bacon")
+    assert flagged(parsed)
+    assert not flagged(parse_deterministic("a pizza without cheese in a small pie", pizza_menu))
+
+
 # -- the honesty set ---------------------------------------------------------------------------
 def _bench():
     spec = importlib.util.spec_from_file_location("parser_honesty", REPO / "bench" / "parser_honesty.py")
