@@ -54,7 +54,7 @@ class Frame:
     pronoun: bool = False  # "a small one": its type is the previous item's
     noun_at: int | None = None  # len(attrs) when the noun came: values before it describe, after it change
     follows_with: bool = False  # started right after "with" ("... with a diet coke")
-    orphan: bool = False  # values glued to a following item of another type ("a warm sesame bagel")
+    report_only: bool = False  # reported in unparsed, not acted on ("a warm sesame bagel", "one of them")
 
 
 @dataclass
@@ -68,6 +68,8 @@ class Segmentation:
     cancel_dangling: bool = False  # "forget it", "cancel that"
     doubts: list[str] = field(default_factory=list)  # words said but not representable ("half", a dangling "no")
     modify_current: bool = False  # opened with "make it"/"make that": a change of the current item
+    opens_with_correction: bool = False  # "actually ...", "sorry, ..." before anything was ordered
+    instead: bool = False  # "instead" was said: an added list value may be meant to replace one
 
 
 def distribute(dists: list[tuple[list[Frame], Frame, set[int]]]) -> list[int]:

@@ -104,7 +104,7 @@ class _Segmenter(ChunkRules):
         cur = self.cur
         prev = self._prev(i)
         if (ch.text in ("one", "1") and cur is not None and cur.anchor is None and cur.number is not None
-                and cur.attrs and prev is not None and prev.kind == "menu" and not cur.after_with):
+                and cur.article and cur.attrs and prev is not None and prev.kind == "menu" and not cur.after_with):
             cur.anchor, cur.has_noun = cur.inherit, cur.inherit is not None  # "a small one": pronoun
             cur.pronoun = True  # with nothing before it in the message, the parser finds its type in the order
             return
@@ -183,6 +183,8 @@ class _Segmenter(ChunkRules):
         self._end_neg()
         if self.out.frames:
             self.correcting = True
+        else:
+            self.out.opens_with_correction = True  # "actually a pepsi": instead of, or as well?
 
     def on_half(self, i: int, ch: Chunk) -> None:
         """ "a dozen bagels, half with butter": a part of an even announced quantity (split later);
@@ -217,7 +219,7 @@ class _Segmenter(ChunkRules):
         """ "a warm sesame bagel": values right before values of another item, with nothing between, are
         not an item of their own - the frame they started is dropped and reported."""
         if cur is not None and cur.anchor is None and cur.attrs and i > 0 and self.chunks[i - 1].kind == "menu":
-            cur.orphan = True
+            cur.report_only = True
 
     def on_dangling_neg(self, i: int, ch: Chunk) -> None:
         """ "a large pizza with no": a negation with nothing after it, once something was ordered."""
@@ -354,6 +356,12 @@ class _Segmenter(ChunkRules):
                 flags["repeat"] = True
             elif k in ("same", "unsupported"):
                 self.out.doubts.append(ch.text)
+            elif k == "all_items":
+                flags["all_items"] = ch.text
+            elif k == "subset":  # "toast one of them": what it says is reported, not added as a new item
+                self.out.doubts.append(ch.text)
+                self.cur = self._new_frame()
+                self.cur.report_only = True
             elif k == "with":
                 if self.neg and self.neg_count:
                     self._end_neg()
@@ -396,6 +404,8 @@ class _Segmenter(ChunkRules):
                 said = ch.text.lower().split()[-1] if nxt is None or nxt.kind != "def" else nxt.text.lower()
                 if said in ("it", "that", "them", "those") and not self.out.frames:
                     self.out.modify_current = True  # "make it a cappuccino": the current item, renamed
+                if ch.text.lower() == "instead":
+                    self.out.instead = True
             elif k == "unknown":
                 self.out.unknown.append(ch.text)
                 self.cancel_next = False  # "cancel the coke" (not on this menu): reported, not "cancel that"

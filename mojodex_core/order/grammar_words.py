@@ -27,7 +27,7 @@ GRAMMAR: dict[str, dict[str, Any]] = {
     "with": _kind(
         "with", "along with", "including", "include", "includes", "topped with", "add", "adding", "added",
         "comes with", "that has", "which has", "having", "put", "covered in", "top it with", "and add",
-        "and with", "also add", "in addition",
+        "and with", "also add", "in addition", "w",
     ),
     "and": _kind("and", "as well as", "also", "plus", "and also", "then", "and then", "as well", "too"),
     "or": _kind("or", "nor", "either"),
@@ -79,7 +79,14 @@ GRAMMAR: dict[str, dict[str, Any]] = {
     # the customer pauses or corrects themselves: "a medium, hold on, make it a large", "butter, no wait, jam".
     # "hold on" followed straight by a menu value is the negation "hold the ..." ("but hold on chicken").
     "wait": _kind("wait", "no wait", "oh wait", "wait a second", "wait a minute", "hold on", "hold on a second",
-                  "hang on", "hang on a second", "i mean", "or rather", "let me think", "actually no", "no actually"),
+                  "hang on", "hang on a second", "i mean", "or rather", "let me think", "actually no", "no actually",
+                  "actually", "sorry", "oops"),
+    # the whole order rather than one item: "make everything large" - not represented, so a doubt
+    "all_items": _kind("make everything", "make them all", "make all of them", "make it all", "make all",
+                       "make both", "make both of them", "everything large", "everything small"),
+    # a part of a line already said: "toast one of them" - not represented, so a doubt
+    "subset": _kind("one of them", "one of those", "one of these", "two of them", "two of those", "some of them",
+                    "some of those", "1 of them", "2 of them", "1 of those", "2 of those"),
     # asks for the previous line again: the parser can't build it, it flags ``repeat_last``
     "repeat": _kind("same again", "the same again", "same thing again", "one more of the same", "same as before",
                     "same as last time", "another of the same", "the same thing again"),
@@ -137,7 +144,7 @@ FILLER_WORDS = [
     "nothing", "ready", "sure", "set", "fine", "again", "now", "soon", "quick", "quickly", "fast", "rush", "asap",
     "top", "x", "times", "cheers", "bye", "goodbye",
     "fresh", "hot", "warm", "cold",
-    "regular", "name", "name's", "called", "call", "actually", "oops", "sorry", "hm", "er", "erm",
+    "regular", "name", "name's", "called", "call", "hm", "er", "erm",
     "anyway", "anyways", "instead", "first", "second", "next", "last", "lastly", "finally", "plain", "together",
     "throw", "toss",
 ]

@@ -32,6 +32,11 @@ _STREET_RE = re.compile(r"\d|\b(?:street|st|avenue|ave|road|rd|boulevard|blvd|la
 _GLUE = frozenset({"filler", "boundary", "yes", "no_answer", "def", "and", "or", "but", "wait"})
 _REFUSAL = frozenset({"yes", "no_answer", "neg", "cancel", "cancel_all", "modify", "checkout"})
 _ORDINAL_TEXT = {0: "first", 1: "second", 2: "third", 3: "fourth", -1: "last"}
+# a question about the menu, not an order ("is the blueberry bagel good", "do you have gluten free crust?")
+_QUESTION_RE = re.compile(r"^\s*(?:is|are|was|does|do you|did|what|what's|whats|which|how|why|when|where|who)\b"
+                          r"(?! are you| is it going|'s it going| you doing| are ya| is your)", re.IGNORECASE)
+_REQUEST_RE = re.compile(r"^\s*(?:can|could|may|would|will|i|i'd|id|i'll|ill|let me|please|and|yes|yeah)\b",
+                         re.IGNORECASE)
 _ADDRESS_RE = re.compile(r"\b(?:deliver(?:ed)?(?: it)?|bring it|send it|delivery)\s+(?:to|at)\s+(.+)$",
                          re.IGNORECASE)
 
@@ -60,7 +65,7 @@ class _Builder:
             if frame.unknown_head:  # "a big mac": the values describe an item the menu doesn't have
                 self.leftovers.extend(a.text for a in frame.attrs[: len(frame.attrs) - frame.name_attrs])
                 continue
-            if frame.orphan:  # "a warm sesame bagel": "warm" is no bagel value, and no item of its own
+            if frame.report_only:  # "a warm sesame bagel": "warm" is no bagel value, and no item of its own
                 self.leftovers.extend(a.text for a in frame.attrs)
                 continue
             if self._ordinal(frame):
@@ -128,8 +133,8 @@ class _Builder:
                 missing = {f for f in target_it.required if target_it.fields.get(f) in (None, [])}
                 # "coke" answering "what drink comes with the combo?"; "medium with a diet coke" answering its size
                 if (pending.field in alt_fields or frame.follows_with and alt_fields and set(alt_fields) <= missing
-                        ) and not alt_left:
-                    self.leftovers = self.leftovers[: len(self.leftovers) - len(left)]
+                        ) and (not alt_left or pending.field in alt_fields and frame.article):
+                    self.leftovers = self.leftovers[: len(self.leftovers) - len(left)] + alt_left
                     self._answer(alt_fields)  # "coke" answering "what drink comes with the combo?"
                     continue
             if frame.anchor is None and not explicit_number and live:
@@ -147,6 +152,9 @@ class _Builder:
                 continue
             if frame.anchor is None and len(fitting_types(frame, self.menu)) > 1 and frame.inherit is None:
                 self.leftovers.extend(a.text for a in frame.attrs)  # "large" alone: a large what?
+            if self.seg.opens_with_correction and tree is not None and any(
+                    tree.items.items[i].item_type == item_type for i in live):
+                self.leftovers.append(said_as(frame, self.menu, item_type))  # "actually a pepsi": instead of the coke?
             self.out.new_items.append(ParsedItem(item_type=item_type, fields=fields))
 
     def _pronoun(self, frame: Frame) -> bool:
@@ -251,7 +259,10 @@ class _Builder:
                 self.out.answers[k] = v
 
     def _modify(self, idx: int, fields: dict[str, Any]) -> None:
+        item = self.tree.items.items[idx] if self.tree is not None and idx < len(self.tree.items.items) else None
         for k, v in fields.items():
+            if self.seg.instead and item is not None and isinstance(v, list) and item.fields.get(k):
+                self.leftovers.append("instead")  # "make it pepperoni instead": replace the ham, or add? not guessed
             self.out.modifications.append(Modification(item_index=idx, field=k, new_value=v))
 
     def intents(self, text: str, contacts: list[str]) -> None:
@@ -341,6 +352,10 @@ def parse_deterministic(text: str, menu: Menu, tree: OrderTask | None = None) ->
     builder.intents(text, contacts)
     out = builder.out
     out.repeat_last = bool(seg.flags.get("repeat"))
+    if seg.flags.get("all_items") and len(live_items(tree)) + len(seg.frames) >= 2:
+        builder.leftovers.append(seg.flags["all_items"])  # "make everything large": every line? not represented
+    if _QUESTION_RE.match(clean) or (clean.rstrip().endswith("?") and not _REQUEST_RE.match(clean)):
+        builder.leftovers.append(clean.strip(" ?"))  # a question: answered by a person or the LLM, not ordered
     out.unparsed = [] if builder.free_text else _spans(chunks) + builder.leftovers + seg.doubts
     if out.is_empty() and not out.unparsed and _has_content(chunks, seg):
         out.unparsed = [text.strip(" .!?")]  # "make it 0" with nothing to act on: said, not understood

@@ -364,6 +364,59 @@ def test_two_values_glued_in_a_negation_are_flagged(pizza_menu):
     assert not flagged(parse_deterministic("a pizza without cheese in a small pie", pizza_menu))
 
 
+@pytest.mark.parametrize("text", ["is the blueberry bagel good", "do you have a gluten free bagel?",
+                                  "how much is a large latte"])
+def test_a_question_is_not_an_order(bagel_menu, text):
+    parsed = parse_deterministic(text, bagel_menu)
+    assert flagged(parsed) and parsed.confidence < DEFAULT_THRESHOLD
+
+
+def test_a_greeting_is_not_a_question(pizza_menu):
+    assert not flagged(parse_deterministic("how are you today, a large pizza with ham please", pizza_menu))
+    assert not flagged(parse_deterministic("can I get a large pizza with ham?", pizza_menu))
+
+
+def test_one_of_them_is_flagged_not_a_new_item(bagel_menu):
+    parsed, tree = run(bagel_menu, "two plain bagels with cream cheese", "toast one of them")
+    assert flagged(parsed) and not parsed.new_items
+    assert len(live(tree)) == 1
+
+
+def test_a_partial_answer_keeps_what_it_cannot_hold(drive_menu):
+    parsed, tree = run(drive_menu, "a number 1 combo", "large", "a coke but no ice")
+    assert not parsed.new_items and flagged(parsed)
+    assert live(tree)[0].fields["combo_drink"] == "coke"
+
+
+def test_numbered_parts_without_article_split_the_line(pizza_menu):
+    parsed = parse_deterministic("2 large pizzas 1 pepperoni 1 sausage", pizza_menu)
+    assert [i.fields for i in parsed.new_items] == [
+        {"quantity": 1, "size": "LARGE", "toppings": [{"name": "PEPPERONI"}]},
+        {"quantity": 1, "size": "LARGE", "toppings": [{"name": "SAUSAGE"}]},
+    ]
+
+
+def test_instead_on_a_list_is_flagged(pizza_menu):
+    parsed, _tree = run(pizza_menu, "a large pizza with ham", "make it pepperoni instead")
+    assert flagged(parsed)
+
+
+def test_make_everything_large_is_flagged_with_several_lines(pizza_menu):
+    parsed, _tree = run(pizza_menu, "a large pizza with ham and a coke", "and make everything large")
+    assert flagged(parsed)
+    assert not flagged(parse_deterministic("four pepperoni pizzas and make all of them with extra cheese", pizza_menu))
+
+
+def test_actually_a_new_item_of_a_kind_ordered_is_flagged(pizza_menu):
+    parsed, _tree = run(pizza_menu, "a coke", "actually a pepsi")
+    assert flagged(parsed)
+
+
+def test_w_slash_means_with(bagel_menu):
+    parsed = parse_deterministic("i'll have 2 sesame bagels toasted w/ butter", bagel_menu)
+    assert not flagged(parsed) and parsed.new_items[0].fields["spread"] == "butter"
+
+
 # -- the honesty set ---------------------------------------------------------------------------
 def _bench():
     spec = importlib.util.spec_from_file_location("parser_honesty", REPO / "bench" / "parser_honesty.py")
