@@ -160,6 +160,9 @@ class _Segmenter(ChunkRules):
             group.append(frame)
         if ch.payload:
             group = group[: int(ch.payload)]
+        if ch.payload == 2 and len(group) == 1 and (cur.number is None or cur.article or cur.number < 2) and not [
+                f for f in self.out.frames if f.anchor and f is not cur]:
+            self.out.doubts.append(ch.text)  # "and a hamburger, both with no onions": both with the earlier burger?
         if len(group) >= 2:
             self.dists.append((group, cur, {id(a) for a in cur.attrs}))
             self.dist_texts.append((ch.text, ch.payload == 2))
@@ -215,6 +218,13 @@ class _Segmenter(ChunkRules):
             cur.name_attrs += 1
             j -= 1
 
+    def _glued_prev(self, i: int) -> bool:
+        """The chunk before ``i`` (commas aside) is a menu value: "no ham bacon", "not ham, bacon"."""
+        j = i - 1
+        while j >= 0 and self.chunks[j].text == ",":
+            j -= 1
+        return j >= 0 and self.chunks[j].kind == "menu"
+
     def _orphan(self, i: int, cur: Frame | None) -> None:
         """ "a warm sesame bagel": values right before values of another item, with nothing between, are
         not an item of their own - the frame they started is dropped and reported."""
@@ -236,7 +246,7 @@ class _Segmenter(ChunkRules):
             self._on_anchor(ch, anchors, values, self.neg)
             return
         negated = self.neg
-        if negated and self.neg_count and i > 0 and self.chunks[i - 1].kind == "menu" and any(
+        if negated and self.neg_count and self._glued_prev(i) and any(
                 self.menu.item_types[s.item_type].fields[s.field].negatable for s in values):
             self.out.doubts.append(ch.text)  # "no, not ham, bacon": still negated, or the correction? not guessed
         if self.cancel_next:  # "remove the onions": a value, not an item, is being taken off
@@ -260,6 +270,11 @@ class _Segmenter(ChunkRules):
         neg_item = self.neg and self.neg_count == 0  # "I don't want a latte": the item is negated
         cur = self.cur
         earlier = self._definite_earlier(types) if is_noun and cur is not None and cur.anchor not in types else None
+        named = self._definite_named(ch) if not is_noun else None
+        if named is not None:
+            self.out.doubts.append(f"the {ch.text}")  # "..., no ice in the sprite": said before the reference
+            cur = self.cur = named
+            return
         if earlier is not None:
             cur = self.cur = earlier  # "a pizza and a coke, and make the pizza thin crust"
         elif self.cancel_next or cur is None:
@@ -301,6 +316,16 @@ class _Segmenter(ChunkRules):
         if not self.definite or self.cancel_next:
             return None
         same = [f for f in self.out.frames if f.anchor in types]
+        return same[0] if len(same) == 1 else None
+
+    def _definite_named(self, ch: Chunk) -> Frame | None:
+        """An earlier item of this message named again with "the" ("a sprite and a root beer, no ice in the
+        sprite"): the values around it can't be placed for sure."""
+        if not self.definite or self.cancel_next:
+            return None
+        said = {(s.item_type, s.field, s.value) for s in ch.senses if s.names_item}
+        same = [f for f in self.out.frames if any((s.item_type, s.field, s.value) in said
+                                                   for a in f.attrs for s in a.senses if s.names_item)]
         return same[0] if len(same) == 1 else None
 
     def _pick_type(self, cur: Frame, types: set[str]) -> str:

@@ -22,7 +22,7 @@ from rapidfuzz.distance import OSA
 from . import grammar_words as gw
 from .menu import Menu
 
-_TOKEN_RE = re.compile(r"\d+(?:\.\d+)?|[a-z]+(?:'[a-z]+)*|[.!?;]")
+_TOKEN_RE = re.compile(r"\d+(?:\.\d+)?|[a-z]+(?:'[a-z]+)*|[.!?;,]")
 _EMAIL_RE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _PHONE_RE = re.compile(r"(?<!\w)\+?\d[\d\s().-]{7,}\d(?!\w)")
 _NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
@@ -127,7 +127,8 @@ def normalise_text(text: str) -> str:
 
 
 def tokenize(text: str) -> list[Token]:
-    """Tokens with raw and normalised forms; sentence punctuation kept as "." tokens."""
+    """Tokens with raw and normalised forms; sentence punctuation kept as "." tokens, commas as ","
+    (a filler that still separates: "a cheeseburger, fries" are two things said, not one glued name)."""
     raw = _TOKEN_RE.findall(normalise_text(text).replace("&", " and ").replace("#", " number "))
     words: list[str] = []
     for w in raw:
@@ -140,7 +141,7 @@ def tokenize(text: str) -> list[Token]:
             words.append(w)
     out: list[Token] = []
     for w in _merge_numbers(words):
-        if _NUMBER_RE.fullmatch(w) or w == ".":
+        if _NUMBER_RE.fullmatch(w) or w in (".", ","):
             out.append(Token(w, w))
         else:
             out.append(Token(w, norm_word(w)))
@@ -148,7 +149,7 @@ def tokenize(text: str) -> list[Token]:
 
 
 def norm_phrase(phrase: str) -> tuple[str, ...]:
-    return tuple(t.norm for t in tokenize(phrase) if t.norm != ".")
+    return tuple(t.norm for t in tokenize(phrase) if t.norm not in (".", ","))
 
 
 @dataclass(frozen=True)
@@ -289,7 +290,7 @@ class Lexicon:
         norms = [t.norm for t in tokens]
         fixed_at: set[int] = set()
         for i, w in enumerate(norms):  # misspellings first, so that multi-word phrases match ("bbq chiken")
-            if w not in self.known and w not in self.fillers and w != "." and not _NUMBER_RE.fullmatch(w):
+            if w not in self.known and w not in self.fillers and w not in ".," and not _NUMBER_RE.fullmatch(w):
                 fixed = self.fuzzy(w, tokens[i].raw)
                 if fixed is not None:
                     norms[i] = fixed
@@ -321,6 +322,8 @@ class Lexicon:
             raw = tokens[i].raw
             if w == ".":
                 out.append(Chunk("boundary", i, i + 1, (), None, raw))
+            elif w == ",":
+                out.append(Chunk("filler", i, i + 1, (), None, raw))
             elif _NUMBER_RE.fullmatch(w) or w in ("a", "an"):
                 article = w in ("a", "an")
                 out.append(Chunk("num", i, i + 1, (), 1.0 if article else float(w), raw))

@@ -18,7 +18,7 @@ from .lexicon import extract_contacts, get_lexicon, tokenize
 from .menu import Menu
 from .parsed_input import Modification, ParsedInput, ParsedItem
 from .references import current_item, diff_fields, find_item, find_ref, fitting_types, live_items, positive, said_as
-from .resolve import resolve_frame
+from .resolve import name_conflicts, resolve_frame
 from .tree import OrderTask
 
 _NAME_RE = re.compile(r"\b(?:my name is|my name's|name is|name's|call me|under the name(?: of)?)\s+"
@@ -81,6 +81,7 @@ class _Builder:
             if item_type is None:
                 self._bare(frame)
                 continue
+            self.leftovers.extend(name_conflicts(self.menu, item_type, fields))
             explicit_number = frame.number is not None and not frame.article
             if frame.cancel:
                 idx, ambiguous = find_ref(tree, self.menu, item_type, fields) if tree is not None else (None, False)
@@ -111,8 +112,10 @@ class _Builder:
                     continue
                 if live and frame.has_noun:  # "no ice in the drink" with no drink ordered: not a new line
                     self.leftovers.append(said_as(frame, self.menu, item_type))
-            if (ref is not None and self.seg.modify and frame.article and not frame.definite and tree is not None
+            if (ref is not None and self.seg.modify and not frame.definite and tree is not None
+                    and (frame.article or frame.anchor is None and not frame.attrs and explicit_number)
                     and tree.items.items[ref].item_type == item_type):
+                # "make the bagel two": its quantity
                 # "make the coke a diet coke", "change the latte to a cappuccino": the same line, changed
                 self._modify(ref, diff_fields(tree.items.items[ref], fields))
                 continue

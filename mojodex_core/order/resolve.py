@@ -121,3 +121,22 @@ def _infer_type(frame: Frame, menu: Menu) -> str | None:
     if frame.inherit in candidates:
         return frame.inherit
     return candidates[0] if candidates else None
+
+
+def name_conflicts(menu: Menu, item_type: str, fields: dict[str, Any]) -> list[str]:
+    """Excluded values that the item's own name contains ("a bacon burger with no bacon"): contradictory."""
+    tdef = menu.item_types[item_type]
+    names = [(f, d) for f, d in tdef.fields.items() if d.names_item and fields.get(f) is not None]
+    out = []
+    for f_name, fdef in names:
+        vdef = fdef.value(str(fields[f_name]))
+        words = set(vdef.display.split()) if vdef else set()
+        for key, entries in fields.items():
+            base = tdef.fields.get(key.removeprefix("excluded_"))
+            if not key.startswith("excluded_") or base is None:
+                continue
+            for entry in entries:
+                value = base.value(str(_entry_id(entry)))
+                if value is not None and set(value.display.split()) <= words:
+                    out.append(f"no {value.display}")
+    return out

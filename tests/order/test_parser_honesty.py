@@ -417,6 +417,32 @@ def test_w_slash_means_with(bagel_menu):
     assert not flagged(parsed) and parsed.new_items[0].fields["spread"] == "butter"
 
 
+def test_a_comma_separates_a_list_of_items(drive_menu):
+    parsed = parse_deterministic("a cheeseburger, fries and a drink", drive_menu)
+    assert [i.item_type for i in parsed.new_items] == ["burger", "fries", "drink"] and not flagged(parsed)
+
+
+def test_make_the_bagel_two_sets_its_quantity(bagel_menu):
+    parsed, tree = run(bagel_menu, "a sesame bagel toasted with butter and a large hot latte", "make the bagel two")
+    assert not parsed.new_items
+    assert [it.fields["quantity"] for it in live(tree)] == [2, 1]
+
+
+def test_excluding_what_the_name_says_is_flagged(drive_menu):
+    assert flagged(parse_deterministic("a bacon burger with no bacon", drive_menu))
+    assert not flagged(parse_deterministic("a bacon burger with no onions", drive_menu))
+
+
+def test_the_name_of_an_item_said_earlier_in_the_message_is_flagged(drive_menu):
+    parsed = parse_deterministic("a large sprite and a large root beer, no ice in the sprite", drive_menu)
+    assert flagged(parsed) and len(parsed.new_items) == 2
+
+
+def test_both_over_one_new_item_and_the_order_is_flagged(drive_menu):
+    parsed, _tree = run(drive_menu, "a cheeseburger", "and a hamburger, both with no onions")
+    assert flagged(parsed)
+
+
 # -- the honesty set ---------------------------------------------------------------------------
 def _bench():
     spec = importlib.util.spec_from_file_location("parser_honesty", REPO / "bench" / "parser_honesty.py")
