@@ -48,11 +48,11 @@ class _Builder:
         self.leftovers: list[str] = []
         self.free_text = False  # the whole message was a name/address answer
         self.notes: list[str] = []  # "corrected": a value said after "wait" replaced an earlier one
+        self.ref: int | None = None  # the item a definite noun of this message referred to ("make the coke ...")
 
     def frames(self) -> None:
         tree = self.tree
         pending = tree.pending if tree is not None else None
-        ref: int | None = None  # the item a definite noun of this message referred to ("make the coke ...")
         prev: Frame | None = None
         for n, frame in enumerate(self.seg.frames):
             prev, before = frame, prev
@@ -100,36 +100,10 @@ class _Builder:
             if before is not None and frame.follows_with and item_type in self.menu.item_types[
                     before.anchor or before.inherit or item_type].includes:
                 self.leftovers.append(said_as(frame, self.menu, item_type))  # "a number 3 with curly fries"
-            if tree is not None and frame.definite and not explicit_number:
-                idx, ambiguous = find_ref(tree, self.menu, item_type, fields)
-                if idx is None and self.seg.modify and frame.noun_at is not None and not ambiguous:
-                    # "change the bagel to sesame": the values after the noun are the change, not the reference
-                    _t, said, _l = resolve_frame(replace(frame, attrs=frame.attrs[:frame.noun_at]), self.menu)
-                    idx, ambiguous = find_ref(tree, self.menu, item_type, said)
-                if idx is not None:
-                    ref = idx
-                    self._modify(idx, diff_fields(tree.items.items[idx], fields))
-                    continue
-                if live and frame.has_noun:  # "no ice in the drink" with no drink ordered: not a new line
-                    self.leftovers.append(said_as(frame, self.menu, item_type))
-            if (ref is not None and self.seg.modify and not frame.definite and tree is not None
-                    and (frame.article or frame.anchor is None and not frame.attrs and explicit_number)
-                    and tree.items.items[ref].item_type == item_type):
-                # "make the bagel two": its quantity
-                # "make the coke a diet coke", "change the latte to a cappuccino": the same line, changed
-                self._modify(ref, diff_fields(tree.items.items[ref], fields))
-                continue
             target = current_item(tree)
             target_it = tree.items.items[target] if tree is not None and target is not None else None
-            if (n == 0 and self.seg.modify_current and frame.number is not None and target_it is not None
-                    and target_it.item_type == item_type and not frame.has_noun):
-                self._modify(target, diff_fields(target_it, fields))  # "make it a cappuccino", "make that two cokes"
+            if self._as_change(n, frame, item_type, fields, live):
                 continue
-            if n == 0 and self.seg.modify_current and explicit_number and frame.has_noun and tree is not None:
-                same = [i for i in live if tree.items.items[i].item_type == item_type]
-                if len(same) == 1:  # "actually make it two pizzas": the one pizza ordered, two of it
-                    self._modify(same[0], diff_fields(tree.items.items[same[0]], fields))
-                    continue
             if (pending is not None and pending.task == "item" and target_it is not None and pending.field
                     and not explicit_number and not frame.has_noun and target_it.item_type != item_type):
                 _alt_type, alt_fields, alt_left = resolve_frame(replace(frame, anchor=target_it.item_type), self.menu)
@@ -159,6 +133,46 @@ class _Builder:
                     tree.items.items[i].item_type == item_type for i in live):
                 self.leftovers.append(said_as(frame, self.menu, item_type))  # "actually a pepsi": instead of the coke?
             self.out.new_items.append(ParsedItem(item_type=item_type, fields=fields))
+
+    def _as_change(self, n: int, frame: Frame, item_type: str, fields: dict[str, Any], live: list[int]) -> bool:
+        """A change of an item already ordered, named by a reference: "make the pizza thin crust", "change the
+        bagel to sesame" (values after the noun are the change), "make the coke a diet coke", "make the bagel
+        two", "make it a cappuccino", "make that two cokes", "make it two pizzas". True when handled."""
+        tree = self.tree
+        if tree is None:
+            return False
+        explicit_number = frame.number is not None and not frame.article
+        if frame.definite and not explicit_number:
+            idx, ambiguous = find_ref(tree, self.menu, item_type, fields)
+            if idx is None and self.seg.modify and frame.noun_at is not None and not ambiguous:
+                _t, said, _l = resolve_frame(replace(frame, attrs=frame.attrs[:frame.noun_at]), self.menu)
+                idx, ambiguous = find_ref(tree, self.menu, item_type, said)
+            if idx is not None:
+                self.ref = idx
+                self._modify(idx, diff_fields(tree.items.items[idx], fields))
+                return True
+            if live and frame.has_noun:  # "no ice in the drink" with no drink ordered: not a new line
+                self.leftovers.append(said_as(frame, self.menu, item_type))
+        ref = self.ref
+        if (ref is not None and self.seg.modify and not frame.definite
+                and (frame.article or frame.anchor is None and not frame.attrs and explicit_number)
+                and tree.items.items[ref].item_type == item_type):
+            self._modify(ref, diff_fields(tree.items.items[ref], fields))
+            return True
+        target = current_item(tree)
+        target_it = tree.items.items[target] if target is not None else None
+        if n != 0 or not self.seg.modify_current:
+            return False
+        if (frame.number is not None and target is not None and target_it is not None
+                and target_it.item_type == item_type and not frame.has_noun):
+            self._modify(target, diff_fields(target_it, fields))
+            return True
+        if explicit_number and frame.has_noun:
+            same = [i for i in live if tree.items.items[i].item_type == item_type]
+            if len(same) == 1:
+                self._modify(same[0], diff_fields(tree.items.items[same[0]], fields))
+                return True
+        return False
 
     def _pronoun(self, frame: Frame) -> bool:
         """ "a small one with olives" opening a message: a new item of the latest type ordered that takes it."""
