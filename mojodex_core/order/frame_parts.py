@@ -27,6 +27,7 @@ class Attr:
     qualifier: str | None
     text: str
     neg_direct: bool = False  # the first value after the negation word ("no onions"), not later in its scope
+    corrects: bool = False  # said after "wait"/"hold on": replaces an earlier value of its field
 
 
 @dataclass
@@ -48,6 +49,12 @@ class Frame:
     rest: bool = False  # "the rest": its number is what is left of the announced quantity
     after_and: bool = False  # started right after "and"
     ordinal: int | None = None  # "the second one": 1 ("the last": -1)
+    unknown_head: bool = False  # values followed by a word the menu doesn't know ("a big mac"): not an order line
+    name_attrs: int = 0  # how many of its last values are part of that unknown name
+    pronoun: bool = False  # "a small one": its type is the previous item's
+    noun_at: int | None = None  # len(attrs) when the noun came: values before it describe, after it change
+    follows_with: bool = False  # started right after "with" ("... with a diet coke")
+    report_only: bool = False  # reported in unparsed, not acted on ("a warm sesame bagel", "one of them")
 
 
 @dataclass
@@ -59,18 +66,27 @@ class Segmentation:
     bare_negation: bool = False  # a "no" that negated nothing: an answer
     modify: bool = False
     cancel_dangling: bool = False  # "forget it", "cancel that"
+    doubts: list[str] = field(default_factory=list)  # words said but not representable ("half", a dangling "no")
+    modify_current: bool = False  # opened with "make it"/"make that": a change of the current item
+    opens_with_correction: bool = False  # "actually ...", "sorry, ..." before anything was ordered
+    instead: bool = False  # "instead" was said: an added list value may be meant to replace one
 
 
-def distribute(dists: list[tuple[list[Frame], Frame, set[int]]]) -> None:
+def distribute(dists: list[tuple[list[Frame], Frame, set[int]]]) -> list[int]:
     """Copy to every item of the list what was said after "both/each/all" ("..., both with ham"),
-    or, when nothing followed, what the last item got with "with" ("... with ham on both")."""
-    for group, cur, before in dists:
+    or, when nothing followed, what the last item got with "with" ("... with ham on both").
+    Returns the positions of the "both"s that had nothing to give ("no ice in either")."""
+    empty = []
+    for pos, (group, cur, before) in enumerate(dists):
         tail = [a for a in cur.attrs if id(a) not in before]
         if not tail and cur.with_mark is not None:
             tail = cur.attrs[cur.with_mark:]
+        if not tail:
+            empty.append(pos)
         for frame in group:
             if frame is not cur:
                 frame.attrs.extend(a for a in tail if all(a is not b for b in frame.attrs))
+    return empty
 
 
 def _inherit(whole: Frame, parts: list[Frame]) -> None:

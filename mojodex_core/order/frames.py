@@ -21,37 +21,35 @@ One left-to-right pass with a few rules, all general (no sentence tables):
   keeping what was said of the whole ("two large pizzas, one with ham and the other with olives",
   "five pizzas, two with ham and the rest with olives");
 * an article + values + "with" is an item whose noun was left out ("a small with ham");
-* a definite noun ("make the pizza thin crust") continues the one earlier item of that type.
+* a definite noun ("make the pizza thin crust") continues the one earlier item of that type;
+* "wait", "hold on" after something was ordered mark what follows as a self-correction (a later
+  value replaces an earlier one); "hold on" straight before a menu value is "hold the" ("hold on chicken");
+* "half" takes half of an even announced quantity ("a dozen bagels, half with butter" = 6 + 6);
+  any other half ("a pizza, half pepperoni") is a doubt: the parse can't represent it;
+* "both"/"each" after items of different types give what follows to each of them ("a pizza and a
+  coke, both large"); a value that doesn't fit one of them stays unresolved there;
+* values right before an unknown word ("a big mac", "garlic bread") name an unknown item, not an
+  attribute; a negation with nothing after it ("a pizza with no") is a doubt.
+
+Doubts (``Segmentation.doubts``) end up in ``ParsedInput.unparsed``: never silently dropped.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from . import grammar_words as gw
+from .frame_doubts import DoubtHandlers
 from .frame_parts import Attr, Frame, Segmentation, distribute, split
+from .frame_rules import anchor_senses, fits, types_of
 from .lexicon import Chunk, Sense
 from .menu import Menu
 
 __all__ = ["Attr", "Frame", "Segmentation", "segment"]
 _ORDINALS = {"first": 0, "second": 1, "third": 2, "fourth": 3, "last": -1}
 
-_CONNECTORS = frozenset({"num", "neg", "with", "and", "or", "but", "boundary", "cancel", "cancel_all", "modify",
-                         "checkout", "pickup", "delivery", "pay", "yes", "no_answer"})
 
-
-def _anchor_senses(chunk: Chunk) -> list[Sense]:
-    return [s for s in chunk.senses if s.field is None or s.names_item]
-
-
-def _types(senses: Any) -> set[str]:
-    return {s.item_type for s in senses}
-
-
-def _fits(attr: Attr, types: set[str]) -> bool:
-    return bool(_types(attr.senses) & types)
-
-
-class _Segmenter:
+class _Segmenter(DoubtHandlers):
     def __init__(self, chunks: list[Chunk], menu: Menu) -> None:
         self.chunks = chunks
         self.menu = menu
@@ -61,39 +59,29 @@ class _Segmenter:
         self.neg_count = 0
         self.neg_any = False
         self.qual: str | None = None
+        self.qual_text = ""
         self.definite = False
         self.cancel_next = False
         self.skip_to = -1
         self.dists: list[tuple[list[Frame], Frame, set[int]]] = []
+        self.dist_texts: list[tuple[str, bool]] = []  # what was said, and whether it names two items
+        self.correcting = False  # a "wait"/"hold on" after something was ordered: later values correct earlier ones
+        self.cross_dist: Frame | None = None  # "a pizza and a coke, both large": values go to every item named
+        self.half_whole: Frame | None = None  # the line "half ..." takes a share of
+        self.at = 0  # index of the chunk being read
 
     # -- helpers ------------------------------------------------------------------
-    def _next(self, i: int) -> Chunk | None:
-        for ch in self.chunks[i + 1:]:
-            if ch.kind != "filler":
-                return ch
-        return None
-
-    def _lookahead_anchor(self, i: int) -> list[Sense]:
-        for ch in self.chunks[i + 1:]:
-            if ch.kind == "menu":
-                anchors = _anchor_senses(ch)
-                if anchors:
-                    return anchors
-            elif ch.kind in ("and", "or"):
-                continue  # "a large pepperoni and mushroom pizza"
-            elif ch.kind in _CONNECTORS or ch.kind == "unknown":
-                return []
-        return []
-
     def _new_frame(self, pull_types: set[str] | None = None, **kw: Any) -> Frame:
         prev = self.cur
         frame = Frame(definite=self.definite, **kw)
+        before = self._prev(self.at)
+        frame.follows_with = before is not None and before.kind == "with"
         self.definite = False
         if prev is not None:
             frame.inherit = prev.anchor or prev.inherit
             if pull_types and prev.and_mark is not None:
                 tail = prev.attrs[prev.and_mark:]
-                if tail and all(_fits(a, pull_types) for a in tail):
+                if tail and all(fits(a, pull_types) for a in tail):
                     del prev.attrs[prev.and_mark:]
                     frame.attrs.extend(tail)
         if self.cancel_next:
@@ -110,15 +98,16 @@ class _Segmenter:
     # -- chunk handlers -------------------------------------------------------------
     def on_num(self, i: int, ch: Chunk) -> None:
         nxt = self._next(i)
-        if nxt is not None and nxt.kind == "topping_word":  # "a two topping pizza"
+        if nxt is not None and nxt.kind == "count_word":  # "a two topping pizza"
             self.skip_to = self.chunks.index(nxt)
             return
         article = ch.text in ("a", "an")
         cur = self.cur
-        prev = next((c for c in reversed(self.chunks[:i]) if c.kind != "filler"), None)
+        prev = self._prev(i)
         if (ch.text in ("one", "1") and cur is not None and cur.anchor is None and cur.number is not None
-                and cur.attrs and prev is not None and prev.kind == "menu" and not cur.after_with):
+                and cur.article and cur.attrs and prev is not None and prev.kind == "menu" and not cur.after_with):
             cur.anchor, cur.has_noun = cur.inherit, cur.inherit is not None  # "a small one": pronoun
+            cur.pronoun = True  # with nothing before it in the message, the parser finds its type in the order
             return
         if ch.text in ("one", "1") and self.neg and prev is not None and prev.kind == "menu":
             return  # "not the onion one": a pronoun inside the negation
@@ -129,6 +118,7 @@ class _Segmenter:
             frame = cur or self._new_frame()
             frame.number, frame.article, frame.split_child = ch.payload, article, True
             frame.after_and = after_and
+            frame.follows_with = prev is not None and prev.kind == "with"
             return
         ahead = self._lookahead_anchor(i)
         if article:
@@ -151,7 +141,7 @@ class _Segmenter:
         else:
             frame = self._new_frame()
         frame.number, frame.rest, frame.split_child = ch.payload, ch.payload is None, True
-        prev = next((c for c in reversed(self.chunks[:i]) if c.kind != "filler"), None)
+        prev = self._prev(i)
         frame.after_and = prev is not None and prev.kind == "and"
         frame.ordinal = next((_ORDINALS[w] for w in ch.text.lower().split() if w in _ORDINALS), None)
 
@@ -159,63 +149,36 @@ class _Segmenter:
         """ "both", "each", "all": remember the list of items it covers (see :meth:`_distribute`)."""
         cur = self.cur
         kind = cur.anchor or cur.inherit if cur is not None else None
+        if cur is not None and kind is None and cur.attrs:  # "one plain and one everything, both toasted"
+            common = set.intersection(*(types_of(a.senses) for a in cur.attrs))
+            kind = next(iter(common)) if len(common) == 1 else None
         if cur is None or kind is None:
             return
         group: list[Frame] = []
         for frame in reversed(self.out.frames):
-            if frame.anchor != kind and not (frame.anchor is None and all(_fits(a, {kind}) for a in frame.attrs)):
+            if frame.anchor != kind and not (frame.anchor is None and all(fits(a, {kind}) for a in frame.attrs)):
                 break
             group.append(frame)
         if ch.payload:
             group = group[: int(ch.payload)]
+        if ch.payload == 2 and len(group) == 1 and (cur.number is None or cur.article or cur.number < 2) and not [
+                f for f in self.out.frames if f.anchor and f is not cur]:
+            self.out.doubts.append(ch.text)  # "and a hamburger, both with no onions": both with the earlier burger?
         if len(group) >= 2:
             self.dists.append((group, cur, {id(a) for a in cur.attrs}))
-
-    def _restates_field(self, i: int, cur: Frame) -> bool:
-        """ "a large pizza and a small", "a hawaiian and a margherita": after "and", an article
-        followed by a value for a field the current item already has starts another item."""
-        prev = next((c for c in reversed(self.chunks[:i]) if c.kind != "filler"), None)
-        nxt = self._next(i)
-        if prev is None or prev.kind != "and" or nxt is None or nxt.kind != "menu":
-            return False
-        filled = {(s.item_type, s.field) for a in cur.attrs for s in a.senses
-                  if s.field and not self.menu.item_types[s.item_type].fields[s.field].with_list}
-        return any((s.item_type, s.field) in filled for s in nxt.senses)
-
-    def _elided_noun(self, i: int, cur: Frame) -> bool:
-        """ "3 pizzas: a small with ham, a medium with bacon": an article, values of the current item's
-        type, then "with" - another item whose noun was left out."""
-        kind = cur.anchor or cur.inherit
-        prev = next((c for c in reversed(self.chunks[:i]) if c.kind != "filler"), None)
-        if kind is None or prev is None or prev.kind in ("with", "neg", "qual"):
-            return False
-        seen = False
-        for ch in self.chunks[i + 1:]:
-            if ch.kind == "filler":
-                continue
-            if ch.kind == "menu" and not _anchor_senses(ch) and any(s.item_type == kind for s in ch.senses):
-                seen = True
-                continue
-            return seen and ch.kind == "with"
-        return False
-
-    def _absorbs(self, cur: Frame, senses: list[Sense]) -> bool:
-        if not senses:
-            return False
-        tdef = self.menu.item_types.get(cur.anchor or "")
-        return bool(tdef) and any(
-            not s.names_item and s.item_type == cur.anchor and s.field for s in self._all_senses(senses)
-        )
-
-    def _all_senses(self, anchors: list[Sense]) -> list[Sense]:
-        # the chunk holding these anchor senses may also carry plain-value senses
-        for ch in self.chunks:
-            if ch.kind == "menu" and anchors[0] in ch.senses:
-                return list(ch.senses)
-        return anchors
+            self.dist_texts.append((ch.text, ch.payload == 2))
+            return
+        # items of different types ("a pizza and a coke, both large"): what follows goes to each of them;
+        # a value that doesn't fit one of them is left unresolved there (the parser can't represent it)
+        named = [f for f in self.out.frames if f.anchor]
+        named = named[-int(ch.payload):] if ch.payload else named
+        if len(named) >= 2 and cur is named[-1]:
+            self.dists.append((named, cur, {id(a) for a in cur.attrs}))
+            self.dist_texts.append((ch.text, ch.payload == 2))
+            self.cross_dist = cur
 
     def on_menu(self, i: int, ch: Chunk) -> None:
-        anchors = _anchor_senses(ch)
+        anchors = anchor_senses(ch)
         values = [s for s in ch.senses if s.field is not None]
         qual, self.qual = self.qual, None
         cur = self.cur
@@ -223,39 +186,42 @@ class _Segmenter:
             self._on_anchor(ch, anchors, values, self.neg)
             return
         negated = self.neg
+        if negated and self.neg_count and self._glued_prev(i) and any(
+                self.menu.item_types[s.item_type].fields[s.field].negatable for s in values):
+            self.out.doubts.append(ch.text)  # "no, not ham, bacon": still negated, or the correction? not guessed
         if self.cancel_next:  # "remove the onions": a value, not an item, is being taken off
             negated, self.cancel_next = True, False
-        if cur is not None and cur.anchor and not any(s.item_type == cur.anchor for s in values):
-            cur = self._new_frame(pull_types=_types(values))
+        if cur is not None and cur is self.cross_dist:
+            pass  # "..., both large": the value goes to every item of the list (see :meth:`on_dist`)
+        elif cur is not None and cur.anchor and not any(s.item_type == cur.anchor for s in values):
+            cur = self._new_frame(pull_types=types_of(values))
         elif cur is not None and cur.anchor is None and cur.attrs and not any(
-            _fits(a, _types(values)) for a in cur.attrs
+            fits(a, types_of(values)) for a in cur.attrs
         ) or cur is None:
+            self._orphan(i, cur)
             cur = self._new_frame()
         self._add(cur, Attr(tuple(values), negated, qual, ch.text))
 
-    def _prefers_attribute(self, cur: Frame, ch: Chunk) -> bool:
-        """A value that names an item but also fills an empty field of the current one ("combo with coke")."""
-        if not cur.with_seen:
-            return False
-        for s in ch.senses:
-            if s.item_type == cur.anchor and s.field and not s.names_item:
-                return not any(s.field in {x.field for x in a.senses} for a in cur.attrs)
-        return False
-
     def _on_anchor(self, ch: Chunk, anchors: list[Sense], values: list[Sense], negated: bool) -> None:
-        types = _types(anchors)
+        types = types_of(anchors)
         is_noun = all(s.field is None for s in anchors)
         if self.neg and self.neg_count == 0 and is_noun:
             return  # "no drinks with this order"
         neg_item = self.neg and self.neg_count == 0  # "I don't want a latte": the item is negated
         cur = self.cur
         earlier = self._definite_earlier(types) if is_noun and cur is not None and cur.anchor not in types else None
+        named = self._definite_named(ch) if not is_noun else None
+        if named is not None:
+            self.out.doubts.append(f"the {ch.text}")  # "..., no ice in the sprite": said before the reference
+            cur = self.cur = named
+            return
         if earlier is not None:
             cur = self.cur = earlier  # "a pizza and a coke, and make the pizza thin crust"
         elif self.cancel_next or cur is None:
             cur = self._new_frame()
         elif cur.anchor is None:
-            if cur.attrs and not all(_fits(a, types) for a in cur.attrs):
+            if cur.attrs and not all(fits(a, types) for a in cur.attrs):
+                self._orphan(self.at, cur)
                 cur = self._new_frame()
         elif cur.anchor in types:
             name_fields = {s.field for s in anchors if s.names_item}
@@ -265,7 +231,11 @@ class _Segmenter:
             elif any(s.field in name_fields for a in cur.attrs for s in a.senses):
                 cur = self._new_frame(pull_types=types)
         else:
+            moved = len(cur.attrs)
+            old = cur
             cur = self._new_frame(pull_types=types)
+            if len(old.attrs) == moved and self.at > 0 and self.chunks[self.at - 1].kind == "menu":
+                self.out.doubts.append(f"{self.chunks[self.at - 1].text} {ch.text}")  # "a cheeseburger meal"
         if cur.anchor is None:
             cur.anchor = anchors[0].item_type if len(types) == 1 else self._pick_type(cur, types)
         if neg_item and not cur.attrs and not cur.has_noun:
@@ -273,6 +243,8 @@ class _Segmenter:
         if self.definite:
             cur.definite, self.definite = True, False
         if is_noun:
+            if not cur.has_noun:
+                cur.noun_at = len(cur.attrs)
             cur.has_noun = True
         else:
             # keep every reading: the parser may re-read the frame as an answer ("coke" for a combo's drink)
@@ -288,13 +260,14 @@ class _Segmenter:
 
     def _pick_type(self, cur: Frame, types: set[str]) -> str:
         for t in self.menu.item_types:
-            if t in types and all(_fits(a, {t}) for a in cur.attrs):
+            if t in types and all(fits(a, {t}) for a in cur.attrs):
                 return t
         return next(t for t in self.menu.item_types if t in types)
 
     def _add(self, cur: Frame, attr: Attr) -> None:
         if not attr.senses:
             return
+        attr.corrects = self.correcting
         cur.attrs.append(attr)
         attr.neg_direct = self.neg and self.neg_count == 0
         if self.neg:
@@ -306,7 +279,13 @@ class _Segmenter:
         for i, ch in enumerate(self.chunks):
             if i <= self.skip_to:
                 continue
+            self.at = i
             k = ch.kind
+            if k == "filler" and ch.text.lower() in gw.VAGUE_OBJECTS:
+                prev = self._prev(i)
+                if prev is not None and prev.kind == "with":  # "a hamburger with everything": not on this menu
+                    k = "unknown"
+                    self.chunks[i] = ch = ch._replace(kind=k)
             if k not in ("filler", "boundary"):
                 self.out.content += 1
             if k == "num":
@@ -318,11 +297,26 @@ class _Segmenter:
             elif k == "qual":
                 if self.neg and self.neg_count:
                     self._end_neg()  # "no pickles extra onions": a qualifier starts a positive request
-                self.qual = ch.payload
+                self.qual, self.qual_text = ch.payload, ch.text
                 continue
             elif k == "neg":
                 if not self.neg:
                     self.neg, self.neg_count = True, 0
+                self.on_dangling_neg(i, ch)
+            elif k == "wait":
+                self.on_wait(i, ch)
+            elif k == "half":
+                self.on_half(i, ch)
+            elif k == "repeat":
+                flags["repeat"] = True
+            elif k in ("same", "unsupported"):
+                self.out.doubts.append(ch.text)
+            elif k == "all_items":
+                flags["all_items"] = ch.text
+            elif k == "subset":  # "toast one of them": what it says is reported, not added as a new item
+                self.out.doubts.append(ch.text)
+                self.cur = self._new_frame()
+                self.cur.report_only = True
             elif k == "with":
                 if self.neg and self.neg_count:
                     self._end_neg()
@@ -336,15 +330,20 @@ class _Segmenter:
                 self.on_other(i, ch)
             elif k == "dist":
                 self.on_dist(ch)
+            elif k == "or" and not self.neg:
+                prev, nxt = self._prev(i), self._next(i)
+                if prev is not None and nxt is not None and prev.kind == "menu" and nxt.kind in ("menu", "num"):
+                    self.out.doubts.append(ch.text)  # "a coke or a sprite": undecided, not both
             elif k == "and":
                 nxt = self._next(i)
                 if self.neg and not (self.neg_count and nxt is not None and nxt.kind == "menu"
-                                     and not _anchor_senses(nxt)):
+                                     and not anchor_senses(nxt)):
                     self._end_neg()
                 if self.cur is not None and self.cur.anchor:
                     self.cur.and_mark = len(self.cur.attrs)
             elif k in ("but", "boundary"):
                 self._end_neg()
+                self.cross_dist = None
             elif k == "def":
                 self.definite = True
                 continue
@@ -356,19 +355,32 @@ class _Segmenter:
                 if ch.text.split()[-1] == "the":  # "make the pizza thin crust": a reference
                     self.definite = True
                     continue
+                nxt = self._next(i)
+                said = ch.text.lower().split()[-1] if nxt is None or nxt.kind != "def" else nxt.text.lower()
+                if said in ("it", "that", "them", "those") and not self.out.frames:
+                    self.out.modify_current = True  # "make it a cappuccino": the current item, renamed
+                if ch.text.lower() == "instead":
+                    self.out.instead = True
             elif k == "unknown":
                 self.out.unknown.append(ch.text)
                 self.cancel_next = False  # "cancel the coke" (not on this menu): reported, not "cancel that"
+                self.on_unknown(i)
             elif k in ("yes", "no_answer", "pickup", "delivery", "checkout", "cancel_all"):
                 flags[k] = True
             elif k == "pay":
                 flags["pay"] = ch.payload
             if k not in ("filler", "or"):
+                if self.qual is not None:  # "make it a double": a quantity of nothing
+                    self.out.doubts.append(self.qual_text)
                 self.qual = None
+        if self.qual is not None:
+            self.out.doubts.append(self.qual_text)
         if self.neg and not self.neg_any:
             self.out.bare_negation = True
         self.out.cancel_dangling = self.cancel_next
-        distribute(self.dists)
+        for pos in distribute(self.dists):
+            if self.dist_texts[pos][1]:  # "no ice in either": the value came before ("in all" is a total)
+                self.out.doubts.append(self.dist_texts[pos][0])
         split(self.out.frames)
         return self.out
 

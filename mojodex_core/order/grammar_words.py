@@ -17,7 +17,7 @@ def _kind(*phrases: str, payload: Any = None) -> dict[str, Any]:
 
 GRAMMAR: dict[str, dict[str, Any]] = {
     "neg": _kind(
-        "no", "not", "without", "w/o", "hold", "hold the", "hold on", "hold off on", "avoid", "skip", "leave off",
+        "no", "not", "without", "w/o", "hold", "hold the", "hold off on", "avoid", "skip", "leave off",
         "leave out", "minus", "except", "excluding", "exclude", "don't want", "do not want", "dont want",
         "don't put", "do not put", "don't add", "do not add", "don't need", "do not need", "won't need",
         "will not need", "don't include", "do not include", "don't like", "do not like", "nothing of",
@@ -27,7 +27,7 @@ GRAMMAR: dict[str, dict[str, Any]] = {
     "with": _kind(
         "with", "along with", "including", "include", "includes", "topped with", "add", "adding", "added",
         "comes with", "that has", "which has", "having", "put", "covered in", "top it with", "and add",
-        "and with", "also add", "in addition",
+        "and with", "also add", "in addition", "w",
     ),
     "and": _kind("and", "as well as", "also", "plus", "and also", "then", "and then", "as well", "too"),
     "or": _kind("or", "nor", "either"),
@@ -76,20 +76,44 @@ GRAMMAR: dict[str, dict[str, Any]] = {
         "at the store": "in_store", "pay in store": "in_store", "at the counter": "in_store",
         "when i pick up": "in_store", "when i pick it up": "in_store", "at pickup": "in_store",
     },
-    "topping_word": _kind("topping", "toppings", "topped"),
+    # the customer pauses or corrects themselves: "a medium, hold on, make it a large", "butter, no wait, jam".
+    # "hold on" followed straight by a menu value is the negation "hold the ..." ("but hold on chicken").
+    "wait": _kind("wait", "no wait", "oh wait", "wait a second", "wait a minute", "hold on", "hold on a second",
+                  "hang on", "hang on a second", "i mean", "or rather", "let me think", "actually no", "no actually",
+                  "actually", "sorry", "oops"),
+    # the whole order rather than one item: "make everything large" - not represented, so a doubt
+    "all_items": _kind("make everything", "make them all", "make all of them", "make it all", "make all",
+                       "make both", "make both of them", "everything large", "everything small"),
+    # a part of a line already said: "toast one of them" - not represented, so a doubt
+    "subset": _kind("one of them", "one of those", "one of these", "two of them", "two of those", "some of them",
+                    "some of those", "1 of them", "2 of them", "1 of those", "2 of those"),
+    # asks for the previous line again: the parser can't build it, it flags ``repeat_last``
+    "repeat": _kind("same again", "the same again", "same thing again", "one more of the same", "same as before",
+                    "same as last time", "another of the same", "the same thing again"),
+    # a copy of something said before ("another pizza, same as the first", "a small one with the same"):
+    # the parser can't copy a line, so this is a doubt (reported in unparsed)
+    "same": _kind("same as", "the same", "same thing", "same one", "the same as", "same as the", "likewise",
+                  "ditto"),
+    # requests about preparation or serving that no menu field can hold: said, so never silently ignored
+    "unsupported": _kind("well done", "well cooked", "extra crispy", "crispy", "cut into", "cut in",
+                         "on the side", "separately", "to share"),
+    # a share of the line just named: "a dozen bagels, half with butter" (6 + 6)
+    "half": _kind("half", "half of them", "half of those", "the other half"),
     # phrases about the occasion, not the item: they must not read as a size ("lunch", "party")
     "filler": _kind("for lunch", "at lunch", "lunch time", "lunchtime", "for dinner", "for breakfast",
                     "for the party", "for a party", "for my party", "for our party", "for the kids party"),
     # distributive words: what is said next (or, said last, what the current item got) goes to every
     # item of the list just named ("a large and a small pizza, both with ham")
     # payload: how many of the last items it covers (None: the whole list)
-    "dist": {"both": 2, "each": None, "all": None, "every one": None, "each one": None},
+    "dist": {"both": 2, "each": None, "all": None, "every one": None, "each one": None, "in either": 2,
+             "on either": 2, "for either": 2, "either one": 2},
     # a further item of the same kind, inside a split ("two pizzas, one with ham and the other with olives");
     # payload: how many (None: whatever is left of the announced quantity)
     "other": {
         "another": 1, "another one": 1, "the other": 1, "the other one": 1, "the first": 1, "the first one": 1,
         "the second": 1, "the second one": 1, "the third": 1, "the third one": 1, "the last": 1,
-        "the last one": 1, "the others": None, "the other ones": None, "the rest": None,
+        "the last one": 1, "first one": 1, "second one": 1, "third one": 1, "fourth one": 1, "last one": 1,
+        "the others": None, "the other ones": None, "the rest": None,
         "the rest of them": None, "the remaining": None, "the remaining ones": None,
     },
 }
@@ -110,20 +134,24 @@ FILLER_WORDS = [
     "what", "which", "who", "whom", "whose", "that's", "this", "that", "these", "those", "then", "than",
     "there's", "here", "here's", "how", "how's", "a", "an", "the", "and", "or", "but", "if", "when", "while",
     "where", "why", "because", "since", "until", "oh", "ok", "okay", "um", "uh", "uhm", "hmm", "well", "alright",
-    "yeah", "guess", "think", "thinking", "feel", "feeling", "maybe", "perhaps", "pizza-wise", "wise", "side",
-    "sides", "style", "styled", "type", "kind", "kinds", "sort", "size", "sized", "orders", "item", "items",
-    "piece", "pieces", "slice", "slices", "whole", "entire", "half", "quarter", "same", "another", "other",
+    "yeah", "guess", "think", "thinking", "feel", "feeling", "maybe", "perhaps", "wise",
+    "style", "styled", "type", "kind", "kinds", "sort", "size", "sized", "orders", "item", "items",
+    "piece", "pieces", "whole", "entire", "another", "other",
     "more", "extra", "today's", "tonight's", "lunch", "dinner", "breakfast", "meal", "see", "say", "said", "tell",
     "told", "know", "wondering", "wonder", "looking", "look", "find", "make", "made", "put", "putting", "time",
     "day", "week", "appreciate", "appreciated", "great", "awesome", "beautiful", "nice", "cool", "lovely",
     "wonderful", "super", "lot", "lots", "thing", "things", "stuff", "something", "anything", "everything",
     "nothing", "ready", "sure", "set", "fine", "again", "now", "soon", "quick", "quickly", "fast", "rush", "asap",
-    "topping", "toppings", "top", "crust", "crusts", "dough", "base", "x", "times", "cheers", "bye", "goodbye",
-    "fresh", "hot", "warm", "cold", "original", "homemade", "house", "special", "favorite", "favourite", "usual",
-    "regular", "name", "name's", "called", "call", "actually", "oops", "sorry", "wait", "hm", "er", "erm",
+    "top", "x", "times", "cheers", "bye", "goodbye",
+    "fresh", "hot", "warm", "cold",
+    "regular", "name", "name's", "called", "call", "hm", "er", "erm",
     "anyway", "anyways", "instead", "first", "second", "next", "last", "lastly", "finally", "plain", "together",
-    "throw", "toss", "add-on"
+    "throw", "toss",
 ]
+
+# Words that stand for "whatever there is" after "with": at a shop whose menu has no such value
+# ("a hamburger with everything" at the drive-thru) they are an unresolved request, not fillers.
+VAGUE_OBJECTS = frozenset({"everything", "anything", "something", "stuff"})
 
 NORM_OVERRIDES: dict[str, str] = {"sized": "size", "litres": "litre", "liters": "liter"}
 

@@ -22,7 +22,7 @@ from rapidfuzz.distance import OSA
 from . import grammar_words as gw
 from .menu import Menu
 
-_TOKEN_RE = re.compile(r"\d+(?:\.\d+)?|[a-z]+(?:'[a-z]+)*|[.!?;]")
+_TOKEN_RE = re.compile(r"\d+(?:\.\d+)?|[a-z]+(?:'[a-z]+)*|[.!?;,]")
 _EMAIL_RE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _PHONE_RE = re.compile(r"(?<!\w)\+?\d[\d\s().-]{7,}\d(?!\w)")
 _NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
@@ -95,7 +95,13 @@ def _merge_numbers(words: list[str]) -> list[str]:
         if w == "dozen":
             if out and out[-1] in ("a", "1"):
                 out.pop()
-            out.append("12")
+            if out and out[-1] == "half":  # "half a dozen", "a half dozen"
+                out.pop()
+                if out and out[-1] in ("a", "1"):
+                    out.pop()
+                out.append("6")
+            else:
+                out.append("12")
         elif w in ("couple", "pair") and words[i + 1:i + 2] == ["of"]:  # "a couple of cokes"
             if out and out[-1] in ("a", "1"):
                 out.pop()
@@ -121,7 +127,8 @@ def normalise_text(text: str) -> str:
 
 
 def tokenize(text: str) -> list[Token]:
-    """Tokens with raw and normalised forms; sentence punctuation kept as "." tokens."""
+    """Tokens with raw and normalised forms; sentence punctuation kept as "." tokens, commas as ","
+    (a filler that still separates: "a cheeseburger, fries" are two things said, not one glued name)."""
     raw = _TOKEN_RE.findall(normalise_text(text).replace("&", " and ").replace("#", " number "))
     words: list[str] = []
     for w in raw:
@@ -134,7 +141,7 @@ def tokenize(text: str) -> list[Token]:
             words.append(w)
     out: list[Token] = []
     for w in _merge_numbers(words):
-        if _NUMBER_RE.fullmatch(w) or w == ".":
+        if _NUMBER_RE.fullmatch(w) or w in (".", ","):
             out.append(Token(w, w))
         else:
             out.append(Token(w, norm_word(w)))
@@ -142,7 +149,7 @@ def tokenize(text: str) -> list[Token]:
 
 
 def norm_phrase(phrase: str) -> tuple[str, ...]:
-    return tuple(t.norm for t in tokenize(phrase) if t.norm != ".")
+    return tuple(t.norm for t in tokenize(phrase) if t.norm not in (".", ","))
 
 
 @dataclass(frozen=True)
@@ -163,12 +170,13 @@ class Entry:
 
 
 class Chunk(NamedTuple):
-    kind: str  # menu | num | unknown | boundary | topping_word | grammar kinds
+    kind: str  # menu | num | unknown | boundary | count_word | grammar kinds
     start: int  # token span [start, end)
     end: int
     senses: tuple[Sense, ...]
     payload: Any
     text: str
+    fuzzy: int = 0  # tokens of the chunk read through a misspelling correction (a guess)
 
 
 class Lexicon:
@@ -180,6 +188,13 @@ class Lexicon:
         for kind, phrases in gw.GRAMMAR.items():
             for phrase in phrases:
                 entries[norm_phrase(phrase)] = Entry(kind, payload=phrases[phrase])
+        # the menu's own non-entity vocabulary: multi-word fillers and count words are phrases
+        for phrase in menu.fillers:
+            if len(norm_phrase(phrase)) > 1:
+                entries[norm_phrase(phrase)] = Entry("filler")
+        for phrase in menu.count_words:
+            entries[norm_phrase(phrase)] = Entry("count_word")
+        self.fillers = FILLERS | {k[0] for k in map(norm_phrase, menu.fillers) if len(k) == 1}
         for q_id, phrases in menu.qualifiers.items():
             for phrase in phrases:
                 entries[norm_phrase(phrase)] = Entry("qual", payload=q_id)
@@ -273,11 +288,13 @@ class Lexicon:
 
     def chunk(self, tokens: list[Token]) -> list[Chunk]:
         norms = [t.norm for t in tokens]
+        fixed_at: set[int] = set()
         for i, w in enumerate(norms):  # misspellings first, so that multi-word phrases match ("bbq chiken")
-            if w not in self.known and w not in FILLERS and w != "." and not _NUMBER_RE.fullmatch(w):
+            if w not in self.known and w not in self.fillers and w not in ".," and not _NUMBER_RE.fullmatch(w):
                 fixed = self.fuzzy(w, tokens[i].raw)
                 if fixed is not None:
                     norms[i] = fixed
+                    fixed_at.add(i)
         out: list[Chunk] = []
         i = 0
         while i < len(norms):
@@ -298,16 +315,19 @@ class Lexicon:
             if hit is not None:
                 n, entry = hit
                 text = " ".join(t.raw for t in tokens[i:i + n])
-                out.append(Chunk(entry.kind, i, i + n, entry.senses, entry.payload, text))
+                fuzzy = sum(j in fixed_at for j in range(i, i + n)) if fixed_at else 0
+                out.append(Chunk(entry.kind, i, i + n, entry.senses, entry.payload, text, fuzzy))
                 i += n
                 continue
             raw = tokens[i].raw
             if w == ".":
                 out.append(Chunk("boundary", i, i + 1, (), None, raw))
+            elif w == ",":
+                out.append(Chunk("filler", i, i + 1, (), None, raw))
             elif _NUMBER_RE.fullmatch(w) or w in ("a", "an"):
                 article = w in ("a", "an")
                 out.append(Chunk("num", i, i + 1, (), 1.0 if article else float(w), raw))
-            elif w in FILLERS:
+            elif w in self.fillers:
                 out.append(Chunk("filler", i, i + 1, (), None, raw))
             else:
                 out.append(Chunk("unknown", i, i + 1, (), None, raw))

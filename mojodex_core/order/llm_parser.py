@@ -80,6 +80,7 @@ Rules:
 - cancel_item_index for "forget the X"; wants_cancel only to cancel the whole order.
 - order_type, address, customer_name, customer_contact when said; wants_checkout when the customer is done.
 - payment method goes to answers["method"] as one of in_store, cash_delivery, card_link.
+- repeat_last: true when the customer asks for the previous line again ("same again"); then add nothing yourself.
 - confidence: your confidence in [0, 1]; unparsed: words you could not map to the menu.
 
 {_order_block(tree)}"""

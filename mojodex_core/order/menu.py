@@ -159,6 +159,8 @@ class ItemTypeDef(BaseModel):
     summary: str | None = None  # template describing it: "{size} {iced} {drink_type}"
     exr: str | None = None  # dataset notation tag (PIZZAORDER, DRINKORDER)
     role: Literal["main", "side", "drink"] | None = None  # for the next-step prompts of the conversation
+    # item types that come with this one (a combo's fries): "a combo with curly fries" is then ambiguous
+    includes: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _check(self) -> ItemTypeDef:
@@ -202,11 +204,19 @@ class Menu(BaseModel):
     currency: str = "USD"
     item_types: dict[str, ItemTypeDef]
     qualifiers: dict[str, list[str]] = Field(default_factory=dict)  # EXTRA -> ["extra", "more"]
+    # shop vocabulary that is not an entity: words safe to ignore here ("crust", "dough" at a pizzeria)...
+    fillers: list[str] = Field(default_factory=list)
+    # ...and words after which a number describes the item instead of counting it ("a two topping pizza")
+    count_words: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _check(self) -> Menu:
         if not self.item_types:
             raise ValueError("a menu needs at least one item type")
+        for name, tdef in self.item_types.items():
+            unknown = set(tdef.includes) - set(self.item_types)
+            if unknown:
+                raise ValueError(f"{name} includes unknown item types: {sorted(unknown)}")
         return self
 
     def item_type(self, name: str) -> ItemTypeDef | None:

@@ -57,6 +57,9 @@ class ParsedInput(BaseModel):
     address: str | None = None
     customer_name: str | None = None
     customer_contact: str | None = None
+    repeat_last: bool = Field(
+        default=False, description="The customer asked for the last line again ('same again'); not built here."
+    )
     confidence: float = Field(default=1.0, ge=0.0, le=1.0)
     unparsed: list[str] = Field(
         default_factory=list, description="Spans of words that could not be resolved against the menu."
@@ -75,4 +78,5 @@ class ParsedInput(BaseModel):
             or self.address
             or self.customer_name
             or self.customer_contact
+            or self.repeat_last
         )

@@ -13,11 +13,13 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from .frames import Attr, Frame, Segmentation, segment
+from .frames import Frame, Segmentation, segment
 from .lexicon import extract_contacts, get_lexicon, tokenize
 from .menu import Menu
 from .parsed_input import Modification, ParsedInput, ParsedItem
-from .tree import ItemTask, OrderTask
+from .references import current_item, diff_fields, find_item, find_ref, fitting_types, live_items, positive, said_as
+from .resolve import name_conflicts, resolve_frame
+from .tree import OrderTask
 
 _NAME_RE = re.compile(r"\b(?:my name is|my name's|name is|name's|call me|under the name(?: of)?)\s+"
                       r"([a-z][a-z'\-]*(?:\s+[a-z][a-z'\-]*)?)", re.IGNORECASE)
@@ -27,123 +29,16 @@ _STREET_RE = re.compile(r"\d|\b(?:street|st|avenue|ave|road|rd|boulevard|blvd|la
                         r"place|pl|highway|hwy|parkway|pkwy|terrace|circle|square|sq|alley|row|apt|apartment|"
                         r"suite|unit|floor|building|plaza|close|crescent|mews)\b\.?", re.IGNORECASE)
 # chunk kinds that carry no content of their own: a message made only of these says nothing to act on
-_GLUE = frozenset({"filler", "boundary", "yes", "no_answer", "def", "and", "or", "but"})
+_GLUE = frozenset({"filler", "boundary", "yes", "no_answer", "def", "and", "or", "but", "wait"})
 _REFUSAL = frozenset({"yes", "no_answer", "neg", "cancel", "cancel_all", "modify", "checkout"})
 _ORDINAL_TEXT = {0: "first", 1: "second", 2: "third", 3: "fourth", -1: "last"}
+# a question about the menu, not an order ("is the blueberry bagel good", "do you have gluten free crust?")
+_QUESTION_RE = re.compile(r"^\s*(?:is|are|was|does|do you|did|what|what's|whats|which|how|why|when|where|who)\b"
+                          r"(?! are you| is it going|'s it going| you doing| are ya| is your)", re.IGNORECASE)
+_REQUEST_RE = re.compile(r"^\s*(?:can|could|may|would|will|i|i'd|id|i'll|ill|let me|please|and|yes|yeah)\b",
+                         re.IGNORECASE)
 _ADDRESS_RE = re.compile(r"\b(?:deliver(?:ed)?(?: it)?|bring it|send it|delivery)\s+(?:to|at)\s+(.+)$",
                          re.IGNORECASE)
-
-
-def resolve_frame(frame: Frame, menu: Menu) -> tuple[str | None, dict[str, Any], list[str]]:
-    """Item type, fields and leftover attribute texts of one frame."""
-    item_type = frame.anchor or _infer_type(frame, menu)
-    if item_type is None:
-        return None, {}, [a.text for a in frame.attrs]
-    tdef = menu.item_types[item_type]
-    fields: dict[str, Any] = {}
-    leftovers: list[str] = []
-    if frame.number is not None and not frame.article:
-        fields["quantity"] = int(frame.number) if float(frame.number).is_integer() else frame.number
-    for attr in frame.attrs:
-        sense = next((s for s in attr.senses if s.item_type == item_type), None)
-        if sense is None or sense.field is None:
-            leftovers.append(attr.text)
-            continue
-        if not _apply_attr(fields, sense.field, tdef.fields[sense.field], sense.value, attr):
-            leftovers.append(attr.text)
-    return item_type, fields, leftovers
-
-
-def _apply_attr(fields: dict[str, Any], name: str, fdef: Any, value: Any, attr: Attr) -> bool:
-    """Put one attribute into ``fields``; False when it conflicts with a value already said."""
-    if fdef.kind == "bool":
-        new = (not value) if attr.negated else value
-        if name in fields and fields[name] != new:
-            return False  # "toasted ... not toasted": ask, don't guess
-        fields[name] = new
-        return True
-    entry: Any = value
-    if fdef.qualifiers:
-        entry = {"name": value, "quantity": attr.qualifier} if attr.qualifier else {"name": value}
-    if attr.negated and fdef.negatable:
-        bucket = fields.setdefault(f"excluded_{name}", [])
-        if entry not in bucket:
-            bucket.append(entry)
-        return True
-    if attr.negated and attr.neg_direct and not fdef.multi:
-        return True  # "a plain bagel, no onions": a single choice that is not onion - never the value
-    # a non-negatable value later in a negation scope ("without cheese in a small pie") is positive
-    if fdef.multi:
-        bucket = fields.setdefault(name, [])
-        if entry not in bucket:
-            bucket.append(entry)
-    elif name in fields and fields[name] != entry:
-        return False  # two values for one single choice ("a sesame onion bagel"): not silently overwritten
-    else:
-        fields[name] = entry
-    return True
-
-
-def _infer_type(frame: Frame, menu: Menu) -> str | None:
-    if not frame.attrs:
-        return frame.inherit
-    candidates = [t for t in menu.item_types if all(t in {s.item_type for s in a.senses} for a in frame.attrs)]
-    if not candidates:
-        counts = {t: sum(t in {s.item_type for s in a.senses} for a in frame.attrs) for t in menu.item_types}
-        best = max(counts.values())
-        candidates = [t for t, c in counts.items() if c == best and c > 0]
-    if frame.inherit in candidates:
-        return frame.inherit
-    return candidates[0] if candidates else None
-
-
-def _name_field(menu: Menu, item_type: str) -> str | None:
-    for name, fdef in menu.item_types[item_type].fields.items():
-        if fdef.names_item or name.endswith("_type"):
-            return name
-    return None
-
-
-def _find_item(tree: OrderTask, menu: Menu, item_type: str, fields: dict[str, Any]) -> int | None:
-    """Index of the last live item of this type (and same name value, when one was said)."""
-    key = _name_field(menu, item_type)
-    for idx in range(len(tree.items.items) - 1, -1, -1):
-        it = tree.items.items[idx]
-        if it.status == "skipped" or it.item_type != item_type:
-            continue
-        if key and key in fields and it.fields.get(key) != fields[key]:
-            continue
-        return idx
-    return None
-
-
-def _target_item(tree: OrderTask | None) -> int | None:
-    """The item a bare answer/modification refers to: the pending one, else the current, else the last."""
-    if tree is None:
-        return None
-    if tree.pending is not None and tree.pending.task == "item":
-        return tree.pending.item_index
-    live = [(i, it) for i, it in enumerate(tree.items.items) if it.status != "skipped"]
-    for i, it in live:
-        if it.status == "in_progress":
-            return i
-    return live[-1][0] if live else None
-
-
-def _said(frame: Frame, menu: Menu, item_type: str) -> str:
-    """What the customer called the item of a frame ("latte", "large pizza")."""
-    words = [a.text for a in frame.attrs]
-    if frame.has_noun or not words:
-        words.append(menu.item_types[item_type].label)
-    return " ".join(words)
-
-
-def _positive(frame: Frame) -> Frame:
-    return replace(frame, attrs=[replace(a, negated=False) for a in frame.attrs])
-
-
-def _diff_fields(item: ItemTask, fields: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in fields.items() if item.fields.get(k) != v or k in item.defaulted}
 
 
 class _Builder:
@@ -152,77 +47,223 @@ class _Builder:
         self.out = ParsedInput()
         self.leftovers: list[str] = []
         self.free_text = False  # the whole message was a name/address answer
+        self.notes: list[str] = []  # "corrected": a value said after "wait" replaced an earlier one
+        self.ref: int | None = None  # the item a definite noun of this message referred to ("make the coke ...")
 
     def frames(self) -> None:
         tree = self.tree
         pending = tree.pending if tree is not None else None
-        for frame in self.seg.frames:
+        prev: Frame | None = None
+        for n, frame in enumerate(self.seg.frames):
+            prev, before = frame, prev
             if frame.negated:  # "I don't want a latte": not ordered; taken off if it was
-                item_type, fields, _left = resolve_frame(_positive(frame), self.menu)
-                idx = _find_item(tree, self.menu, item_type, fields) if tree is not None and item_type else None
+                item_type, fields, _left = resolve_frame(positive(frame), self.menu)
+                idx = find_item(tree, self.menu, item_type, fields) if tree is not None and item_type else None
                 if idx is not None:
                     self.out.cancel_item_index = idx
                 continue
-            item_type, fields, left = resolve_frame(frame, self.menu)
+            if frame.unknown_head:  # "a big mac": the values describe an item the menu doesn't have
+                self.leftovers.extend(a.text for a in frame.attrs[: len(frame.attrs) - frame.name_attrs])
+                continue
+            if frame.report_only:  # "a warm sesame bagel": "warm" is no bagel value, and no item of its own
+                self.leftovers.extend(a.text for a in frame.attrs)
+                continue
+            if self._ordinal(frame):
+                continue
+            if frame.ordinal is not None and frame.anchor is None:
+                # "a number 1 and a number 2, the first with a coke": a reference inside the message the
+                # split didn't resolve - not guessed
+                said = f"the {_ORDINAL_TEXT.get(frame.ordinal, str(frame.ordinal + 1))}"
+                self.leftovers.append(" ".join([said] + [a.text for a in frame.attrs]))
+                continue
+            item_type, fields, left = resolve_frame(frame, self.menu, self.notes)
             self.leftovers.extend(left)
             if item_type is None:
                 self._bare(frame)
                 continue
+            self.leftovers.extend(name_conflicts(self.menu, item_type, fields))
             explicit_number = frame.number is not None and not frame.article
             if frame.cancel:
-                idx = _find_item(tree, self.menu, item_type, fields) if tree is not None else None
+                idx, ambiguous = find_ref(tree, self.menu, item_type, fields) if tree is not None else (None, False)
                 if idx is not None:
                     self.out.cancel_item_index = idx
+                elif ambiguous:  # "cancel the coke" with a diet coke and a cherry coke: which one?
+                    self.leftovers.append(said_as(frame, self.menu, item_type))
                 else:  # "cancel the latte" with no latte ordered: named in an error, not dropped
-                    self.out.cancel_item = _said(frame, self.menu, item_type)
+                    self.out.cancel_item = said_as(frame, self.menu, item_type)
                 continue
-            if tree is not None and frame.definite and not explicit_number:
-                idx = _find_item(tree, self.menu, item_type, fields)
-                if idx is not None:
-                    self._modify(idx, _diff_fields(tree.items.items[idx], fields))
-                    continue
-            target = _target_item(tree)
-            target_item = tree.items.items[target] if tree is not None and target is not None else None
-            if (pending is not None and pending.task == "item" and target_item is not None and pending.field
-                    and not explicit_number and not frame.has_noun and target_item.item_type != item_type):
-                _alt_type, alt_fields, alt_left = resolve_frame(replace(frame, anchor=target_item.item_type), self.menu)
-                if pending.field in alt_fields and not alt_left:
-                    self.leftovers = self.leftovers[: len(self.leftovers) - len(left)]
+            live = live_items(tree)
+            if frame.pronoun and frame.anchor is None and live and self._pronoun(frame):
+                continue  # "and a small one with olives": another item of the kind already ordered
+            if before is not None and self._ingredient_count(frame, before, item_type):
+                self.leftovers.extend(a.text for a in frame.attrs)  # "a latte with milk and one sugar"
+            if before is not None and frame.follows_with and item_type in self.menu.item_types[
+                    before.anchor or before.inherit or item_type].includes:
+                self.leftovers.append(said_as(frame, self.menu, item_type))  # "a number 3 with curly fries"
+            target = current_item(tree)
+            target_it = tree.items.items[target] if tree is not None and target is not None else None
+            if self._as_change(n, frame, item_type, fields, live):
+                continue
+            if (pending is not None and pending.task == "item" and target_it is not None and pending.field
+                    and not explicit_number and not frame.has_noun and target_it.item_type != item_type):
+                _alt_type, alt_fields, alt_left = resolve_frame(replace(frame, anchor=target_it.item_type), self.menu)
+                missing = {f for f in target_it.required if target_it.fields.get(f) in (None, [])}
+                # "coke" answering "what drink comes with the combo?"; "medium with a diet coke" answering its size
+                if (pending.field in alt_fields or frame.follows_with and alt_fields and set(alt_fields) <= missing
+                        ) and (not alt_left or pending.field in alt_fields and frame.article):
+                    self.leftovers = self.leftovers[: len(self.leftovers) - len(left)] + alt_left
                     self._answer(alt_fields)  # "coke" answering "what drink comes with the combo?"
                     continue
-            if target_item is not None and target_item.item_type == item_type and not explicit_number:
+            if frame.anchor is None and not explicit_number and live:
+                self._bare_values(frame, left)  # "thin crust", "bottle": about an item already ordered
+                continue
+            if target_it is not None and target_it.item_type == item_type and not explicit_number:
                 answering = pending is not None and pending.task == "item" and pending.item_index == target
-                if frame.anchor is None:
-                    if answering and not self.seg.modify:
-                        self._answer(fields)
-                    else:
-                        self._modify(target, fields)
-                    continue
                 if answering and pending is not None and pending.field in fields and all(
-                    target_item.fields.get(k) in (None, [], v) or k in target_item.defaulted
+                    target_it.fields.get(k) in (None, [], v) or k in target_it.defaulted
                     for k, v in fields.items()
                 ):
                     self._answer(fields)  # "a sesame bagel" answering "what kind of bagel?"
                     continue
             if not fields and frame.anchor is None:
                 continue
+            if frame.anchor is None and len(fitting_types(frame, self.menu)) > 1 and frame.inherit is None:
+                self.leftovers.extend(a.text for a in frame.attrs)  # "large" alone: a large what?
+            if self.seg.opens_with_correction and tree is not None and any(
+                    tree.items.items[i].item_type == item_type for i in live):
+                self.leftovers.append(said_as(frame, self.menu, item_type))  # "actually a pepsi": instead of the coke?
             self.out.new_items.append(ParsedItem(item_type=item_type, fields=fields))
 
+    def _as_change(self, n: int, frame: Frame, item_type: str, fields: dict[str, Any], live: list[int]) -> bool:
+        """A change of an item already ordered, named by a reference: "make the pizza thin crust", "change the
+        bagel to sesame" (values after the noun are the change), "make the coke a diet coke", "make the bagel
+        two", "make it a cappuccino", "make that two cokes", "make it two pizzas". True when handled."""
+        tree = self.tree
+        if tree is None:
+            return False
+        explicit_number = frame.number is not None and not frame.article
+        if frame.definite and not explicit_number:
+            idx, ambiguous = find_ref(tree, self.menu, item_type, fields)
+            if idx is None and self.seg.modify and frame.noun_at is not None and not ambiguous:
+                _t, said, _l = resolve_frame(replace(frame, attrs=frame.attrs[:frame.noun_at]), self.menu)
+                idx, ambiguous = find_ref(tree, self.menu, item_type, said)
+            if idx is not None:
+                self.ref = idx
+                self._modify(idx, diff_fields(tree.items.items[idx], fields))
+                return True
+            if live and frame.has_noun:  # "no ice in the drink" with no drink ordered: not a new line
+                self.leftovers.append(said_as(frame, self.menu, item_type))
+        ref = self.ref
+        if (ref is not None and self.seg.modify and not frame.definite
+                and (frame.article or frame.anchor is None and not frame.attrs and explicit_number)
+                and tree.items.items[ref].item_type == item_type):
+            self._modify(ref, diff_fields(tree.items.items[ref], fields))
+            return True
+        target = current_item(tree)
+        target_it = tree.items.items[target] if target is not None else None
+        if n != 0 or not self.seg.modify_current:
+            return False
+        if (frame.number is not None and target is not None and target_it is not None
+                and target_it.item_type == item_type and not frame.has_noun):
+            self._modify(target, diff_fields(target_it, fields))
+            return True
+        if explicit_number and frame.has_noun:
+            same = [i for i in live if tree.items.items[i].item_type == item_type]
+            if len(same) == 1:
+                self._modify(same[0], diff_fields(tree.items.items[same[0]], fields))
+                return True
+        return False
+
+    def _pronoun(self, frame: Frame) -> bool:
+        """ "a small one with olives" opening a message: a new item of the latest type ordered that takes it."""
+        tree = self.tree
+        assert tree is not None
+        types = fitting_types(frame, self.menu)
+        kinds = [tree.items.items[i].item_type for i in live_items(tree)]
+        kind = next((k for k in reversed(kinds) if k in types), None)
+        if kind is None:
+            return False
+        _t, fields, left = resolve_frame(replace(frame, anchor=kind), self.menu, self.notes)
+        self.leftovers.extend(left)
+        self.out.new_items.append(ParsedItem(item_type=kind, fields=fields))
+        return True
+
+    def _ingredient_count(self, frame: Frame, before: Frame, item_type: str) -> bool:
+        """ "a latte with whole milk and one sugar": a number straight before an ingredient of the item just
+        described (a "with" list) counts the ingredient, not a new item - which the parse can't say."""
+        if frame.anchor is not None or frame.number is None or frame.article or frame.after_with or not frame.attrs:
+            return False
+        if before.with_mark is None or (before.anchor or before.inherit) != item_type:
+            return False
+        tdef = self.menu.item_types[item_type]
+        said = {s.field for a in frame.attrs for s in a.senses if s.item_type == item_type and s.field}
+        return bool(said) and all(tdef.fields[f].with_list for f in said)
+
+    def _bare_values(self, frame: Frame, left: list[str]) -> None:
+        """Values with no noun once items exist: they answer or change the item they fit - the pending
+        one, else the only one of a type that takes them. Several candidates: flagged, not guessed."""
+        tree, pending = self.tree, self.tree.pending if self.tree is not None else None
+        assert tree is not None
+        if left:  # resolved again below, against the item they are about
+            del self.leftovers[len(self.leftovers) - len(left):]
+        types = fitting_types(frame, self.menu)
+        fits = [i for i in live_items(tree) if tree.items.items[i].item_type in types]
+        if not fits:  # "large" at a shop where nothing ordered takes a size: a new line, as before
+            item_type, fields, left = resolve_frame(frame, self.menu, self.notes)
+            self.leftovers.extend(left)
+            if item_type is not None and fields:
+                self.leftovers.extend(a.text for a in frame.attrs)
+                self.out.new_items.append(ParsedItem(item_type=item_type, fields=fields))
+            return
+        asked = pending.item_index if pending is not None and pending.task == "item" else None
+        if asked in fits or len(fits) == 1:
+            idx = asked if asked in fits else fits[0]
+        else:  # "bottle" with a coke and a sprite, no question pending about either: which one? not guessed
+            self.leftovers.extend(a.text for a in frame.attrs)
+            return
+        _t, fields, left2 = resolve_frame(replace(frame, anchor=tree.items.items[idx].item_type), self.menu, self.notes)
+        self.leftovers.extend(left2)
+        answering = pending is not None and pending.task == "item" and pending.item_index == idx
+        if answering and not self.seg.modify:
+            self._answer(fields)
+        else:
+            self._modify(idx, fields)
+
+    def _ordinal(self, frame: Frame) -> bool:
+        """ "make the second one thin crust", "the first one with lox", "forget the last one": item n of the
+        live items (of the type, when named: "the second pizza"). Out of range: flagged."""
+        tree = self.tree
+        if frame.ordinal is None or tree is None or not live_items(tree):
+            return False
+        if frame.anchor is not None and frame.inherit is not None:
+            return False  # a part of this message's own split ("two pizzas, the first with ham")
+        live = [i for i in live_items(tree) if frame.anchor is None or tree.items.items[i].item_type == frame.anchor]
+        n = frame.ordinal
+        idx = live[n] if -len(live) <= n < len(live) else None
+        said = f"the {_ORDINAL_TEXT.get(n, str(n + 1))} one"
+        if idx is None:
+            if frame.cancel:
+                self.out.cancel_item = f"{_ORDINAL_TEXT.get(n, str(n + 1))} item"
+            else:
+                self.leftovers.append(said)
+            return True
+        if frame.cancel:
+            self.out.cancel_item_index = idx
+            return True
+        item = tree.items.items[idx]
+        _t, fields, left = resolve_frame(replace(frame, anchor=item.item_type, number=None), self.menu, self.notes)
+        self.leftovers.extend(left)
+        changes = diff_fields(item, fields)
+        if changes:
+            self._modify(idx, changes)
+        return True
+
     def _bare(self, frame: Frame) -> None:
-        """A frame naming no item: "forget the second one" (an ordinal), "make it 3" (a quantity)."""
+        """A frame naming no item: "make it 3" (a quantity)."""
         tree = self.tree
         if tree is None or frame.attrs:
             return
-        live = [i for i, it in enumerate(tree.items.items) if it.status != "skipped"]
-        if frame.ordinal is not None:
-            n = frame.ordinal
-            idx = live[n] if -len(live) <= n < len(live) else None
-            if frame.cancel and idx is not None:
-                self.out.cancel_item_index = idx
-            elif frame.cancel:
-                self.out.cancel_item = f"{_ORDINAL_TEXT.get(n, str(n + 1))} item"
-            return
-        target = _target_item(tree)
+        target = current_item(tree)
         if frame.number is not None and not frame.article and self.seg.modify and target is not None:
             qty = int(frame.number) if float(frame.number).is_integer() else frame.number
             self.out.modifications.append(Modification(item_index=target, field="quantity", new_value=qty))
@@ -235,7 +276,10 @@ class _Builder:
                 self.out.answers[k] = v
 
     def _modify(self, idx: int, fields: dict[str, Any]) -> None:
+        item = self.tree.items.items[idx] if self.tree is not None and idx < len(self.tree.items.items) else None
         for k, v in fields.items():
+            if self.seg.instead and item is not None and isinstance(v, list) and item.fields.get(k):
+                self.leftovers.append("instead")  # "make it pepperoni instead": replace the ham, or add? not guessed
             self.out.modifications.append(Modification(item_index=idx, field=k, new_value=v))
 
     def intents(self, text: str, contacts: list[str]) -> None:
@@ -247,7 +291,7 @@ class _Builder:
         if flags.get("cancel_all"):
             out.wants_cancel = True
         elif self.seg.cancel_dangling and out.cancel_item_index is None:
-            out.cancel_item_index = _target_item(tree)  # "forget it", "cancel that"
+            out.cancel_item_index = current_item(tree)  # "forget it", "cancel that"
         if flags.get("pickup"):
             out.order_type = "pickup"
         if flags.get("delivery"):
@@ -310,7 +354,12 @@ class _Builder:
 
 
 def parse_deterministic(text: str, menu: Menu, tree: OrderTask | None = None) -> ParsedInput:
-    """Parse one customer message against ``menu``; ``tree`` gives answers/modifications their target."""
+    """Parse one customer message against ``menu``; ``tree`` gives answers/modifications their target.
+
+    ``confidence`` is the share of content words resolved, a misspelling correction counting half;
+    anything said but not representable (see ``unparsed``) and structural doubts lower it - see
+    docs/order_engine.md, "Confidence".
+    """
     lex = get_lexicon(menu)
     clean, contacts = extract_contacts(text)
     chunks = lex.chunk(tokenize(clean))
@@ -319,13 +368,23 @@ def parse_deterministic(text: str, menu: Menu, tree: OrderTask | None = None) ->
     builder.frames()
     builder.intents(text, contacts)
     out = builder.out
-    out.unparsed = [] if builder.free_text else _spans(chunks) + builder.leftovers
+    out.repeat_last = bool(seg.flags.get("repeat"))
+    if seg.flags.get("all_items") and len(live_items(tree)) + len(seg.frames) >= 2:
+        builder.leftovers.append(seg.flags["all_items"])  # "make everything large": every line? not represented
+    if _QUESTION_RE.match(clean) or (clean.rstrip().endswith("?") and not _REQUEST_RE.match(clean)):
+        builder.leftovers.append(clean.strip(" ?"))  # a question: answered by a person or the LLM, not ordered
+    out.unparsed = [] if builder.free_text else _spans(chunks) + builder.leftovers + seg.doubts
     if out.is_empty() and not out.unparsed and _has_content(chunks, seg):
         out.unparsed = [text.strip(" .!?")]  # "make it 0" with nothing to act on: said, not understood
     unresolved = sum(len(s.split()) for s in out.unparsed)
-    confidence = 1.0 - unresolved / max(seg.content, 1)
+    guessed = sum(c.fuzzy for c in chunks) / 2
+    confidence = 1.0 - (unresolved + guessed) / max(seg.content, 1)
     if out.is_empty():
         confidence = min(confidence, 0.0 if unresolved or not seg.content else 0.5)
+    if out.repeat_last:
+        confidence = min(confidence, 0.5)  # the parser doesn't rebuild the last line: the caller must
+    if "corrected" in builder.notes:
+        confidence = min(confidence, 0.7)  # "butter, no wait, jam": the last value was taken - a guess
     out.confidence = round(max(0.0, min(1.0, confidence)), 3)
     return out
 

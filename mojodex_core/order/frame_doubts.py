@@ -1,0 +1,102 @@
+"""Grammar-pass handlers that read pauses, corrections, halves and unknown names, and record the
+structural doubts the parse can't represent (``Segmentation.doubts`` -> ``ParsedInput.unparsed``).
+
+A mixin of the segmenter (:mod:`frames`): it uses the segmenter's state (``out``, ``cur``,
+``neg``...) and its ``_new_frame`` / ``_end_neg``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .frame_parts import Frame, Segmentation
+from .frame_rules import ChunkRules
+from .lexicon import Chunk
+
+
+class DoubtHandlers(ChunkRules):
+    out: Segmentation
+    cur: Frame | None
+    neg: bool
+    neg_count: int
+    definite: bool
+    cancel_next: bool
+    correcting: bool
+    half_whole: Frame | None
+
+    def _new_frame(self, pull_types: set[str] | None = None, **kw: Any) -> Frame:
+        raise NotImplementedError
+
+    def _end_neg(self) -> None:
+        raise NotImplementedError
+
+    def on_wait(self, i: int, ch: Chunk) -> None:
+        """ "hold on", "wait": a pause or a self-correction - except "hold on chicken" (= hold the chicken)."""
+        nxt = self._next(i)
+        if ch.text.lower().startswith("hold") and nxt is not None and nxt.kind == "menu":
+            if not self.neg:
+                self.neg, self.neg_count = True, 0
+            return
+        self._end_neg()
+        if self.out.frames:
+            self.correcting = True
+        else:
+            self.out.opens_with_correction = True  # "actually a pepsi": instead of, or as well?
+
+    def on_half(self, i: int, ch: Chunk) -> None:
+        """ "a dozen bagels, half with butter": a part of an even announced quantity (split later);
+        a half of anything else ("a pizza, half pepperoni") can't be represented: a doubt."""
+        self._end_neg()
+        whole = self.half_whole
+        cur = self.cur
+        if whole is None and cur is not None and cur.anchor and not cur.article and cur.number is not None:
+            if float(cur.number).is_integer() and cur.number >= 2 and cur.number % 2 == 0:
+                whole = cur
+        if whole is None or whole.number is None:
+            self.out.doubts.append(ch.text)
+            return
+        self.half_whole = whole
+        prev = self._prev(i)
+        self._new_frame(number=whole.number / 2, split_child=True, after_and=prev is not None and prev.kind == "and")
+
+    def on_unknown(self, i: int) -> None:
+        """ "a big mac", "garlic bread": values right before an unknown word name an item the menu doesn't
+        have - the whole name is unresolved (reported as one span), not an order for a large something."""
+        cur = self.cur
+        if cur is None or cur.anchor is not None or not cur.attrs or i == 0 or self.chunks[i - 1].kind != "menu":
+            return
+        cur.unknown_head = True
+        j = i - 1
+        while j >= 0 and self.chunks[j].kind == "menu" and cur.name_attrs < len(cur.attrs):
+            self.chunks[j] = self.chunks[j]._replace(kind="unknown")
+            cur.name_attrs += 1
+            j -= 1
+
+    def _glued_prev(self, i: int) -> bool:
+        """The chunk before ``i`` (commas aside) is a menu value: "no ham bacon", "not ham, bacon"."""
+        j = i - 1
+        while j >= 0 and self.chunks[j].text == ",":
+            j -= 1
+        return j >= 0 and self.chunks[j].kind == "menu"
+
+    def _orphan(self, i: int, cur: Frame | None) -> None:
+        """ "a warm sesame bagel": values right before values of another item, with nothing between, are
+        not an item of their own - the frame they started is dropped and reported."""
+        if cur is not None and cur.anchor is None and cur.attrs and i > 0 and self.chunks[i - 1].kind == "menu":
+            cur.report_only = True
+
+    def on_dangling_neg(self, i: int, ch: Chunk) -> None:
+        """ "a large pizza with no": a negation with nothing after it, once something was ordered."""
+        nxt = self._next(i)
+        if (nxt is None or nxt.kind == "boundary") and any(c.kind in ("menu", "num") for c in self.chunks[:i]):
+            self.out.doubts.append(ch.text)
+
+    def _definite_named(self, ch: Chunk) -> Frame | None:
+        """An earlier item of this message named again with "the" ("a sprite and a root beer, no ice in the
+        sprite"): the values around it can't be placed for sure."""
+        if not self.definite or self.cancel_next:
+            return None
+        said = {(s.item_type, s.field, s.value) for s in ch.senses if s.names_item}
+        same = [f for f in self.out.frames if any((s.item_type, s.field, s.value) in said
+                                                   for a in f.attrs for s in a.senses if s.names_item)]
+        return same[0] if len(same) == 1 else None

@@ -1,0 +1,109 @@
+"""Look-around rules of the grammar pass: small predicates over the chunks near a position.
+
+They decide whether an article starts another item ("a large pizza and a small", "3 pizzas: a small
+with ham, a medium with bacon") or belongs to an attribute ("with a thin crust"), and whether a value
+that names an item is rather an attribute of the current one ("a combo with a coke").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .frame_parts import Attr, Frame
+from .lexicon import Chunk, Sense
+from .menu import Menu
+
+CONNECTORS = frozenset({"num", "neg", "with", "and", "or", "but", "boundary", "cancel", "cancel_all", "modify",
+                        "checkout", "pickup", "delivery", "pay", "yes", "no_answer"})
+
+
+def anchor_senses(chunk: Chunk) -> list[Sense]:
+    return [s for s in chunk.senses if s.field is None or s.names_item]
+
+
+def types_of(senses: Any) -> set[str]:
+    return {s.item_type for s in senses}
+
+
+def fits(attr: Attr, types: set[str]) -> bool:
+    return bool(types_of(attr.senses) & types)
+
+
+class ChunkRules:
+    """Predicates over ``self.chunks`` (the segmenter's input) for the current frame."""
+
+    chunks: list[Chunk]
+    menu: Menu
+
+    def _prev(self, i: int) -> Chunk | None:
+        return next((c for c in reversed(self.chunks[:i]) if c.kind != "filler"), None)
+
+    def _next(self, i: int) -> Chunk | None:
+        for ch in self.chunks[i + 1:]:
+            if ch.kind != "filler":
+                return ch
+        return None
+
+    def _lookahead_anchor(self, i: int) -> list[Sense]:
+        for ch in self.chunks[i + 1:]:
+            if ch.kind == "menu":
+                anchors = anchor_senses(ch)
+                if anchors:
+                    return anchors
+            elif ch.kind in ("and", "or"):
+                continue  # "a large pepperoni and mushroom pizza"
+            elif ch.kind in CONNECTORS or ch.kind == "unknown":
+                return []
+        return []
+
+    def _restates_field(self, i: int, cur: Frame) -> bool:
+        """ "a large pizza and a small", "a hawaiian and a margherita": after "and", an article
+        followed by a value for a field the current item already has starts another item."""
+        prev = next((c for c in reversed(self.chunks[:i]) if c.kind != "filler"), None)
+        nxt = self._next(i)
+        if prev is None or prev.kind != "and" or nxt is None or nxt.kind != "menu":
+            return False
+        filled = {(s.item_type, s.field) for a in cur.attrs for s in a.senses
+                  if s.field and not self.menu.item_types[s.item_type].fields[s.field].with_list}
+        return any((s.item_type, s.field) in filled for s in nxt.senses)
+
+    def _elided_noun(self, i: int, cur: Frame) -> bool:
+        """ "3 pizzas: a small with ham, a medium with bacon": an article, values of the current item's
+        type, then "with" - another item whose noun was left out."""
+        kind = cur.anchor or cur.inherit
+        prev = next((c for c in reversed(self.chunks[:i]) if c.kind != "filler"), None)
+        if kind is None or prev is None or prev.kind in ("with", "neg", "qual"):
+            return False
+        seen = False
+        for ch in self.chunks[i + 1:]:
+            if ch.kind == "filler":
+                continue
+            if ch.kind == "menu" and not anchor_senses(ch) and any(s.item_type == kind for s in ch.senses):
+                seen = True
+                continue
+            return seen and ch.kind == "with"
+        return False
+
+    def _absorbs(self, cur: Frame, senses: list[Sense]) -> bool:
+        if not senses:
+            return False
+        tdef = self.menu.item_types.get(cur.anchor or "")
+        return bool(tdef) and any(
+            not s.names_item and s.item_type == cur.anchor and s.field for s in self._all_senses(senses)
+        )
+
+    def _all_senses(self, anchors: list[Sense]) -> list[Sense]:
+        # the chunk holding these anchor senses may also carry plain-value senses
+        for ch in self.chunks:
+            if ch.kind == "menu" and anchors[0] in ch.senses:
+                return list(ch.senses)
+        return anchors
+
+    def _prefers_attribute(self, cur: Frame, ch: Chunk) -> bool:
+        """A value that names an item but also fills an empty field of the current one ("combo with coke")."""
+        if not cur.with_seen:
+            return False
+        for s in ch.senses:
+            if s.item_type == cur.anchor and s.field and not s.names_item:
+                return not any(s.field in {x.field for x in a.senses} for a in cur.attrs)
+        return False
