@@ -58,8 +58,8 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f('ix_order_session_menu_id'), ['menu_id'], unique=False)
         batch_op.create_index(batch_op.f('ix_order_session_state'), ['state'], unique=False)
 
-    op.create_table('order_turn',
-    sa.Column('order_turn_pk', sa.Integer(), nullable=False),
+    op.create_table('order_audit',
+    sa.Column('order_audit_pk', sa.Integer(), nullable=False),
     sa.Column('user_task_execution_fk', sa.Integer(), nullable=False),
     sa.Column('seq', sa.Integer(), nullable=False),
     sa.Column('message_fk', sa.Integer(), nullable=True),
@@ -78,13 +78,13 @@ def upgrade() -> None:
     sa.Column('timings_ms', sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), 'postgresql'), nullable=False),
     sa.Column('latency_ms', sa.Float(), nullable=False),
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
-    sa.ForeignKeyConstraint(['message_fk'], ['message.message_pk'], name=op.f('fk_order_turn_message_fk_message'), ondelete='SET NULL'),
-    sa.ForeignKeyConstraint(['user_task_execution_fk'], ['user_task_execution.user_task_execution_pk'], name=op.f('fk_order_turn_user_task_execution_fk_user_task_execution'), ondelete='CASCADE'),
-    sa.PrimaryKeyConstraint('order_turn_pk', name=op.f('pk_order_turn')),
-    sa.UniqueConstraint('user_task_execution_fk', 'seq', name=op.f('uq_order_turn_user_task_execution_fk_seq'))
+    sa.ForeignKeyConstraint(['message_fk'], ['message.message_pk'], name=op.f('fk_order_audit_message_fk_message'), ondelete='SET NULL'),
+    sa.ForeignKeyConstraint(['user_task_execution_fk'], ['user_task_execution.user_task_execution_pk'], name=op.f('fk_order_audit_user_task_execution_fk_user_task_execution'), ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('order_audit_pk', name=op.f('pk_order_audit')),
+    sa.UniqueConstraint('user_task_execution_fk', 'seq', name=op.f('uq_order_audit_user_task_execution_fk_seq'))
     )
-    with op.batch_alter_table('order_turn', schema=None) as batch_op:
-        batch_op.create_index(batch_op.f('ix_order_turn_message_fk'), ['message_fk'], unique=False)
+    with op.batch_alter_table('order_audit', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_order_audit_message_fk'), ['message_fk'], unique=False)
 
     op.create_table('order_ticket',
     sa.Column('order_ticket_pk', sa.Integer(), nullable=False),
@@ -120,10 +120,10 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f('ix_order_ticket_produced_text_version_fk'))
 
     op.drop_table('order_ticket')
-    with op.batch_alter_table('order_turn', schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f('ix_order_turn_message_fk'))
+    with op.batch_alter_table('order_audit', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_order_audit_message_fk'))
 
-    op.drop_table('order_turn')
+    op.drop_table('order_audit')
     with op.batch_alter_table('order_session', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_order_session_state'))
         batch_op.drop_index(batch_op.f('ix_order_session_menu_id'))

@@ -412,13 +412,13 @@ class OrderSession(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
 
 
-class OrderTurn(Base):
+class OrderAudit(Base):
     """Audit log: one row per turn of an order conversation (an utterance or a global event)."""
 
-    __tablename__ = "order_turn"
+    __tablename__ = "order_audit"
     __table_args__ = (UniqueConstraint("user_task_execution_fk", "seq"),)
 
-    order_turn_pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    order_audit_pk: Mapped[int] = mapped_column(Integer, primary_key=True)
     user_task_execution_fk: Mapped[int] = mapped_column(
         ForeignKey("user_task_execution.user_task_execution_pk", ondelete="CASCADE")
     )

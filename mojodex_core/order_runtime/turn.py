@@ -1,0 +1,341 @@
+"""One turn of an order task: a customer utterance or a global event through the conversation engine.
+
+The same shape as an instruct turn (begin / run / complete or fail), on the same runner, so
+ordering per session, idempotency on message_id and failures behave the same: a turn that
+cannot answer leaves its message failed with an error event, retryable with the same
+message_id. The reply is never written by an LLM: it comes from the engine's resource files;
+the LLM (when configured) only helps the engine parse and classify.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy.orm import Session as DbSession
+from sqlalchemy.orm import sessionmaker
+
+from mojodex_core.db import transaction
+from mojodex_core.db.models import (
+    Message,
+    OrderAudit,
+    OrderSession,
+    Task,
+    UserTask,
+    UserTaskExecution,
+)
+from mojodex_core.execution.events import EventPublisher
+from mojodex_core.execution.failures import fail_or_mark, mark_failed
+from mojodex_core.execution.jobs import TurnJob
+from mojodex_core.llm import LLMCancelled, LLMError
+from mojodex_core.order.conversation import (
+    Conversation,
+    ConversationEnded,
+    TurnInput,
+    TurnOutcome,
+    build_ticket,
+    converse,
+    order_view,
+)
+from mojodex_core.order.menu import Menu
+from mojodex_core.order_runtime import ORDER_EVENT
+from mojodex_core.order_runtime.intake import OrderFinished, accept_event
+from mojodex_core.order_runtime.menus import MenuCatalog, MenuNotFound
+from mojodex_core.order_runtime.store import LiveStateStore, state_key
+from mojodex_core.order_runtime.tickets import TicketDelivery, create_ticket
+
+log = logging.getLogger("mojodex.order.turn")
+
+
+class TurnFailed(Exception):
+    """A turn that cannot produce an answer; the message is shown to the user."""
+
+
+class BoundLLM:
+    """The platform's provider with this turn's execution and cancel flag bound (StructuredLLM)."""
+
+    def __init__(self, llm: Any, user_task_execution_pk: int, cancel: threading.Event) -> None:
+        self._llm = llm
+        self._pk = user_task_execution_pk
+        self._cancel = cancel
+
+    def structured(self, messages: list[dict], response_model: type, *, label: str) -> Any:
+        return self._llm.structured(
+            messages, response_model, label=label, user_task_execution_pk=self._pk, cancel=self._cancel
+        )
+
+
+@dataclass
+class OrderTurnContext:
+    session_id: str
+    message_pk: int
+    message_id: str | None
+    user_task_execution_pk: int
+    user_id: str
+    task_name: str
+    output_text_type_fk: int | None
+    webhook_url: str | None
+    key: str
+    conversation: Conversation | None
+    turn: int  # the platform's count of turns answered in this conversation, before this one
+    menu: Menu | None
+    turn_input: TurnInput | None
+    utterance: str | None = None
+    event: str | None = None
+    setup_error: str | None = None
+    started_now: bool = False
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+def live_state(turn: int, conversation: Conversation) -> str:
+    """What the live store keeps: the conversation and the platform's turn counter it belongs to."""
+    return json.dumps({"turn": turn, "conversation": json.loads(conversation.to_json())})
+
+
+def load_conversation(store: LiveStateStore, key: str, row: OrderSession) -> Conversation:
+    """The live copy when it is the latest turn's, else the durable record."""
+    live = store.load(key)
+    if live is not None:
+        try:
+            data = json.loads(live)
+            if data.get("turn") == row.turn:
+                return Conversation.from_json(data["conversation"])
+        except (ValueError, KeyError, TypeError, AttributeError):
+            log.warning("unreadable live state under %s: using the database", key)
+    return Conversation.from_json(row.conversation)
+
+
+class OrderTurn:
+    """Callable handed to the dispatcher for task type 'order'."""
+
+    def __init__(
+        self,
+        session_factory: sessionmaker[DbSession],
+        events: EventPublisher,
+        llm: Any,
+        store: LiveStateStore,
+        menus: MenuCatalog,
+        tickets: TicketDelivery | None,
+        *,
+        threshold: float = 0.8,
+    ) -> None:
+        self._factory = session_factory
+        self._events = events
+        self._llm = llm
+        self.store = store
+        self._menus = menus
+        self._tickets = tickets
+        self._threshold = threshold
+
+    def __call__(self, job: TurnJob, cancel: threading.Event) -> None:
+        started = time.perf_counter()
+        try:
+            context = self._begin(job)
+        except Exception:
+            log.exception("order turn set-up failed session=%s message_pk=%s", job.session_id, job.message_pk)
+            mark_failed(self._factory, job.message_pk, "The assistant failed to answer because of an internal error.")
+            return
+        if context is None:
+            return
+        ticket_pk = None
+        try:
+            if context.started_now:
+                self._events.publish(
+                    context.session_id,
+                    "user_task_execution_start",
+                    {"session_id": context.session_id, "user_task_execution_pk": context.user_task_execution_pk},
+                )
+            if context.setup_error is not None:
+                raise TurnFailed(context.setup_error)
+            llm = BoundLLM(self._llm, context.user_task_execution_pk, cancel) if self._llm is not None else None
+            try:
+                outcome = converse(
+                    context.conversation, context.turn_input, context.menu, llm=llm, threshold=self._threshold
+                )
+            except ConversationEnded as exc:
+                raise TurnFailed("This order is finished: start a new one.") from exc
+            if cancel.is_set():
+                raise LLMCancelled("cancelled")
+            ticket_pk = self._complete(context, outcome, started)
+            if ticket_pk is not None and self._tickets is not None and context.webhook_url:
+                self._tickets.deliver_later(ticket_pk)
+            log.info(
+                "order turn done session=%s message_pk=%s %s->%s (%s) in %.1f ms",
+                job.session_id, job.message_pk, outcome.state_before, outcome.state_after, outcome.response_key,
+                (time.perf_counter() - started) * 1000,
+            )
+        except Exception as exc:
+            ticket_pk = None
+            if isinstance(exc, LLMCancelled):
+                reason = "The turn was cancelled."
+            elif isinstance(exc, (LLMError, TurnFailed)):
+                reason = str(exc)
+            else:
+                log.exception("order turn crashed session=%s message_pk=%s", job.session_id, job.message_pk)
+                reason = "The assistant failed to answer because of an internal error. Please retry."
+            fail_or_mark(
+                self._factory, self._events, session_id=context.session_id, message_pk=context.message_pk,
+                message_id=context.message_id, user_task_execution_pk=context.user_task_execution_pk, reason=reason,
+            )
+        if ticket_pk is not None:
+            self._order_complete(context)
+
+    def _order_complete(self, context: OrderTurnContext) -> None:
+        """The ticket is stored: Closing ends in Idle through the engine's order_complete event, run
+        now in this turn's slot of the session's queue (nothing can slip in between)."""
+        try:
+            message_pk = accept_event(
+                self._factory, self._events, session_id=context.session_id,
+                user_task_execution_pk=context.user_task_execution_pk, event="order_complete", item=None,
+            )
+        except OrderFinished:
+            return
+        except Exception:
+            log.exception("could not raise order_complete for execution %s", context.user_task_execution_pk)
+            return
+        self(TurnJob(session_id=context.session_id, message_pk=message_pk), threading.Event())
+
+    # --- phase 1: the message, its conversation and menu; the message marked processing
+    def _begin(self, job: TurnJob) -> OrderTurnContext | None:
+        with transaction(self._factory) as db:
+            message = db.get(Message, job.message_pk, with_for_update=True)
+            if message is None or message.status != "pending":
+                return None
+            execution = (
+                db.get(UserTaskExecution, message.user_task_execution_fk)
+                if message.user_task_execution_fk is not None else None
+            )
+            if execution is None:
+                message.status = "failed"
+                message.error = "the task execution does not exist"
+                return None
+            user_task = db.get(UserTask, execution.user_task_fk)
+            task = db.get(Task, user_task.task_fk)
+            row = db.get(OrderSession, execution.user_task_execution_pk)
+            spec = task.spec or {}
+            context = OrderTurnContext(
+                session_id=execution.session_id,
+                message_pk=message.message_pk,
+                message_id=message.message_id,
+                user_task_execution_pk=execution.user_task_execution_pk,
+                user_id=user_task.user_id,
+                task_name=task.name_for_system,
+                output_text_type_fk=task.output_text_type_fk,
+                webhook_url=spec.get("pos_webhook_url"),
+                key=state_key(row.location, row.lane, execution.session_id) if row else "",
+                conversation=None,
+                turn=row.turn if row else 0,
+                menu=None,
+                turn_input=None,
+            )
+            if message.event_name == ORDER_EVENT:
+                data = message.data or {}
+                context.event = data.get("event")
+                context.turn_input = TurnInput(event=context.event, item=data.get("item"))
+            else:
+                context.utterance = message.text
+                context.turn_input = TurnInput(text=message.text)
+            if execution.status == "deleted":
+                context.setup_error = "The task execution was deleted."
+            elif row is None:
+                context.setup_error = "This execution has no order conversation (was it created as an order task?)."
+            elif row.state == "Idle":
+                context.setup_error = "This order is finished: start a new one."
+            else:
+                try:
+                    context.menu = self._menus.resolve(db, row.menu_ref)
+                    context.conversation = load_conversation(self.store, context.key, row)
+                except MenuNotFound as exc:
+                    context.setup_error = f"The menu of this order is not available: {exc}"
+            message.status = "processing"
+            context.started_now = execution.start_date is None and execution.status != "deleted"
+            if context.started_now:
+                execution.start_date = datetime.now(UTC)
+                execution.status = "started"
+        return context
+
+    # --- phase 3: the reply, audit, state and ticket in one transaction, then the events
+    def _complete(self, context: OrderTurnContext, outcome: TurnOutcome, started: float) -> int | None:
+        persist_started = time.perf_counter()
+        conversation = outcome.conversation
+        ticket_pk = None
+        with self._events.publishing(context.session_id) as publication, transaction(self._factory) as db:
+            user_message = db.get(Message, context.message_pk)
+            user_message.status = "answered"
+            db.flush()
+            execution = db.get(UserTaskExecution, context.user_task_execution_pk, with_for_update=True)
+            if execution is None or execution.status == "deleted":
+                raise TurnFailed("The task execution was deleted.")
+            row = db.get(OrderSession, context.user_task_execution_pk)
+            if row.turn != context.turn:
+                # Another process answered a turn of this conversation meanwhile: never overwrite it.
+                raise TurnFailed("The order changed while this message was handled. Please retry.")
+            view = order_view(conversation, context.menu)
+            base = {"session_id": context.session_id, "user_task_execution_pk": context.user_task_execution_pk}
+            answer = Message(
+                session_id=context.session_id,
+                user_task_execution_fk=context.user_task_execution_pk,
+                sender="assistant",
+                event_name="mojo_message",
+                text=outcome.reply,
+                status="final",
+                data={"response_key": outcome.response_key, "state": outcome.state_after},
+            )
+            db.add(answer)
+            db.flush()
+            user_message.answer_message_fk = answer.message_pk
+            row.conversation = conversation.model_dump(mode="json")
+            row.state = outcome.state_after
+            row.turn = context.turn + 1
+            ticket = None
+            if outcome.closed:
+                ticket = create_ticket(
+                    db, execution, context.user_id, build_ticket(conversation, context.menu),
+                    webhook_url=context.webhook_url, text_type_fk=context.output_text_type_fk,
+                    message_pk=answer.message_pk, title=f"Order ticket #{context.user_task_execution_pk}",
+                )
+                ticket_pk = ticket.order_ticket_pk
+            if outcome.ended or outcome.state_after == "Idle":
+                execution.status = "completed"
+                execution.end_date = datetime.now(UTC)
+            answer.seq = publication.add(db, "mojo_message", {
+                **base, "text": outcome.reply, "message_pk": answer.message_pk, "user_message_pk": context.message_pk,
+                "response_key": outcome.response_key,
+            })
+            if ticket is not None:
+                from mojodex_core.order_runtime.tickets import ticket_view
+
+                publication.add(db, "order_ticket", {**base, "ticket": ticket_view(ticket)})
+            publication.add(db, "order_state", {
+                **base, "state": outcome.state_after, "order": view, "cancel_reply": outcome.cancel_reply,
+            })
+            persistence_ms = (time.perf_counter() - persist_started) * 1000
+            db.add(OrderAudit(
+                user_task_execution_fk=context.user_task_execution_pk,
+                seq=context.turn + 1,
+                message_fk=context.message_pk,
+                utterance=context.utterance,
+                event=context.event,
+                intent=outcome.intent,
+                off_topic_type=outcome.off_topic_type,
+                parsed=outcome.parsed,
+                diff=outcome.diff,
+                state_before=outcome.state_before,
+                state_after=outcome.state_after,
+                transition=outcome.transition,
+                response_key=outcome.response_key,
+                reply=outcome.reply,
+                trace=outcome.trace,
+                timings_ms={**outcome.timings_ms, "persistence": round(persistence_ms, 3)},
+                latency_ms=round((time.perf_counter() - started) * 1000, 3),
+            ))
+        if outcome.state_after == "Idle":
+            self.store.drop(context.key)
+        else:
+            self.store.save(context.key, live_state(context.turn + 1, conversation))
+        return ticket_pk
