@@ -54,6 +54,7 @@ class FieldDef(BaseModel):
     required: bool = False
     default: Any = None  # a non-null default means "don't ask"
     question: str | None = None
+    questions: dict[str, str] = Field(default_factory=dict)  # per-language questions: {"fr": "..."}
     values: list[ValueDef] = Field(default_factory=list)
     multi: bool = False  # list field (extras, toppings, styles)
     qualifiers: bool = False  # entries may carry a quantity qualifier (EXTRA, LIGHT)
@@ -157,6 +158,7 @@ class ItemTypeDef(BaseModel):
     short: str | None = None  # template naming one item: "{bagel_type} bagel"
     summary: str | None = None  # template describing it: "{size} {iced} {drink_type}"
     exr: str | None = None  # dataset notation tag (PIZZAORDER, DRINKORDER)
+    role: Literal["main", "side", "drink"] | None = None  # for the next-step prompts of the conversation
 
     @model_validator(mode="after")
     def _check(self) -> ItemTypeDef:

@@ -297,7 +297,8 @@ def update_state(tree: OrderTask, parsed: ParsedInput, menu: Menu | None = None)
         up.modify(mod)
     pending = tree.pending
     confirming = parsed.wants_checkout and pending is not None and pending.task == "checkout"
-    up.answer(parsed.answers, tree.checkout.confirmed or confirming)
+    asked_payment = pending is not None and pending.task == "payment"  # the conversation asks it before the read-back
+    up.answer(parsed.answers, tree.checkout.confirmed or confirming or asked_payment)
     if parsed.cancel_item_index is not None or parsed.cancel_item:
         up.cancel(parsed.cancel_item_index, parsed.cancel_item)
     if parsed.customer_name:

@@ -1,0 +1,484 @@
+"""The actions named in the transition table. Each one commits (or not) the tentative order and composes
+the reply from resource entries; none of them chooses a next state."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ..flow import recalculate
+from ..parsed_input import Modification, ParsedInput, ParsedItem
+from ..render import lower_first, refresh_display, with_article
+from ..state import plural
+from ..tree import OrderError, OrderTask
+from .context import Ctx, apply_parsed, pending_change_dump
+from .menu_answers import answer_menu_question
+from .menu_index import (
+    closest,
+    example_answer,
+    example_order,
+    field_value_alternative,
+    item_type_alternative,
+    suggestions,
+)
+from .resources import join_list, say
+from .steps import Step, next_step, options_question, question_text, step_example
+from .views import uses
+
+# -- committing and acknowledging ------------------------------------------------------------------------
+
+
+def commit(ctx: Ctx) -> None:
+    """Apply the tentative order (the utterance's changes) and set the referent."""
+    if ctx.tentative is None or ctx.diff is None:
+        return
+    ctx.conv.order = ctx.tentative
+    ctx.ops.extend(op.model_dump() for op in ctx.diff.ops if op.op != "error")
+    ctx.errors.extend(e.model_dump() for e in ctx.diff.errors)
+    notes = ctx.tentative.last_turn
+    touched = notes.added + notes.modified
+    if touched:
+        ctx.conv.last_mentioned_item = touched[-1]
+        ctx.rule("referent", f"last mentioned item {touched[-1]}")
+    if notes.added or notes.cancelled or notes.order_cancelled:
+        ctx.conv.next_step_offered = False
+    if ctx.ops:
+        ctx.rule("apply", f"{len(ctx.ops)} change(s) to the order")
+    ctx.tentative = None
+
+
+def _error_text(ctx: Ctx, err: OrderError) -> tuple[str, str]:
+    lang = ctx.lang
+    if err.kind == "not_on_menu":
+        near = join_list(lang, closest(err.subject, ctx.menu), "word-or")
+        return "error-not-on-menu", say(lang, "error-not-on-menu", subject=err.subject, closest=near)
+    if err.kind == "quantity_out_of_range":
+        for tdef in ctx.menu.item_types.values():
+            if tdef.label in err.subject or plural(tdef.label) in err.subject:
+                return "error-quantity-out-of-range", say(
+                    lang, "error-quantity-out-of-range", subject=err.subject, min=tdef.min_qty, max=tdef.max_qty,
+                    label=plural(tdef.label))
+        return "error-invalid-value", say(lang, "error-invalid-value", subject=err.subject)
+    key = {"out_of_stock": "error-out-of-stock", "unknown_item": "error-unknown-item",
+           "not_understood": "error-not-understood"}.get(err.kind, "error-invalid-value")
+    return key, say(lang, key, subject=err.subject)
+
+
+def acknowledge(ctx: Ctx, *, skip: tuple[str, ...] = ()) -> None:
+    """Errors first, then what changed this turn (never the whole order: that is Confirming's job)."""
+    tree = ctx.conv.order
+    notes = tree.last_turn
+    for err in notes.errors:
+        if err.kind in skip:
+            continue
+        ctx.say(*_error_text(ctx, err))
+    if not ctx.ops:
+        return
+    live = tree.items.active()
+    if notes.order_cancelled:
+        ctx.say("ack-order-cancelled", say(ctx.lang, "ack-order-cancelled"))
+    elif notes.cancelled and not notes.added:
+        if live:
+            rest = join_list(ctx.lang, [it.short or it.label for _, it in live])
+            ctx.say("ack-cancelled-rest", say(ctx.lang, "ack-cancelled-rest", items=rest))
+        else:
+            gone = join_list(ctx.lang, [tree.items.items[i].short or tree.items.items[i].label
+                                        for i in notes.cancelled])
+            ctx.say("ack-cancelled", say(ctx.lang, "ack-cancelled", items=gone))
+    if notes.modified:
+        mods = join_list(ctx.lang, [tree.items.items[i].summary for i in notes.modified])
+        ctx.say("ack-modified", say(ctx.lang, "ack-modified", items=mods))
+    done = [i for i, it in live if it.status == "complete" and i not in notes.modified and _newly_complete(ctx, i)]
+    if done:
+        names = join_list(ctx.lang, [with_article(tree.items.items[i].summary, tree.items.items[i].quantity)
+                                     for i in done])
+        ctx.say("ack-added", say(ctx.lang, "ack-added", items=names))
+    if any(op["path"] == "delivery_method.order_type" for op in ctx.ops) and not done:
+        from .views import _fulfilment
+
+        ctx.say("ack-order-type", say(ctx.lang, "ack-order-type", order_type=_fulfilment(tree, ctx.lang)))
+
+
+def _newly_complete(ctx: Ctx, idx: int) -> bool:
+    return idx not in ctx.completed_before
+
+
+def ask(ctx: Ctx, *, lead: str | None = None) -> None:
+    """Ask the next question of the state we are going to, one question; never the same way a third time."""
+    tree = ctx.conv.order
+    state = ctx.state_after
+    step = next_step(tree, ctx.menu, state)
+    tree.pending = step.pending
+    conv = ctx.conv
+    count = conv.question_count + 1 if step.key == conv.last_question else 1
+    if count >= 3:
+        key, text = options_question(tree, ctx.menu, step, ctx.lang)
+        ctx.rule("question_loop", f"{step.key} asked {count - 1} times without progress: asked with its options")
+    else:
+        key, text = question_text(tree, ctx.menu, step, ctx.lang, conv)
+        prev = tree.last_turn.previous_pending
+        if (step.pending is not None and step.pending.task == "item" and prev is not None and prev.task == "item"
+                and prev.item_index is not None and prev.item_index != step.pending.item_index
+                and prev.item_index < len(tree.items.items)
+                and tree.items.items[prev.item_index].status == "complete"):
+            label = tree.items.items[step.pending.item_index or 0].label
+            text = say(ctx.lang, "ask-item-switch", item=label, question=lower_first(text))
+            key = "ask-item-switch"
+    if step.key == "next_step":
+        conv.next_step_offered = True
+    conv.last_question, conv.question_count = step.key, count
+    ctx.rule("next_action", _describe(tree, step))
+    if lead:
+        text = say(ctx.lang, lead, question=lower_first(text))
+        key = lead
+    ctx.say(key, text)
+
+
+def _describe(tree: OrderTask, step: Step) -> str:
+    q = step.pending
+    if q is not None and q.task == "item":
+        it = tree.items.items[q.item_index or 0]
+        kind = "optional" if q.optional else "missing"
+        return f"{it.item_type} {(q.item_index or 0) + 1} {kind} {q.field}"
+    return f"ask {step.key}"
+
+
+# -- actions ------------------------------------------------------------------------------------------
+
+
+def apply_and_set_referent(ctx: Ctx) -> None:
+    commit(ctx)
+    acknowledge(ctx)
+    if ctx.conv.last_question == "next_step" and ctx.only("yes") and not ctx.ops:
+        ctx.conv.last_question, ctx.conv.question_count = "more", 1
+        ctx.rule("next_action", "yes to the next-step prompt: ask what else")
+        ctx.say("ask-more", say(ctx.lang, "ask-more"))
+        return
+    ask(ctx)
+
+
+def start_ordering(ctx: Ctx) -> None:
+    apply_and_set_referent(ctx)
+
+
+def ask_targeted_question(ctx: Ctx) -> None:
+    """One targeted question: the words not understood and the closest menu items, or the current question
+    asked with its options. The understood part of the utterance is applied, never dropped."""
+    commit(ctx)
+    acknowledge(ctx, skip=("not_understood",))
+    tree = ctx.conv.order
+    unparsed = list(ctx.parsed.unparsed) if ctx.parsed else []
+    step = next_step(tree, ctx.menu, "Ordering" if ctx.conv.state != "Confirming" else "Confirming")
+    tree.pending = step.pending
+    if unparsed:
+        words = " ".join(unparsed)
+        near = closest(words, ctx.menu)
+        ctx.rule("clarify", f"unresolved words {words!r}, closest {near}")
+        ctx.say("clarify-unparsed", say(ctx.lang, "clarify-unparsed", words=words,
+                                        closest=join_list(ctx.lang, near, "word-or")))
+    elif step.key in ("order", "next_step", "more"):
+        ctx.rule("clarify", "nothing understood: ask again with an example")
+        ctx.say("clarify-generic", say(ctx.lang, "clarify-generic", example=example_order(ctx.menu)))
+    else:
+        key, text = options_question(tree, ctx.menu, step, ctx.lang)
+        ctx.rule("clarify", f"{step.key} asked with its options")
+        ctx.say(key, text)
+    conv = ctx.conv
+    conv.question_count = conv.question_count + 1 if conv.last_question == step.key else 1
+    conv.last_question = step.key
+
+
+def summarize(ctx: Ctx) -> None:
+    """Enter/stay in Confirming: the missing order info one question at a time, then the one read-back."""
+    commit(ctx)
+    acknowledge(ctx)
+    step = next_step(ctx.conv.order, ctx.menu, "Confirming")
+    lead = "confirm-missing" if ctx.conv.state != "Confirming" and step.key != "checkout" else None
+    ask(ctx, lead=lead)
+    if step.key == "checkout":
+        ctx.conv.order.checkout.order_reviewed = True
+
+
+def ask_start_order(ctx: Ctx) -> None:
+    names = suggestions(ctx.menu)
+    ctx.conv.last_question, ctx.conv.question_count = "order", 1
+    text = say(ctx.lang, "start-order-prompt", suggestions=join_list(ctx.lang, names, "word-or"))
+    ctx.say("start-order-prompt", text)
+
+
+def set_thinking(ctx: Ctx) -> None:
+    ctx.say("thinking-ack", say(ctx.lang, "thinking-ack"))
+
+
+def resume_ordering(ctx: Ctx) -> None:
+    ctx.conv.proposal = None
+    ctx.say("thinking-resume", say(ctx.lang, "thinking-resume"))
+    ask(ctx)
+
+
+def resume_thinking(ctx: Ctx) -> None:
+    ctx.conv.proposal = None
+    set_thinking(ctx)
+
+
+def give_pattern_hint(ctx: Ctx) -> None:
+    tree = ctx.conv.order
+    step = next_step(tree, ctx.menu, "Ordering")
+    q = step.pending
+    item = tree.items.items[q.item_index or 0] if q is not None and q.task == "item" else None
+    example = (example_answer(ctx.menu, item, q.field if q else None) or step_example(tree, ctx.menu, step, ctx.lang)
+               or example_order(ctx.menu))
+    ctx.conv.proposal = None
+    ctx.rule("pattern_hint", f"suggest saying {example!r}")
+    ctx.say("pattern-hint", say(ctx.lang, "pattern-hint", example=example))
+
+
+def apply_if_actionable(ctx: Ctx) -> None:
+    proposal = ctx.conv.proposal
+    if proposal is not None and ctx.only("yes"):
+        _apply_proposal(ctx, proposal)
+    ctx.conv.proposal = None
+    apply_and_set_referent(ctx)
+
+
+def _apply_proposal(ctx: Ctx, proposal: dict) -> None:
+    menu = ctx.menu
+    if proposal["kind"] == "item":
+        parsed = ParsedInput(new_items=[ParsedItem(item_type=proposal["item_type"])])
+    else:
+        fdef = menu.item_types[proposal["item_type"]].fields[proposal["field"]]
+        value = proposal["value"]
+        if fdef.multi:
+            value = [{"name": value}] if fdef.qualifiers else [value]
+        parsed = ParsedInput(modifications=[Modification(item_index=proposal["item_index"], field=proposal["field"],
+                                                         new_value=value)])
+    ctx.tentative, ctx.diff = apply_parsed(ctx.conv.order, parsed, menu, [])
+    ctx.rule("proposal", f"accepted {proposal}")
+
+
+def propose_alternative(ctx: Ctx) -> None:
+    """Out of stock: take it out of the order and offer the closest in-stock item/value of the same type."""
+    if ctx.turn.event == "out_of_stock":
+        spec = ctx.turn.item or {}
+        target = (spec["item_type"], spec.get("field"), spec.get("value"))
+        _remove_unavailable(ctx, *target)
+    else:
+        commit(ctx)
+        target = _oos_target(ctx)
+        acknowledge(ctx, skip=("out_of_stock",))
+    item_type, field, value = target
+    tdef = ctx.menu.item_types.get(item_type)
+    subject = tdef.label if tdef else item_type
+    proposal = None
+    alt_name = None
+    if field is None:
+        alt = item_type_alternative(ctx.menu, item_type)
+        if alt:
+            proposal = {"kind": "item", "item_type": alt}
+            alt_name = with_article(ctx.menu.item_types[alt].label, 1)
+    elif tdef is not None:
+        vdef = tdef.fields[field].value(str(value))
+        subject = vdef.display if vdef else str(value)
+        alt_v = field_value_alternative(ctx.menu, item_type, field, str(value))
+        live = [i for i, it in ctx.conv.order.items.active() if it.item_type == item_type]
+        if alt_v is not None and live:
+            proposal = {"kind": "value", "item_type": item_type, "field": field, "value": alt_v.id,
+                        "item_index": live[-1]}
+            alt_name = alt_v.display
+    ctx.conv.proposal = proposal
+    ctx.conv.last_question = "proposal"
+    if proposal is None:
+        ctx.rule("out_of_stock", f"{subject}: no alternative in stock")
+        ctx.say("oos-no-alternative", say(ctx.lang, "oos-no-alternative", subject=subject))
+    else:
+        ctx.rule("out_of_stock", f"{subject}: propose {alt_name}")
+        ctx.say("oos-alternative", say(ctx.lang, "oos-alternative", subject=subject, alternative=alt_name))
+
+
+def _oos_target(ctx: Ctx) -> tuple[str, str | None, str | None]:
+    err = next(e for e in ctx.conv.order.last_turn.errors if e.kind == "out_of_stock")
+    for t_name, tdef in ctx.menu.item_types.items():
+        if tdef.label == err.subject and not tdef.available:
+            return t_name, None, None
+        for f_name, fdef in tdef.fields.items():
+            for v in fdef.values:
+                if v.display == err.subject and not v.in_stock:
+                    return t_name, f_name, v.id
+    return err.subject, None, None
+
+
+def _remove_unavailable(ctx: Ctx, item_type: str, field: str | None, value: str | None) -> None:
+    tree = ctx.conv.order.model_copy(deep=True)
+    for idx, it in tree.items.active():
+        if it.item_type != item_type:
+            continue
+        if field is None:
+            ctx.ops.append({"op": "cancel_item", "path": f"items[{idx}]", "old": it.status, "new": "skipped"})
+            it.status = "skipped"
+        elif uses(it.fields, field, value):
+            old = it.fields[field]
+            if isinstance(old, list):
+                new = [e for e in old if (e.get("name") if isinstance(e, dict) else e) != value]
+            else:
+                new = None
+            it.fields[field] = new
+            ctx.ops.append({"op": "set", "path": f"items[{idx}].{field}", "old": old, "new": new})
+        refresh_display(it, ctx.menu)
+    recalculate(tree, ctx.menu)
+    ctx.conv.order = tree
+
+
+def answer_menu(ctx: Ctx) -> None:
+    for key, text in answer_menu_question(ctx.text or "", ctx.menu, ctx.lang):
+        ctx.say(key, text)
+    ctx.rule("menu_question", "answered from the menu data; the order is unchanged")
+    if ctx.state_after in ("Ordering", "Confirming") and ctx.conv.last_question:
+        conv = ctx.conv
+        last, count = conv.last_question, conv.question_count
+        ask(ctx)
+        if conv.last_question == last:  # a menu question is not a failed answer
+            conv.question_count = count
+
+
+def nudge(ctx: Ctx) -> None:
+    state, nxt = ctx.conv.state, ctx.state_after
+    if nxt == "Thinking" and state != "Thinking" and ctx.conv.silence_count >= 1:
+        ctx.say("nudge-second", say(ctx.lang, "nudge-second"))
+    elif nxt == "Thinking":
+        ctx.say("nudge-thinking", say(ctx.lang, "nudge-thinking"))
+    elif nxt == "Closing":
+        ctx.say("nudge-closing", say(ctx.lang, "nudge-closing"))
+    else:
+        tree = ctx.conv.order
+        step = next_step(tree, ctx.menu, nxt)
+        _, text = question_text(tree, ctx.menu, step, ctx.lang, ctx.conv)
+        ctx.say("nudge-question", say(ctx.lang, "nudge-question", question=text))
+    ctx.rule("silence", f"nudge #{ctx.conv.silence_count + 1}")
+
+
+def finalize_ticket(ctx: Ctx) -> None:
+    tree = ctx.conv.order
+    tree.checkout.order_reviewed = True
+    tree.checkout.confirmed = True
+    tree.pending = None
+    recalculate(tree, ctx.menu)
+    ctx.ops.append({"op": "set", "path": "checkout.confirmed", "old": False, "new": True})
+    ctx.closed = True
+    name = tree.customer_info.name
+    from .resources import money
+
+    total = money(ctx.lang, tree.total(), tree.currency or ctx.menu.currency)
+    ctx.conv.last_question = None
+    ctx.rule("ticket", f"order frozen, total {tree.total():.2f}")
+    ctx.say("ending-comment", say(ctx.lang, "ending-comment", name=f", {name}" if name else "", total=total))
+
+
+def ask_disambiguation(ctx: Ctx) -> None:
+    tree = ctx.conv.order
+    items = [f"{n}) {with_article(it.summary, it.quantity)}" for n, (_, it) in enumerate(tree.items.active(), 1)]
+    ctx.conv.last_question = "disambiguation"
+    ctx.say("clarify-not-right", say(ctx.lang, "clarify-not-right", items=join_list(ctx.lang, items, "word-or")))
+
+
+def ask_change_confirmation(ctx: Ctx) -> None:
+    assert ctx.tentative is not None
+    ctx.conv.pending_change = pending_change_dump(ctx)
+    before = {i for i, _ in ctx.conv.order.items.active()}
+    after = {i for i, _ in ctx.tentative.items.active()}
+    gone = [ctx.conv.order.items.items[i] for i in sorted(before - after)]
+    names = join_list(ctx.lang, [with_article(it.summary or it.label, it.quantity) for it in gone])
+    key = "confirm-unsafe-cancel-all" if not after else "confirm-unsafe-change"
+    ctx.rule("unsafe_change", f"removing {len(gone)} item(s): kept in pending_change until a yes")
+    ctx.tentative = None
+    ctx.say(key, say(ctx.lang, key, items=names))
+
+
+def apply_pending_change(ctx: Ctx) -> None:
+    dump = dict(ctx.conv.pending_change or {})
+    cancels = list(dump.pop("cancel_indexes", []))
+    parsed = ParsedInput.model_validate(dump)
+    ctx.conv.pending_change = None
+    ctx.tentative, ctx.diff = apply_parsed(ctx.conv.order, parsed, ctx.menu, cancels)
+    ctx.rule("unsafe_change", "confirmed: applied")
+    _after_change(ctx)
+
+
+def drop_pending_change(ctx: Ctx) -> None:
+    ctx.conv.pending_change = None
+    ctx.tentative = None
+    ctx.rule("unsafe_change", "declined: dropped")
+    ctx.say("change-dropped", say(ctx.lang, "change-dropped"))
+    _continue(ctx)
+
+
+def _after_change(ctx: Ctx) -> None:
+    commit(ctx)
+    acknowledge(ctx)
+    _continue(ctx)
+
+
+def _continue(ctx: Ctx) -> None:
+    if ctx.state_after == "Confirming":
+        ask(ctx)
+    elif ctx.state_after == "Thinking":
+        set_thinking(ctx)
+    else:
+        ask(ctx)
+
+
+def cleanup(ctx: Ctx) -> None:
+    ctx.ended = True
+    ctx.conv.order.pending = None
+    ctx.say("goodbye", say(ctx.lang, "goodbye"))
+
+
+def end_session(ctx: Ctx) -> None:
+    ctx.ended = True
+    ctx.say("session-ended", say(ctx.lang, "session-ended"))
+
+
+def cancel_reply(ctx: Ctx) -> None:
+    ctx.say("barge-in", say(ctx.lang, "barge-in"))
+
+
+def reply_off_topic(ctx: Ctx) -> None:
+    assert ctx.decision is not None
+    ctx.conv.off_topic_count += 1
+    level = ctx.conv.off_topic_count
+    kind = ctx.decision.off_topic_type or "not-understandable"
+    key = f"off-topic-{kind}-{level}"
+    ctx.rule("off_topic", f"{kind} level {level}")
+    ctx.say(key, say(ctx.lang, key, example=example_order(ctx.menu)))
+
+
+def end_off_topic(ctx: Ctx) -> None:
+    ctx.conv.off_topic_count += 1
+    ctx.ended = True
+    ctx.rule("off_topic", f"any level 3 (count {ctx.conv.off_topic_count}): session ends")
+    ctx.say("off-topic-any-3", say(ctx.lang, "off-topic-any-3"))
+
+
+ACTIONS: dict[str, Callable[[Ctx], None]] = {
+    "apply_and_set_referent": apply_and_set_referent,
+    "start_ordering": start_ordering,
+    "ask_targeted_question": ask_targeted_question,
+    "summarize": summarize,
+    "ask_start_order": ask_start_order,
+    "set_thinking": set_thinking,
+    "propose_alternative": propose_alternative,
+    "resume_ordering": resume_ordering,
+    "resume_thinking": resume_thinking,
+    "answer_menu": answer_menu,
+    "nudge": nudge,
+    "apply_if_actionable": apply_if_actionable,
+    "give_pattern_hint": give_pattern_hint,
+    "finalize_ticket": finalize_ticket,
+    "ask_disambiguation": ask_disambiguation,
+    "ask_change_confirmation": ask_change_confirmation,
+    "apply_pending_change": apply_pending_change,
+    "drop_pending_change": drop_pending_change,
+    "cleanup": cleanup,
+    "end_session": end_session,
+    "cancel_reply": cancel_reply,
+    "reply_off_topic": reply_off_topic,
+    "end_off_topic": end_off_topic,
+}

@@ -1,0 +1,149 @@
+"""``converse``: one turn of an order conversation (pure except the optional LLM calls).
+
+1. utterance: deterministic parse -> supervisor (intent) -> LLM parse when unsure -> conversation repair ->
+   tentative ``update_state`` (nothing committed yet); global event: its table event.
+2. the event of the utterance (``events.py``) and the table row (``table.py``) whose guard holds.
+3. the row's action (``actions.py``) commits or not and composes the reply from the resource files.
+"""
+
+from __future__ import annotations
+
+import logging
+from time import perf_counter
+
+from ..llm_parser import needs_llm, parse_with_llm
+from ..menu import Menu
+from ..parsed_input import OrderParseError, ParsedInput
+from ..parser import parse_deterministic
+from ..tree import new_order
+from .actions import ACTIONS
+from .context import GUARDS, Ctx, apply_parsed
+from .events import detect
+from .model import Conversation, ConversationEnded, TurnInput, TurnOutcome
+from .repair import repair
+from .resources import normalise, say
+from .supervisor import classify
+from .table import lookup, next_state
+
+log = logging.getLogger(__name__)
+
+EVENTS = {"silence": "SILENCE", "barge_in": "BARGE_IN", "out_of_stock": "OUT_OF_STOCK",
+          "session_end": "SESSION_END", "order_complete": "ORDER_COMPLETE"}
+MAX_TRACE = 500
+
+
+def start_conversation(menu: Menu, language: str = "en") -> tuple[Conversation, str]:
+    """A new conversation in Ordering with an empty order, and the greeting."""
+    conv = Conversation(order=new_order(menu.id, menu.currency), language=language,
+                        last_question="order", question_count=1)
+    return conv, say(language, "greeting", shop=menu.name)
+
+
+def _ms(start: float) -> float:
+    return round((perf_counter() - start) * 1000, 3)
+
+
+def _parse(ctx: Ctx) -> None:
+    text = ctx.text or ""
+    tree = ctx.conv.order
+    start = perf_counter()
+    parsed = parse_deterministic(text, ctx.menu, tree)
+    ctx.timings["parse"] += _ms(start)
+    start = perf_counter()
+    ctx.decision = classify(text, parsed, ctx.menu, ctx.lang, llm=ctx.llm, threshold=ctx.threshold)
+    ctx.timings["supervisor"] += _ms(start)
+    ctx.trace.append(ctx.decision.trace)
+    if ctx.decision.intent == "order_entry" and ctx.llm is not None and needs_llm(parsed, ctx.threshold):
+        from mojodex_core.llm import LLMError
+
+        start = perf_counter()
+        try:
+            parsed = parse_with_llm(text, ctx.menu, tree, ctx.llm)
+            ctx.trace.append(f"[TOOL_CALL] order_parse: deterministic parse unsure, LLM parse with confidence "
+                             f"{parsed.confidence:.2f}")
+        except (OrderParseError, LLMError) as exc:
+            ctx.rule("parser", f"LLM parse failed ({type(exc).__name__}), deterministic parse kept")
+        ctx.timings["parse"] += _ms(start)
+    else:
+        ctx.rule("parser", f"deterministic, confidence {parsed.confidence:.2f}")
+    ctx.parsed = parsed
+
+
+def _understand(ctx: Ctx) -> None:
+    _parse(ctx)
+    assert ctx.parsed is not None
+    if ctx.decision is not None and ctx.decision.intent == "order_entry":
+        ctx.parsed, ctx.cancels, ctx.repair_unclear = repair(ctx)
+        start = perf_counter()
+        ctx.tentative, ctx.diff = apply_parsed(ctx.conv.order, ctx.parsed, ctx.menu, ctx.cancels)
+        ctx.timings["update"] += _ms(start)
+
+
+def converse(conversation: Conversation, turn: TurnInput, menu: Menu, *, llm: object | None = None,
+             threshold: float = 0.8) -> TurnOutcome:
+    """One turn. Idle is final: raises :class:`ConversationEnded`."""
+    if conversation.state == "Idle":
+        raise ConversationEnded("the conversation has ended")
+    conv = conversation.model_copy(deep=True)
+    ctx = Ctx(conv=conv, menu=menu, turn=turn, llm=llm, threshold=threshold)
+    ctx.completed_before = {i for i, it in conv.order.items.active() if it.status == "complete"}
+    state_before = conv.state
+    if turn.event == "barge_in":
+        ctx.cancel_reply = True
+        ctx.rule("barge_in", "the platform cancels the reply being streamed")
+    if turn.text is not None:
+        ctx.text, ctx.norm = turn.text, normalise(turn.text)
+        _understand(ctx)
+        event = detect(ctx)
+    else:
+        event = EVENTS[str(turn.event)]
+    row = lookup(conv.state, event, GUARDS, ctx)
+    ctx.state_after = next_state(row, conv.state)
+    guard = f"[{row.guard}]" if row.guard else ""
+    ctx.rule("transition", f"{state_before} --{event}{guard}--> {ctx.state_after}")
+    start = perf_counter()
+    ACTIONS[row.action](ctx)
+    ctx.timings["response"] += _ms(start)
+    _bookkeeping(ctx, event)
+    conv.state = ctx.state_after  # type: ignore[assignment]
+    conv.turn += 1
+    conv.last_response_key = ctx.parts[-1][0] if ctx.parts else None
+    conv.trace = (conv.trace + ctx.trace)[-MAX_TRACE:]
+    decision = ctx.decision
+    return TurnOutcome(
+        conversation=conv,
+        reply=" ".join(text for _, text in ctx.parts),
+        response_key=ctx.parts[-1][0] if ctx.parts else "",
+        response_keys=[k for k, _ in ctx.parts],
+        state_before=state_before,
+        state_after=conv.state,
+        transition=event,
+        guard=row.guard,
+        action=row.action,
+        intent=decision.intent if decision else None,
+        off_topic_type=decision.off_topic_type if decision else None,
+        parsed=ctx.parsed.model_dump() if ctx.parsed is not None else None,
+        diff=ctx.ops,
+        errors=ctx.errors,
+        trace=ctx.trace,
+        closed=ctx.closed,
+        ended=ctx.ended,
+        cancel_reply=ctx.cancel_reply,
+        timings_ms=ctx.timings,
+    )
+
+
+def _bookkeeping(ctx: Ctx, event: str) -> None:
+    conv = ctx.conv
+    conv.silence_count = conv.silence_count + 1 if event == "SILENCE" else 0
+    if ctx.state_after == "Clarifying":
+        conv.clarify_attempts = conv.clarify_attempts + 1 if conv.state == "Clarifying" else 1
+    else:
+        conv.clarify_attempts = 0
+    if ctx.state_after != "Clarifying" and event not in ("SILENCE", "BARGE_IN", "MENU_QUESTION", "OFF_TOPIC"):
+        conv.proposal = None
+    if ctx.state_after == "Idle":
+        conv.order.pending = None
+
+
+_ = ParsedInput

@@ -1,0 +1,87 @@
+"""Which state-machine event an utterance is, per state (data: ordered (event, predicate) lists).
+
+The first predicate that holds names the event; the table (``table.py``) then decides the transition.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from .context import Ctx, asked_twice, items_changed, low_confidence, unsafe_change
+
+
+def _content(ctx: Ctx) -> bool:
+    return ctx.parsed is not None and not ctx.parsed.is_empty()
+
+
+def _says_yes(ctx: Ctx) -> bool:
+    return ctx.only("yes")
+
+
+def _says_no(ctx: Ctx) -> bool:
+    return ctx.only("no", "never_mind") and not items_changed(ctx)
+
+
+def _progress(ctx: Ctx) -> bool:
+    """The utterance changes the order (items or order info)."""
+    return ctx.diff is not None and any(op.op != "error" for op in ctx.diff.ops)
+
+
+def _done(ctx: Ctx) -> bool:
+    if ctx.has("done") and not items_changed(ctx):
+        return True
+    if ctx.parsed is not None and ctx.parsed.wants_checkout and not items_changed(ctx):
+        return ctx.conv.last_question != "checkout"
+    return ctx.conv.last_question in ("next_step", "more") and ctx.only("no", "done")
+
+
+PREDICATES: dict[str, Callable[[Ctx], bool]] = {
+    "off_topic": lambda c: c.decision is not None and c.decision.intent == "off_topic",
+    "menu_question": lambda c: c.decision is not None and c.decision.intent == "menu_question",
+    "change_yes": lambda c: c.conv.pending_change is not None and _says_yes(c),
+    "change_no": lambda c: c.conv.pending_change is not None and c.only("no", "never_mind"),
+    "out_of_stock": lambda c: c.diff is not None and any(e.kind == "out_of_stock" for e in c.diff.errors),
+    "unsafe": unsafe_change,
+    "done": _done,
+    "needs_time": lambda c: bool(c.has("needs_time")) and not items_changed(c),
+    "idle_words": lambda c: (bool(c.has("needs_time")) or c.only("yes", "no", "goodbye")) and not items_changed(c),
+    "yes_to_more": lambda c: c.conv.last_question == "next_step" and _says_yes(c),
+    "unclear": low_confidence,
+    "asked_twice": asked_twice,
+    "never_mind": lambda c: bool(c.has("never_mind")) or (c.conv.proposal is not None and _says_no(c)),
+    "clarified": lambda c: (c.conv.proposal is not None and _says_yes(c)) or (_progress(c) and not low_confidence(c)),
+    "not_right": lambda c: bool(c.has("not_right")) or (c.conv.last_question == "checkout" and _says_no(c)),
+    "confirms": lambda c: c.conv.last_question == "checkout" and not items_changed(c)
+    and (_says_yes(c) or bool(c.has("done")) or bool(c.parsed and c.parsed.wants_checkout)),
+    "unsolicited_change": lambda c: items_changed(c) and not str(c.conv.last_question).startswith("item:"),
+    "items_changed": items_changed,
+    "always": lambda c: True,
+}
+
+COMMON = (("OFF_TOPIC", "off_topic"), ("MENU_QUESTION", "menu_question"), ("CHANGE_CONFIRMED", "change_yes"),
+          ("CHANGE_REJECTED", "change_no"))
+
+UTTERANCE_EVENTS: dict[str, tuple[tuple[str, str], ...]] = {
+    "Ordering": COMMON + (("OUT_OF_STOCK", "out_of_stock"), ("BIG_CHANGE", "unsafe"), ("USER_SAYS_DONE", "done"),
+                          ("USER_NEEDS_TIME", "needs_time"), ("UTTERANCE_OK", "yes_to_more"),
+                          ("UTTERANCE_UNCLEAR", "unclear"), ("NO_PROGRESS", "asked_twice"),
+                          ("UTTERANCE_OK", "always")),
+    "Thinking": COMMON + (("OUT_OF_STOCK", "out_of_stock"), ("BIG_CHANGE", "unsafe"), ("USER_SAYS_DONE", "done"),
+                          ("USER_NEEDS_TIME", "idle_words"), ("UTTERANCE_UNCLEAR", "unclear"),
+                          ("USER_STARTS_ORDER", "always")),
+    "Clarifying": COMMON + (("USER_SAYS_NEVER_MIND", "never_mind"), ("OUT_OF_STOCK", "out_of_stock"),
+                            ("BIG_CHANGE", "unsafe"), ("USER_CLARIFIES_OK", "clarified"), ("STILL_UNCLEAR", "always")),
+    "Confirming": COMMON + (("OUT_OF_STOCK", "out_of_stock"), ("BIG_CHANGE", "unsafe"),
+                            ("USER_SAYS_NOT_RIGHT", "not_right"), ("USER_CONFIRMS", "confirms"),
+                            ("USER_WANTS_CHANGES", "unsolicited_change"), ("UTTERANCE_UNCLEAR", "unclear"),
+                            ("NO_PROGRESS", "asked_twice"), ("INFO_GIVEN", "always")),
+    "Closing": COMMON + (("BIG_CHANGE", "unsafe"), ("ADD_MORE", "items_changed"), ("ORDER_COMPLETE", "always")),
+}
+
+
+def detect(ctx: Ctx) -> str:
+    for event, predicate in UTTERANCE_EVENTS[ctx.conv.state]:
+        if PREDICATES[predicate](ctx):
+            ctx.rule("event", f"{event} ({predicate})")
+            return event
+    raise AssertionError("every state ends with an 'always' predicate")

@@ -1,0 +1,93 @@
+"""Menu questions answered from the menu data (prices, options, sizes, stock); the order never changes."""
+
+from __future__ import annotations
+
+from ..menu import ItemTypeDef, Menu
+from .menu_index import Mention, mentions
+from .resources import has_phrase, join_list, keywords, money, normalise, say
+
+MAX_VALUES = 6
+
+
+def _topic(norm: str, language: str) -> str:
+    topics = keywords(language).get("question_topics", {})
+    for topic in ("price", "stock", "options"):
+        if has_phrase(norm, topics.get(topic, ())):
+            return topic
+    return "options"
+
+
+def _values(tdef: ItemTypeDef, field: str) -> list[str]:
+    return [v.display for v in tdef.fields[field].values if v.in_stock][:MAX_VALUES]
+
+
+def _price(menu: Menu, m: Mention, lang: str) -> tuple[str, str]:
+    tdef = menu.item_types[m.item_type]
+    cur = menu.currency
+    name = tdef.label
+    extra = 0.0
+    if m.field and m.value:
+        fdef = tdef.fields[m.field]
+        vdef = fdef.value(m.value)
+        if vdef is not None and not fdef.names_item and m.field != tdef.size_field:
+            if vdef.price:
+                return "menu-price-option", say(lang, "menu-price-option", option=vdef.display.capitalize(),
+                                                price=money(lang, vdef.price, cur))
+        if vdef is not None and fdef.names_item:
+            name, extra = vdef.display, vdef.price
+        if vdef is not None and m.field == tdef.size_field and m.value in tdef.size_prices:
+            return "menu-price", say(lang, "menu-price", item=f"{vdef.display} {tdef.label}",
+                                     price=money(lang, tdef.size_prices[m.value] + extra, cur))
+    if tdef.size_field and tdef.size_prices:
+        sizes = tdef.fields[tdef.size_field]
+        parts = [f"{money(lang, p + extra, cur)} ({(sizes.value(s).display if sizes.value(s) else s)})"
+                 for s, p in tdef.size_prices.items()
+                 if sizes.value(s) is not None and sizes.value(s).in_stock][:MAX_VALUES]
+        return "menu-price-sizes", say(lang, "menu-price-sizes", item=name, prices=join_list(lang, parts))
+    return "menu-price", say(lang, "menu-price", item=name, price=money(lang, tdef.base_price + extra, cur))
+
+
+def _stock(menu: Menu, m: Mention, lang: str) -> tuple[str, str]:
+    tdef = menu.item_types[m.item_type]
+    ok = tdef.available
+    name = tdef.label
+    if m.field and m.value:
+        vdef = tdef.fields[m.field].value(m.value)
+        name = vdef.display if vdef else m.value
+        ok = ok and (vdef is None or vdef.in_stock)
+    key = "menu-in-stock" if ok else "menu-out-of-stock"
+    return key, say(lang, key, item=name)
+
+
+def _options(menu: Menu, m: Mention, norm: str, lang: str) -> tuple[str, str]:
+    tdef = menu.item_types[m.item_type]
+    for f_name, fdef in tdef.fields.items():  # "what toppings / sizes" names one field
+        words = {normalise(f_name.replace("_", " ")), normalise(f_name.replace("_", " ")) + "s"}
+        if fdef.values and any(f" {w} " in f" {norm} " for w in words):
+            return "menu-field-values-question", say(
+                lang, "menu-field-values-question", item=tdef.label, field=f_name.replace("_", " "),
+                values=join_list(lang, _values(tdef, f_name)))
+    fields = [say(lang, "menu-field-values", field=f.replace("_", " "), values=join_list(lang, _values(tdef, f)))
+              for f, d in tdef.fields.items() if d.values]
+    return "menu-options", say(lang, "menu-options", item=tdef.label, fields="; ".join(fields))
+
+
+def answer_menu_question(text: str, menu: Menu, lang: str) -> list[tuple[str, str]]:
+    """(response key, text) parts answering a menu question."""
+    norm = normalise(text)
+    named = mentions(text, menu)
+    items = join_list(lang, [t.label for t in menu.item_types.values() if t.available])
+    if not named:
+        if has_phrase(norm, ("menu", "carte", "what do you have", "what do you sell")):
+            return [("menu-items", say(lang, "menu-items", items=items))]
+        return [("menu-unknown", say(lang, "menu-unknown", items=items))]
+    topic = _topic(norm, lang)
+    types = [x.item_type for x in named if x.field is None]
+    if types:  # "how much is a large pizza": the values of the item type named
+        named = [x for x in named if x.item_type in types]
+    m = next((x for x in named if x.field), named[0]) if topic != "options" else named[0]
+    if topic == "price":
+        return [_price(menu, m, lang)]
+    if topic == "stock":
+        return [_stock(menu, m, lang)]
+    return [_options(menu, m, norm, lang)]

@@ -1,0 +1,126 @@
+"""Customer-facing texts and conversation keyword lists, loaded from resource files.
+
+* ``tasks_config/responses/<language>.json``: every text the customer sees (``say``); missing languages and
+  keys fall back to ``en``. The LLM never writes customer-facing text for an order task.
+* ``tasks_config/intents/<language>.json``: the keyword lists of the supervisor and the event detectors
+  (yes/no, "that's it", "give me a minute", off-topic words...); the ``en`` lists are always used as well.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import string
+import unicodedata
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+CONFIG_DIR = Path(__file__).resolve().parents[3] / "tasks_config"
+RESPONSES_DIR = CONFIG_DIR / "responses"
+INTENTS_DIR = CONFIG_DIR / "intents"
+FALLBACK = "en"
+_SYMBOLS = {"USD": "$", "EUR": "\u20ac", "GBP": "\u00a3", "CAD": "$", "CHF": "CHF"}
+
+
+class _Blank(dict):
+    def __missing__(self, key: str) -> str:
+        return ""
+
+
+@lru_cache(maxsize=16)
+def responses(language: str) -> dict[str, str]:
+    """The response table of ``language`` (keys missing there come from ``en``)."""
+    base = json.loads((RESPONSES_DIR / f"{FALLBACK}.json").read_text(encoding="utf-8"))
+    path = RESPONSES_DIR / f"{language}.json"
+    if language != FALLBACK and path.is_file():
+        base = base | json.loads(path.read_text(encoding="utf-8"))
+    return base
+
+
+def languages() -> list[str]:
+    return sorted(p.stem for p in RESPONSES_DIR.glob("*.json"))
+
+
+def say(language: str, key: str, **values: Any) -> str:
+    """The text of resource ``key`` in ``language`` filled with ``values`` (unknown placeholders -> "")."""
+    table = responses(language)
+    if key not in table:
+        raise KeyError(f"no response {key!r} in {RESPONSES_DIR}")
+    text = string.Formatter().vformat(table[key], (), _Blank(values))
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def money(language: str, amount: float, currency: str = "USD") -> str:
+    return say(language, "money", amount=f"{amount:.2f}", symbol=_SYMBOLS.get(currency, currency))
+
+
+def join_list(language: str, parts: list[str], conj: str = "word-and") -> str:
+    parts = [p for p in parts if p]
+    if len(parts) <= 1:
+        return "".join(parts)
+    return ", ".join(parts[:-1]) + f" {say(language, conj)} " + parts[-1]
+
+
+# -- keywords ------------------------------------------------------------------------------------------
+
+def normalise(text: str) -> str:
+    """Lower case, accents stripped, apostrophes dropped, punctuation to spaces."""
+    text = unicodedata.normalize("NFKD", text.replace("\u2019", "'").replace("\u2018", "'"))
+    text = "".join(c for c in text if not unicodedata.combining(c)).lower().replace("'", "")
+    return " ".join(re.sub(r"[^a-z0-9]+", " ", text).split())
+
+
+@lru_cache(maxsize=16)
+def _raw_intents(language: str) -> dict[str, Any]:
+    path = INTENTS_DIR / f"{language}.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def _merge(a: Any, b: Any) -> Any:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return {k: _merge(a.get(k), b.get(k)) if k in a and k in b else a.get(k, b.get(k)) for k in a | b}
+    if isinstance(a, list) and isinstance(b, list):
+        return a + [x for x in b if x not in a]
+    return a if a is not None else b
+
+
+@lru_cache(maxsize=16)
+def keywords(language: str) -> dict[str, Any]:
+    """Keyword lists of ``language`` plus the English ones, normalised."""
+    data = _raw_intents(language) if language == FALLBACK else _merge(_raw_intents(language), _raw_intents(FALLBACK))
+
+    def norm(value: Any) -> Any:
+        if isinstance(value, list):
+            return tuple(normalise(v) for v in value)
+        if isinstance(value, dict):
+            return {(normalise(k) if isinstance(v, int) else k): norm(v) for k, v in value.items()}
+        return value
+
+    return {k: norm(v) for k, v in data.items()}
+
+
+def has_phrase(norm_text: str, phrases: tuple[str, ...]) -> str | None:
+    """The first phrase found as whole words in the normalised text."""
+    padded = f" {norm_text} "
+    for phrase in phrases:
+        if phrase and f" {phrase} " in padded:
+            return phrase
+    return None
+
+
+FILLERS = ("please", "thanks", "thank you", "um", "uh", "er", "oh", "well", "so", "then", "just", "actually",
+           "merci", "sil vous plait", "euh", "alors", "bon", "ok", "okay")
+
+
+def only_phrases(norm_text: str, *phrase_lists: tuple[str, ...]) -> bool:
+    """The text says nothing but phrases of these lists (and fillers)."""
+    rest = f" {norm_text} "
+    found = False
+    for phrase in sorted({p for lst in phrase_lists for p in lst}, key=len, reverse=True):
+        if phrase and f" {phrase} " in rest:
+            rest = rest.replace(f" {phrase} ", " ")
+            found = True
+    for filler in sorted(FILLERS, key=len, reverse=True):
+        rest = rest.replace(f" {normalise(filler)} ", " ")
+    return found and not rest.strip()

@@ -1,0 +1,132 @@
+"""What the platform shows and stores: the order view, the frozen ticket, stock changes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..menu import Menu
+from ..render import with_article
+from ..tree import OrderTask
+from .model import Conversation
+from .resources import money, say
+
+
+def _fulfilment(tree: OrderTask, language: str) -> str:
+    dm = tree.delivery_method
+    if dm.order_type == "delivery":
+        street = dm.address.street if dm.address else ""
+        return say(language, "order-type-delivery", address=street or "?")
+    if dm.order_type == "pickup":
+        return say(language, "order-type-pickup")
+    return ""
+
+
+def _payment(tree: OrderTask, language: str) -> str:
+    return say(language, f"payment-{tree.payment.method}") if tree.payment.method else ""
+
+
+def order_view(conversation: Conversation, menu: Menu) -> dict:
+    """The ``order`` JSON of the API (items with summaries and line totals, info, progress, total, missing)."""
+    tree = conversation.order
+    items = []
+    for idx, it in tree.items.active():
+        items.append({
+            "index": idx, "item_type": it.item_type, "status": it.status, "quantity": it.quantity,
+            "fields": dict(it.fields), "summary": it.summary or it.label, "line_total": it.line_total,
+        })
+    dm = tree.delivery_method
+    return {
+        "items": items,
+        "order_type": dm.order_type,
+        "address": dm.address.street if dm.address else None,
+        "customer_name": tree.customer_info.name,
+        "customer_contact": tree.customer_info.contact,
+        "payment_method": tree.payment.method,
+        "progress": tree.get_progress(),
+        "total": tree.total(),
+        "currency": tree.currency or menu.currency,
+        "missing": tree.get_missing_fields(),
+    }
+
+
+def build_ticket(conversation: Conversation, menu: Menu) -> dict:
+    """The frozen order at Closing, with a plain-text ticket rendered from the resource templates."""
+    tree = conversation.order
+    lang = conversation.language
+    currency = tree.currency or menu.currency
+    lines = []
+    for idx, it in tree.items.active():
+        lines.append({
+            "index": idx, "item_type": it.item_type, "quantity": it.quantity, "summary": it.summary or it.label,
+            "unit_price": it.unit_price, "line_total": it.line_total, "fields": dict(it.fields),
+        })
+    dm = tree.delivery_method
+    ticket: dict[str, Any] = {
+        "lines": lines,
+        "order_type": dm.order_type,
+        "address": dm.address.street if dm.address else None,
+        "customer_name": tree.customer_info.name,
+        "customer_contact": tree.customer_info.contact,
+        "payment_method": tree.payment.method,
+        "total": tree.total(),
+        "currency": currency,
+    }
+    text = [say(lang, "ticket-header", shop=menu.name)]
+    for line in lines:
+        text.append(say(lang, "ticket-line", quantity=line["quantity"], summary=line["summary"],
+                        line_total=money(lang, line["line_total"], currency)))
+    if dm.order_type:
+        text.append(say(lang, "ticket-fulfilment", fulfilment=_fulfilment(tree, lang)))
+    if tree.customer_info.name or tree.customer_info.contact:
+        text.append(say(lang, "ticket-customer", name=tree.customer_info.name or "",
+                        contact=tree.customer_info.contact or ""))
+    if tree.payment.method:
+        text.append(say(lang, "ticket-payment", payment=_payment(tree, lang)))
+    text.append(say(lang, "ticket-total", total=money(lang, tree.total(), currency)))
+    ticket["text"] = "\n".join(text)
+    return ticket
+
+
+def mark_unavailable(menu: Menu, item_type: str, field: str | None, value: str | None, in_stock: bool) -> Menu:
+    """A copy of ``menu`` with the item type (``field`` None) or one value of a field marked in/out of stock."""
+    tdef = menu.item_types.get(item_type)
+    if tdef is None:
+        raise KeyError(f"no item type {item_type!r} on menu {menu.id!r}")
+    copy = menu.model_copy(deep=True)
+    target = copy.item_types[item_type]
+    if field is None:
+        target.available = in_stock
+        return copy
+    fdef = target.fields.get(field)
+    if fdef is None:
+        raise KeyError(f"no field {field!r} on {item_type!r}")
+    vdef = fdef.value(str(value))
+    if vdef is None:
+        raise KeyError(f"no value {value!r} for {item_type}.{field}")
+    vdef.in_stock = in_stock
+    return copy
+
+
+def _entry_name(entry: Any) -> Any:
+    return entry.get("name") if isinstance(entry, dict) else entry
+
+
+def uses(item_fields: dict[str, Any], field: str, value: str | None) -> bool:
+    current = item_fields.get(field)
+    entries = current if isinstance(current, list) else [current]
+    return any(_entry_name(e) == value for e in entries if e is not None)
+
+
+def affected_by(conversation: Conversation, item_type: str, field: str | None, value: str | None) -> bool:
+    """Whether the live order uses what was just marked out of stock."""
+    for _, it in conversation.order.items.active():
+        if it.item_type != item_type:
+            continue
+        if field is None or uses(it.fields, field, value):
+            return True
+    return False
+
+
+def item_phrase(tree: OrderTask, idx: int) -> str:
+    it = tree.items.items[idx]
+    return with_article(it.summary or it.label, it.quantity)
