@@ -46,10 +46,11 @@ SCRIPT = (
     "yes please",
     "delivery please",
     "12 Main Street, Springfield",
-    "yes",
-    "it's Dana",
+    "that's it",
+    "Dana",
     "dana@example.com",
     "cash on delivery",
+    "yes",
 )
 SPLIT_KEYS = ("parse", "supervisor", "update", "response", "persistence")
 

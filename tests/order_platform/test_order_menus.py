@@ -93,11 +93,11 @@ def test_a_florist_menu_uploaded_by_api_runs_a_full_conversation(orders):
         assert lines[0]["fields"]["flower"] == "peonies" and lines[0]["fields"]["size"] == "large"
         assert lines[1]["fields"]["material"] == "ceramic"
         assert order["currency"] == "EUR"
-        for text in ("with a silk ribbon", "pickup", "yes", "it's Camille", "camille@example.com",
-                     "I'll pay in store"):
-            if chat.order()["state"] == "Idle":
-                break
+        for text in ("with a silk ribbon", "pickup", "that's it", "Camille", "camille@example.com", "in store"):
             chat.say(text)
+        assert chat.order()["state"] == "Confirming"
+        assert "€66.00" in chat.replies[-1]  # the read-back with the total
+        chat.say("yes")
         snapshot = chat.wait_state("Idle")
         assert snapshot["ticket"] is not None, (chat.replies, snapshot["state"])
         assert snapshot["ticket"]["currency"] == "EUR"

@@ -18,10 +18,11 @@ FULL_ORDER = (
     "yes please",
     "delivery please",
     "12 Main Street, Springfield",
-    "yes",
-    "it's Dana",
+    "that's it",
+    "Dana",
     "dana@example.com",
     "cash on delivery",
+    "yes",
 )
 
 
