@@ -20,9 +20,9 @@ from .menu_index import (
     item_type_alternative,
     suggestions,
 )
-from .resources import join_list, say
+from .resources import join_list, normalise, only_phrases, say
 from .steps import Step, next_step, options_question, question_text, step_example
-from .views import uses
+from .views import item_text, uses
 
 # -- committing and acknowledging ------------------------------------------------------------------------
 
@@ -68,7 +68,7 @@ def acknowledge(ctx: Ctx, *, skip: tuple[str, ...] = ()) -> None:
     tree = ctx.conv.order
     notes = tree.last_turn
     for err in notes.errors:
-        if err.kind in skip:
+        if err.kind in skip or (err.kind == "not_understood" and _keywords_only(ctx, err.subject)):
             continue
         ctx.say(*_error_text(ctx, err))
     if not ctx.ops:
@@ -85,17 +85,22 @@ def acknowledge(ctx: Ctx, *, skip: tuple[str, ...] = ()) -> None:
                                         for i in notes.cancelled])
             ctx.say("ack-cancelled", say(ctx.lang, "ack-cancelled", items=gone))
     if notes.modified:
-        mods = join_list(ctx.lang, [tree.items.items[i].summary for i in notes.modified])
+        mods = join_list(ctx.lang, [item_text(tree.items.items[i], article=False) for i in notes.modified])
         ctx.say("ack-modified", say(ctx.lang, "ack-modified", items=mods))
     done = [i for i, it in live if it.status == "complete" and i not in notes.modified and _newly_complete(ctx, i)]
     if done:
-        names = join_list(ctx.lang, [with_article(tree.items.items[i].summary, tree.items.items[i].quantity)
-                                     for i in done])
+        names = join_list(ctx.lang, [item_text(tree.items.items[i]) for i in done])
         ctx.say("ack-added", say(ctx.lang, "ack-added", items=names))
     if any(op["path"] == "delivery_method.order_type" for op in ctx.ops) and not done:
         from .views import _fulfilment
 
         ctx.say("ack-order-type", say(ctx.lang, "ack-order-type", order_type=_fulfilment(tree, ctx.lang)))
+
+
+def _keywords_only(ctx: Ctx, words: str) -> bool:
+    """Words the conversation understood itself ("non merci", "c'est tout"): not a parse error to report."""
+    keys = ("yes", "no", "done", "needs_time", "never_mind", "not_right", "goodbye", "same_again")
+    return only_phrases(normalise(words), *(ctx.kw.get(k, ()) for k in keys))
 
 
 def _newly_complete(ctx: Ctx, idx: int) -> bool:
@@ -169,7 +174,11 @@ def ask_targeted_question(ctx: Ctx) -> None:
     unparsed = list(ctx.parsed.unparsed) if ctx.parsed else []
     step = next_step(tree, ctx.menu, "Ordering" if ctx.conv.state != "Confirming" else "Confirming")
     tree.pending = step.pending
-    if unparsed:
+    if ctx.repair_unclear:
+        items = [f"{n}) {item_text(it)}" for n, (_, it) in enumerate(tree.items.active(), 1)]
+        ctx.rule("clarify", "a reference to no item of the order: ask which one")
+        ctx.say("clarify-reference", say(ctx.lang, "clarify-reference", items=join_list(ctx.lang, items, "word-or")))
+    elif unparsed and (step.key in ("order", "next_step", "more") or step.key.startswith("item:")):
         words = " ".join(unparsed)
         near = closest(words, ctx.menu)
         ctx.rule("clarify", f"unresolved words {words!r}, closest {near}")
@@ -374,7 +383,7 @@ def finalize_ticket(ctx: Ctx) -> None:
 
 def ask_disambiguation(ctx: Ctx) -> None:
     tree = ctx.conv.order
-    items = [f"{n}) {with_article(it.summary, it.quantity)}" for n, (_, it) in enumerate(tree.items.active(), 1)]
+    items = [f"{n}) {item_text(it)}" for n, (_, it) in enumerate(tree.items.active(), 1)]
     ctx.conv.last_question = "disambiguation"
     ctx.say("clarify-not-right", say(ctx.lang, "clarify-not-right", items=join_list(ctx.lang, items, "word-or")))
 
@@ -385,7 +394,7 @@ def ask_change_confirmation(ctx: Ctx) -> None:
     before = {i for i, _ in ctx.conv.order.items.active()}
     after = {i for i, _ in ctx.tentative.items.active()}
     gone = [ctx.conv.order.items.items[i] for i in sorted(before - after)]
-    names = join_list(ctx.lang, [with_article(it.summary or it.label, it.quantity) for it in gone])
+    names = join_list(ctx.lang, [item_text(it) for it in gone])
     key = "confirm-unsafe-cancel-all" if not after else "confirm-unsafe-change"
     ctx.rule("unsafe_change", f"removing {len(gone)} item(s): kept in pending_change until a yes")
     ctx.tentative = None

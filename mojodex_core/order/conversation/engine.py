@@ -13,7 +13,7 @@ from time import perf_counter
 
 from ..llm_parser import needs_llm, parse_with_llm
 from ..menu import Menu
-from ..parsed_input import OrderParseError, ParsedInput
+from ..parsed_input import OrderParseError
 from ..parser import parse_deterministic
 from ..tree import new_order
 from .actions import ACTIONS
@@ -27,8 +27,8 @@ from .table import lookup, next_state
 
 log = logging.getLogger(__name__)
 
-EVENTS = {"silence": "SILENCE", "barge_in": "BARGE_IN", "out_of_stock": "OUT_OF_STOCK",
-          "session_end": "SESSION_END", "order_complete": "ORDER_COMPLETE"}
+EVENTS = {"silence": "E.SILENCE", "barge_in": "E.BARGE_IN", "out_of_stock": "E.OOS",
+          "session_end": "E.SESSION_END", "order_complete": "ORDER_COMPLETE"}
 MAX_TRACE = 500
 
 
@@ -135,15 +135,14 @@ def converse(conversation: Conversation, turn: TurnInput, menu: Menu, *, llm: ob
 
 def _bookkeeping(ctx: Ctx, event: str) -> None:
     conv = ctx.conv
-    conv.silence_count = conv.silence_count + 1 if event == "SILENCE" else 0
+    conv.silence_count = conv.silence_count + 1 if event == "E.SILENCE" else 0
     if ctx.state_after == "Clarifying":
         conv.clarify_attempts = conv.clarify_attempts + 1 if conv.state == "Clarifying" else 1
     else:
         conv.clarify_attempts = 0
-    if ctx.state_after != "Clarifying" and event not in ("SILENCE", "BARGE_IN", "MENU_QUESTION", "OFF_TOPIC"):
+    keeps_proposal = ("E.SILENCE", "E.BARGE_IN", "MENU_QUESTION", "OFF_TOPIC")
+    if ctx.state_after != "Clarifying" and event not in keeps_proposal:
         conv.proposal = None
     if ctx.state_after == "Idle":
         conv.order.pending = None
 
-
-_ = ParsedInput

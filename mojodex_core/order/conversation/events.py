@@ -62,16 +62,16 @@ COMMON = (("OFF_TOPIC", "off_topic"), ("MENU_QUESTION", "menu_question"), ("CHAN
           ("CHANGE_REJECTED", "change_no"))
 
 UTTERANCE_EVENTS: dict[str, tuple[tuple[str, str], ...]] = {
-    "Ordering": COMMON + (("OUT_OF_STOCK", "out_of_stock"), ("BIG_CHANGE", "unsafe"), ("USER_SAYS_DONE", "done"),
+    "Ordering": COMMON + (("E.OOS", "out_of_stock"), ("BIG_CHANGE", "unsafe"), ("USER_SAYS_DONE", "done"),
                           ("USER_NEEDS_TIME", "needs_time"), ("UTTERANCE_OK", "yes_to_more"),
                           ("UTTERANCE_UNCLEAR", "unclear"), ("NO_PROGRESS", "asked_twice"),
                           ("UTTERANCE_OK", "always")),
-    "Thinking": COMMON + (("OUT_OF_STOCK", "out_of_stock"), ("BIG_CHANGE", "unsafe"), ("USER_SAYS_DONE", "done"),
+    "Thinking": COMMON + (("E.OOS", "out_of_stock"), ("BIG_CHANGE", "unsafe"), ("USER_SAYS_DONE", "done"),
                           ("USER_NEEDS_TIME", "idle_words"), ("UTTERANCE_UNCLEAR", "unclear"),
                           ("USER_STARTS_ORDER", "always")),
-    "Clarifying": COMMON + (("USER_SAYS_NEVER_MIND", "never_mind"), ("OUT_OF_STOCK", "out_of_stock"),
+    "Clarifying": COMMON + (("USER_SAYS_NEVER_MIND", "never_mind"), ("E.OOS", "out_of_stock"),
                             ("BIG_CHANGE", "unsafe"), ("USER_CLARIFIES_OK", "clarified"), ("STILL_UNCLEAR", "always")),
-    "Confirming": COMMON + (("OUT_OF_STOCK", "out_of_stock"), ("BIG_CHANGE", "unsafe"),
+    "Confirming": COMMON + (("E.OOS", "out_of_stock"), ("BIG_CHANGE", "unsafe"),
                             ("USER_SAYS_NOT_RIGHT", "not_right"), ("USER_CONFIRMS", "confirms"),
                             ("USER_WANTS_CHANGES", "unsolicited_change"), ("UTTERANCE_UNCLEAR", "unclear"),
                             ("NO_PROGRESS", "asked_twice"), ("INFO_GIVEN", "always")),

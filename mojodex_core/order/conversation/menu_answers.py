@@ -9,9 +9,15 @@ from .resources import has_phrase, join_list, keywords, money, normalise, say
 MAX_VALUES = 6
 
 
-def _topic(norm: str, language: str) -> str:
+def _names_field(menu: Menu, norm: str) -> bool:
+    return any(f" {normalise(f.replace('_', ' '))}{s} " in f" {norm} " for t in menu.item_types.values()
+               for f, d in t.fields.items() if d.values for s in ("", "s"))
+
+
+def _topic(norm: str, language: str, menu: Menu) -> str:
     topics = keywords(language).get("question_topics", {})
-    for topic in ("price", "stock", "options"):
+    order = ("price", "options", "stock") if _names_field(menu, norm) else ("price", "stock", "options")
+    for topic in order:
         if has_phrase(norm, topics.get(topic, ())):
             return topic
     return "options"
@@ -81,7 +87,7 @@ def answer_menu_question(text: str, menu: Menu, lang: str) -> list[tuple[str, st
         if has_phrase(norm, ("menu", "carte", "what do you have", "what do you sell")):
             return [("menu-items", say(lang, "menu-items", items=items))]
         return [("menu-unknown", say(lang, "menu-unknown", items=items))]
-    topic = _topic(norm, lang)
+    topic = _topic(norm, lang, menu)
     types = [x.item_type for x in named if x.field is None]
     if types:  # "how much is a large pizza": the values of the item type named
         named = [x for x in named if x.item_type in types]

@@ -93,27 +93,42 @@ def in_stock(menu: Menu, m: Mention) -> bool:
 
 
 def closest(text: str, menu: Menu, limit: int = 3) -> list[str]:
-    """Display names of the in-stock menu entries closest to ``text`` (item types and values)."""
-    idx = index(menu)
-    choices = [name for name, m in idx.names.items() if in_stock(menu, m)]
-    hits = process.extract(normalise(text), choices, scorer=fuzz.WRatio, limit=limit, processor=normalise)
-    return [name for name, _score, _ in hits]
+    """Display names of the in-stock menu entries closest to ``text``: item types, item-naming values and
+    list values (toppings, extras); when nothing is close, the item types lead."""
+    choices: list[str] = []
+    types: list[str] = []
+    for tdef in menu.item_types.values():
+        if not tdef.available:
+            continue
+        types.append(tdef.label)
+        for fdef in tdef.fields.values():
+            if fdef.names_item or fdef.multi:
+                choices.extend(v.display for v in fdef.values if v.in_stock)
+    pool = list(dict.fromkeys(types + choices))
+    hits = process.extract(normalise(text), pool, scorer=fuzz.WRatio, limit=limit, processor=normalise)
+    names = [name for name, _score, _ in hits]
+    if not hits or hits[0][1] < 70:
+        names = list(dict.fromkeys(types + names))
+    return names[:limit]
 
 
 def field_value_alternative(menu: Menu, item_type: str, field: str, value: str) -> ValueDef | None:
-    """The closest in-stock value of the same field (by name, then by price)."""
+    """The closest in-stock value of the same field: a near-identical name ("coke" -> "coke zero"), else its
+    nearest neighbour in the menu's list (menus list similar things together), the next one first."""
     fdef = menu.item_types[item_type].fields[field]
-    current = fdef.value(value)
-    pool = [v for v in fdef.values if v.in_stock and v.id != value]
+    values = fdef.values
+    pos = next((i for i, v in enumerate(values) if v.id == value), None)
+    pool = [v for v in values if v.in_stock and v.id != value]
     if not pool:
         return None
+    current = values[pos] if pos is not None else None
     label = current.display if current else value
-    ranked = process.extract(label, [v.display for v in pool], scorer=fuzz.WRatio, limit=len(pool))
-    best = ranked[0]
-    if best[1] >= 60:
+    best = process.extractOne(label, [v.display for v in pool], scorer=fuzz.WRatio)
+    if best is not None and best[1] >= 85:
         return pool[best[2]]
-    price = current.price if current else 0.0
-    return min(pool, key=lambda v: (abs(v.price - price), fdef.values.index(v)))
+    if pos is None:
+        return pool[0]
+    return min(pool, key=lambda v: (abs(values.index(v) - pos), values.index(v) < pos))
 
 
 def item_type_alternative(menu: Menu, item_type: str) -> str | None:

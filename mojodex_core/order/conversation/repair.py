@@ -22,7 +22,7 @@ from ..parsed_input import Modification, ParsedInput, ParsedItem
 from ..parser import parse_deterministic
 from ..tree import OrderTask, PendingQuestion
 from .menu_index import mentions
-from .resources import has_phrase, normalise
+from .resources import has_phrase, normalise, only_phrases
 
 if TYPE_CHECKING:
     from .context import Ctx
@@ -74,19 +74,24 @@ def _same_again(ctx: Ctx, parsed: ParsedInput) -> ParsedInput | None:
 
 
 _CLAUSE = re.compile(r"[.!?;]")
-_KEEP_WORDS = (" just ", " only ", " but ", " keep ", " juste ", " seulement ", " mais ")
+_KEEP_WORDS = (" just ", " only ", " but ", " keep ", " add ", " and add ", " juste ", " seulement ", " mais ",
+               " ajoutez ")
 
 
-def _removal_text(ctx: Ctx) -> str:
-    """The clauses that remove something, cut before "just/only/but" ("forget the bagel. Just the latte")."""
-    out = []
+def _split_removal(ctx: Ctx) -> tuple[str, str]:
+    """(the words that remove something, the rest): "forget the bagel. Just the latte" -> ("forget the bagel",
+    "Just the latte")."""
+    removal, rest = [], []
     for clause in _CLAUSE.split(ctx.text or ""):
         norm = normalise(clause)
         if has_phrase(norm, ctx.kw.get("remove", ())):
             padded = f" {norm} "
             cut = min((padded.find(w) for w in _KEEP_WORDS if w in padded), default=len(padded))
-            out.append(padded[:cut])
-    return " ".join(out)
+            removal.append(padded[:cut])
+            rest.append(padded[cut:])
+        else:
+            rest.append(clause)
+    return " ".join(removal), " ".join(r for r in rest if r.strip())
 
 
 def _references(ctx: Ctx, text: str) -> tuple[list[int], bool]:
@@ -107,29 +112,43 @@ def _references(ctx: Ctx, text: str) -> tuple[list[int], bool]:
         else:
             unresolved = True
     for m in mentions(text, ctx.menu):
-        for i in live:
-            it = tree.items.items[i]
-            if it.item_type != m.item_type:
-                continue
-            if m.field is None or (m.value is not None and it.fields.get(m.field) == m.value):
-                if i not in refs:
-                    refs.append(i)
-                break
+        matched = [i for i in live if tree.items.items[i].item_type == m.item_type
+                   and (m.field is None or (m.value is not None and _uses(tree.items.items[i].fields, m.field,
+                                                                          m.value)))]
+        if m.field is not None and not matched and any(
+                x.field is None or x.item_type != m.item_type for x in mentions(text, ctx.menu) if x is not m):
+            continue  # a value qualifying another mention ("the large coke")
+        if not matched:
+            unresolved = unresolved or m.field is None or ctx.menu.item_types[m.item_type].fields[m.field].names_item
+            continue
+        pick = next((i for i in matched if i not in refs), None)
+        if pick is not None:
+            refs.append(pick)
     return refs, unresolved
 
 
-def _removals(ctx: Ctx, parsed: ParsedInput) -> tuple[list[int], bool] | None:
-    if not ctx.has("remove") or parsed.new_items or parsed.wants_cancel:
+def _uses(fields: dict[str, Any], field: str, value: str) -> bool:
+    current = fields.get(field)
+    entries = current if isinstance(current, list) else [current]
+    return any((e.get("name") if isinstance(e, dict) else e) == value for e in entries)
+
+
+def _removals(ctx: Ctx, parsed: ParsedInput) -> tuple[ParsedInput, list[int], bool] | None:
+    """Several removals in one message (the parse holds one): (parse of the rest, items to remove, unclear)."""
+    if not ctx.has("remove") or parsed.wants_cancel:
         return None
     tree = ctx.conv.order
-    if ctx.has("everything") and tree.items.active():
-        return [i for i, _ in tree.items.active()], False
-    refs, unresolved = _references(ctx, _removal_text(ctx))
+    removal, rest = _split_removal(ctx)
+    if has_phrase(normalise(removal), ctx.kw.get("everything", ())) and tree.items.active():
+        ctx.rule("repair", "remove everything")
+        return ParsedInput(wants_cancel=True), [], False
+    refs, unresolved = _references(ctx, removal)
     if len(refs) < 2 and not unresolved:
         return None
     ctx.rule("repair", f"remove items {[r + 1 for r in refs]}" + (" (a reference is unresolved)" if unresolved
                                                                   else ""))
-    return refs, unresolved
+    base = parse_deterministic(rest, ctx.menu, tree) if rest.strip() else ParsedInput()
+    return base, refs, unresolved
 
 
 def _modify_by_reference(ctx: Ctx, parsed: ParsedInput) -> tuple[ParsedInput, bool] | None:
@@ -139,7 +158,11 @@ def _modify_by_reference(ctx: Ctx, parsed: ParsedInput) -> tuple[ParsedInput, bo
     ref_words = set(ctx.kw.get("reference_words", ())) | nouns
     pairs = zip(words, words[1:], strict=False)
     ordinal = any(w in ctx.kw.get("ordinals", {}) and nxt in ref_words for w, nxt in pairs)
-    both = bool(ctx.has("both")) and not parsed.new_items and len(ctx.conv.order.items.active()) >= 2
+    named = any(m.field is None or ctx.menu.item_types[m.item_type].fields[m.field].names_item
+                for m in mentions(ctx.text or "", ctx.menu))
+    counted = any(w.isdigit() or w in ("a", "an", "un", "une") for w in words)
+    both = (bool(ctx.has("both")) and not named and not counted and len(parsed.new_items) <= 1
+            and len(ctx.conv.order.items.active()) >= 2)
     if not (ordinal or both) or ctx.has("remove") or ctx.has("done"):
         return None
     values = parsed.new_items[0].fields if len(parsed.new_items) == 1 else dict(parsed.answers)
@@ -153,7 +176,7 @@ def _modify_by_reference(ctx: Ctx, parsed: ParsedInput) -> tuple[ParsedInput, bo
         refs, unresolved = _references(ctx, ctx.text or "")
         if unresolved or not refs:
             ctx.rule("repair", "ordinal reference to no item of the order")
-            return parsed, True
+            return ParsedInput(confidence=0.0), True
         targets = refs[:1]
     mods = []
     for idx in targets:
@@ -169,28 +192,37 @@ def _modify_by_reference(ctx: Ctx, parsed: ParsedInput) -> tuple[ParsedInput, bo
                 continue
             mods.append(Modification(item_index=idx, field=name, new_value=value))
     if not mods:
-        return parsed, True
+        ctx.rule("repair", "the values said fit none of the items referred to")
+        return ParsedInput(confidence=0.0), True
     what = "both/all" if both else "ordinal"
     ctx.rule("repair", f"{what} reference: {[(m.item_index, m.field) for m in mods]}")
     return ParsedInput(modifications=mods, confidence=1.0), False
 
 
+def _name_is_not_a_name(ctx: Ctx, parsed: ParsedInput) -> ParsedInput:
+    """"pickup" answering "what name?" is the order type, not a name called Pickup."""
+    name = normalise(parsed.customer_name or "")
+    control = [ctx.kw.get(k, ()) for k in ("yes", "no", "done", "needs_time", "never_mind", "not_right", "goodbye")]
+    if name and (only_phrases(name, *control) or parsed.order_type and name.replace(" ", "") in ("pickup", "delivery")
+                 or any(m.phrase and normalise(m.phrase) == name for m in mentions(name, ctx.menu))):
+        ctx.rule("repair", f"{parsed.customer_name!r} is not taken as a name")
+        return parsed.model_copy(update={"customer_name": None})
+    return parsed
+
+
 def repair(ctx: Ctx) -> tuple[ParsedInput, list[int], bool]:
     """(parse to apply, extra removals, unclear)"""
-    parsed = ctx.parsed
-    assert parsed is not None
+    assert ctx.parsed is not None
+    parsed = _name_is_not_a_name(ctx, ctx.parsed)
     for fix in (_yes_no, _same_again):
         fixed = fix(ctx, parsed)
         if fixed is not None:
             return fixed, [], False
     removal = _removals(ctx, parsed)
     if removal is not None:
-        refs, unresolved = removal
-        if unresolved:
-            return parsed, [], True
-        base = parsed.model_copy(update={"cancel_item_index": None, "cancel_item": None})
-        if len(refs) == len(ctx.conv.order.items.active()):
-            return base.model_copy(update={"wants_cancel": True}), [], False
+        base, refs, unresolved = removal
+        if unresolved:  # nothing applied: the targeted question asks which item was meant
+            return ParsedInput(confidence=0.0), [], True
         return base, refs, False
     modified = _modify_by_reference(ctx, parsed)
     if modified is not None:

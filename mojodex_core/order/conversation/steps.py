@@ -12,12 +12,12 @@ from dataclasses import dataclass
 
 from ..flow import next_question, payment_options
 from ..menu import Menu
-from ..render import lower_first, with_article
+from ..render import lower_first
 from ..tree import OrderTask, PendingQuestion
 from .menu_index import suggestions
 from .model import Conversation
 from .resources import join_list, money, say
-from .views import _fulfilment, _payment
+from .views import _fulfilment, _payment, item_text
 
 
 @dataclass(frozen=True)
@@ -86,6 +86,9 @@ def options_question(tree: OrderTask, menu: Menu, step: Step, lang: str) -> tupl
                                         options=join_list(lang, opts, "word-or"))
     if step.key == "order_type":
         return "ask-order-type-options", say(lang, "ask-order-type-options")
+    if step.key in ("customer_name", "customer_contact", "address"):
+        key = "clarify-" + step.key.replace("_", "-")
+        return key, say(lang, key)
     if step.key == "payment":
         opts = [say(lang, f"payment-{o}") for o in payment_options(tree)]
         return "ask-payment-options", say(lang, "ask-payment-options", options=join_list(lang, opts, "word-or"))
@@ -123,7 +126,7 @@ def next_step_prompt(tree: OrderTask, menu: Menu, lang: str) -> tuple[str, str]:
 
 
 def summary_text(tree: OrderTask, lang: str) -> str:
-    parts = [with_article(it.summary or it.label, it.quantity) for _, it in tree.items.active()]
+    parts = [item_text(it) for _, it in tree.items.active()]
     return join_list(lang, parts)
 
 

@@ -74,6 +74,9 @@ def classify_deterministic(text: str, parsed: ParsedInput, menu: Menu, language:
         return _rule("order_entry", "menu words, low confidence")
     if has_phrase(norm, kw.get("same_again", ())) or has_phrase(norm, kw.get("remove", ())):
         return _rule("order_entry", "order keywords")
+    first = norm.split()[0] if norm else ""
+    if orders or first in kw.get("order_articles", ()) or first.isdigit():
+        return _rule("order_entry", "order phrase, nothing on the menu")
     return None
 
 

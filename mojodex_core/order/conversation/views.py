@@ -6,7 +6,7 @@ from typing import Any
 
 from ..menu import Menu
 from ..render import with_article
-from ..tree import OrderTask
+from ..tree import ItemTask, OrderTask
 from .model import Conversation
 from .resources import money, say
 
@@ -127,6 +127,10 @@ def affected_by(conversation: Conversation, item_type: str, field: str | None, v
     return False
 
 
-def item_phrase(tree: OrderTask, idx: int) -> str:
-    it = tree.items.items[idx]
-    return with_article(it.summary or it.label, it.quantity)
+def item_text(it: ItemTask, article: bool = True) -> str:
+    """How the conversation names an item: its summary, or "2 x coffee" while it is incomplete."""
+    text = it.summary or it.label
+    if it.get_missing_fields() and it.label not in text:
+        text = it.label if text.endswith(" x") or not text else f"{text} {it.label}"
+        text = f"{it.quantity} x {text}" if it.quantity != 1 and not text.startswith(f"{it.quantity} x") else text
+    return with_article(text, it.quantity) if article else text
