@@ -13,10 +13,11 @@ import json
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
@@ -77,7 +78,6 @@ class OrderTurnContext:
     message_id: str | None
     user_task_execution_pk: int
     user_id: str
-    task_name: str
     output_text_type_fk: int | None
     webhook_url: str | None
     key: str
@@ -89,25 +89,12 @@ class OrderTurnContext:
     event: str | None = None
     setup_error: str | None = None
     started_now: bool = False
-    timings_ms: dict[str, float] = field(default_factory=dict)
+    begin_ms: float = 0.0
 
 
 def live_state(turn: int, conversation: Conversation) -> str:
     """What the live store keeps: the conversation and the platform's turn counter it belongs to."""
     return json.dumps({"turn": turn, "conversation": json.loads(conversation.to_json())})
-
-
-def load_conversation(store: LiveStateStore, key: str, row: OrderSession) -> Conversation:
-    """The live copy when it is the latest turn's, else the durable record."""
-    live = store.load(key)
-    if live is not None:
-        try:
-            data = json.loads(live)
-            if data.get("turn") == row.turn:
-                return Conversation.from_json(data["conversation"])
-        except (ValueError, KeyError, TypeError, AttributeError):
-            log.warning("unreadable live state under %s: using the database", key)
-    return Conversation.from_json(row.conversation)
 
 
 class OrderTurn:
@@ -136,6 +123,8 @@ class OrderTurn:
         started = time.perf_counter()
         try:
             context = self._begin(job)
+            if context is not None:
+                context.begin_ms = (time.perf_counter() - started) * 1000
         except Exception:
             log.exception("order turn set-up failed session=%s message_pk=%s", job.session_id, job.message_pk)
             mark_failed(self._factory, job.message_pk, "The assistant failed to answer because of an internal error.")
@@ -202,34 +191,42 @@ class OrderTurn:
 
     # --- phase 1: the message, its conversation and menu; the message marked processing
     def _begin(self, job: TurnJob) -> OrderTurnContext | None:
+        # Column reads, not whole rows: with a live copy in Redis the conversation JSON is not read.
         with transaction(self._factory) as db:
             message = db.get(Message, job.message_pk, with_for_update=True)
             if message is None or message.status != "pending":
                 return None
-            execution = (
-                db.get(UserTaskExecution, message.user_task_execution_fk)
-                if message.user_task_execution_fk is not None else None
-            )
-            if execution is None:
+            found = db.execute(
+                select(
+                    UserTaskExecution.session_id, UserTaskExecution.status, UserTaskExecution.start_date,
+                    UserTask.user_id, Task.output_text_type_fk, Task.spec,
+                    OrderSession.menu_ref, OrderSession.location, OrderSession.lane, OrderSession.state,
+                    OrderSession.turn,
+                )
+                .select_from(UserTaskExecution)
+                .join(UserTask, UserTask.user_task_pk == UserTaskExecution.user_task_fk)
+                .join(Task, Task.task_pk == UserTask.task_fk)
+                .outerjoin(
+                    OrderSession, OrderSession.user_task_execution_fk == UserTaskExecution.user_task_execution_pk
+                )
+                .where(UserTaskExecution.user_task_execution_pk == message.user_task_execution_fk)
+            ).first() if message.user_task_execution_fk is not None else None
+            if found is None:
                 message.status = "failed"
                 message.error = "the task execution does not exist"
                 return None
-            user_task = db.get(UserTask, execution.user_task_fk)
-            task = db.get(Task, user_task.task_fk)
-            row = db.get(OrderSession, execution.user_task_execution_pk)
-            spec = task.spec or {}
+            has_row = found.menu_ref is not None
             context = OrderTurnContext(
-                session_id=execution.session_id,
+                session_id=found.session_id,
                 message_pk=message.message_pk,
                 message_id=message.message_id,
-                user_task_execution_pk=execution.user_task_execution_pk,
-                user_id=user_task.user_id,
-                task_name=task.name_for_system,
-                output_text_type_fk=task.output_text_type_fk,
-                webhook_url=spec.get("pos_webhook_url"),
-                key=state_key(row.location, row.lane, execution.session_id) if row else "",
+                user_task_execution_pk=message.user_task_execution_fk,
+                user_id=found.user_id,
+                output_text_type_fk=found.output_text_type_fk,
+                webhook_url=(found.spec or {}).get("pos_webhook_url"),
+                key=state_key(found.location, found.lane, found.session_id) if has_row else "",
                 conversation=None,
-                turn=row.turn if row else 0,
+                turn=found.turn if has_row else 0,
                 menu=None,
                 turn_input=None,
             )
@@ -240,24 +237,44 @@ class OrderTurn:
             else:
                 context.utterance = message.text
                 context.turn_input = TurnInput(text=message.text)
-            if execution.status == "deleted":
+            if found.status == "deleted":
                 context.setup_error = "The task execution was deleted."
-            elif row is None:
+            elif not has_row:
                 context.setup_error = "This execution has no order conversation (was it created as an order task?)."
-            elif row.state == "Idle":
+            elif found.state == "Idle":
                 context.setup_error = "This order is finished: start a new one."
             else:
                 try:
-                    context.menu = self._menus.resolve(db, row.menu_ref)
-                    context.conversation = load_conversation(self.store, context.key, row)
+                    context.menu = self._menus.resolve(db, found.menu_ref)
+                    context.conversation = self._conversation(db, context)
                 except MenuNotFound as exc:
                     context.setup_error = f"The menu of this order is not available: {exc}"
             message.status = "processing"
-            context.started_now = execution.start_date is None and execution.status != "deleted"
+            context.started_now = found.start_date is None and found.status != "deleted"
             if context.started_now:
-                execution.start_date = datetime.now(UTC)
-                execution.status = "started"
+                db.execute(
+                    update(UserTaskExecution)
+                    .where(UserTaskExecution.user_task_execution_pk == context.user_task_execution_pk)
+                    .values(start_date=datetime.now(UTC), status="started")
+                )
         return context
+
+    def _conversation(self, db: DbSession, context: OrderTurnContext) -> Conversation:
+        """The live copy when it is the latest turn's, else the durable record."""
+        live = self.store.load(context.key)
+        if live is not None:
+            try:
+                data = json.loads(live)
+                if data.get("turn") == context.turn:
+                    return Conversation.from_json(data["conversation"])
+            except (ValueError, KeyError, TypeError, AttributeError):
+                log.warning("unreadable live state under %s: using the database", context.key)
+        stored = db.scalar(
+            select(OrderSession.conversation).where(
+                OrderSession.user_task_execution_fk == context.user_task_execution_pk
+            )
+        )
+        return Conversation.from_json(stored)
 
     # --- phase 3: the reply, audit, state and ticket in one transaction, then the events
     def _complete(self, context: OrderTurnContext, outcome: TurnOutcome, started: float) -> int | None:
@@ -265,16 +282,24 @@ class OrderTurn:
         conversation = outcome.conversation
         ticket_pk = None
         with self._events.publishing(context.session_id) as publication, transaction(self._factory) as db:
-            user_message = db.get(Message, context.message_pk)
-            user_message.status = "answered"
-            db.flush()
+            # The first write takes SQLite's lock (Postgres: the row lock) before the status checks.
+            stored = db.execute(
+                update(OrderSession)
+                .where(
+                    OrderSession.user_task_execution_fk == context.user_task_execution_pk,
+                    OrderSession.turn == context.turn,
+                )
+                .values(
+                    conversation=conversation.model_dump(mode="json"), state=outcome.state_after,
+                    turn=context.turn + 1, updated_at=datetime.now(UTC),
+                )
+            )
+            if stored.rowcount != 1:
+                # Another process answered a turn of this conversation meanwhile: never overwrite it.
+                raise TurnFailed("The order changed while this message was handled. Please retry.")
             execution = db.get(UserTaskExecution, context.user_task_execution_pk, with_for_update=True)
             if execution is None or execution.status == "deleted":
                 raise TurnFailed("The task execution was deleted.")
-            row = db.get(OrderSession, context.user_task_execution_pk)
-            if row.turn != context.turn:
-                # Another process answered a turn of this conversation meanwhile: never overwrite it.
-                raise TurnFailed("The order changed while this message was handled. Please retry.")
             view = order_view(conversation, context.menu)
             base = {"session_id": context.session_id, "user_task_execution_pk": context.user_task_execution_pk}
             answer = Message(
@@ -288,10 +313,11 @@ class OrderTurn:
             )
             db.add(answer)
             db.flush()
-            user_message.answer_message_fk = answer.message_pk
-            row.conversation = conversation.model_dump(mode="json")
-            row.state = outcome.state_after
-            row.turn = context.turn + 1
+            db.execute(
+                update(Message)
+                .where(Message.message_pk == context.message_pk)
+                .values(status="answered", answer_message_fk=answer.message_pk)
+            )
             ticket = None
             if outcome.closed:
                 ticket = create_ticket(
@@ -314,7 +340,11 @@ class OrderTurn:
             publication.add(db, "order_state", {
                 **base, "state": outcome.state_after, "order": view, "cancel_reply": outcome.cancel_reply,
             })
-            persistence_ms = (time.perf_counter() - persist_started) * 1000
+            timings = {
+                **outcome.timings_ms,
+                "begin": round(context.begin_ms, 3),
+                "persistence": round((time.perf_counter() - persist_started) * 1000, 3),
+            }
             db.add(OrderAudit(
                 user_task_execution_fk=context.user_task_execution_pk,
                 seq=context.turn + 1,
@@ -331,7 +361,7 @@ class OrderTurn:
                 response_key=outcome.response_key,
                 reply=outcome.reply,
                 trace=outcome.trace,
-                timings_ms={**outcome.timings_ms, "persistence": round(persistence_ms, 3)},
+                timings_ms=timings,
                 latency_ms=round((time.perf_counter() - started) * 1000, 3),
             ))
         if outcome.state_after == "Idle":

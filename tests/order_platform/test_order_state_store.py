@@ -119,6 +119,8 @@ def test_the_llm_fallback_failing_still_answers_or_fails_retryably(llm_order_ser
         else:
             assert final["text"] and row.status == "answered"
         assert row.status in ("answered", "failed")  # never stuck pending/processing
+        assert llm.requests, "the engine was expected to try the LLM on an utterance it cannot parse"
+        assert all(r.get("model") for r in llm.requests)
         # A plain order still goes through deterministically afterwards.
         chat.say("a plain bagel")
     finally:
