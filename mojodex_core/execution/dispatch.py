@@ -25,6 +25,7 @@ from mojodex_core.execution.jobs import TurnJob
 log = logging.getLogger("mojodex.dispatch")
 
 TurnHandler = Callable[[TurnJob, threading.Event], None]
+MAX_CACHED_SESSIONS = 10_000
 
 
 class UnsupportedTaskType(Exception):
@@ -98,5 +99,7 @@ class TurnDispatcher:
                 )
                 return
             with self._lock:
+                if len(self._types) >= MAX_CACHED_SESSIONS:
+                    self._types.clear()  # a cache, not a registry: it refills one query per session
                 self._types[job.session_id] = task_type
         handler(job, cancel)

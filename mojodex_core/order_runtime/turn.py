@@ -249,6 +249,11 @@ class OrderTurn:
                     context.conversation = self._conversation(db, context)
                 except MenuNotFound as exc:
                     context.setup_error = f"The menu of this order is not available: {exc}"
+                except Exception:
+                    # Raising here would leave the message failed with no error event: commit
+                    # "processing", then fail it visibly (retryable) like any other turn.
+                    log.exception("order turn set-up failed session=%s message_pk=%s", job.session_id, job.message_pk)
+                    context.setup_error = "The assistant failed to answer because of an internal error. Please retry."
             message.status = "processing"
             context.started_now = found.start_date is None and found.status != "deleted"
             if context.started_now:

@@ -233,3 +233,44 @@ def test_a_message_id_sent_twice_is_one_turn(orders):
         assert len(chat.audit()) == 1
     finally:
         chat.close()
+
+
+class _FailingOnce:
+    """A menu catalog whose first resolve fails, as a database hiccup would."""
+
+    def __init__(self, real) -> None:  # noqa: ANN001
+        self.real, self.failed = real, False
+
+    def resolve(self, db, menu_ref):  # noqa: ANN001, ANN201
+        if not self.failed:
+            self.failed = True
+            raise RuntimeError("simulated failure while loading the menu")
+        return self.real.resolve(db, menu_ref)
+
+
+def test_a_failed_order_turn_is_visible_and_retryable_with_the_same_message_id(orders):
+    chat = open_order(customer(orders))
+    handler = orders.platform.dispatcher.handler("order")
+    real = handler._menus
+    handler._menus = _FailingOnce(real)
+    try:
+        response = chat.put("a plain bagel", "retry-me")
+        pk = response.json()["message_pk"]
+        error = chat.socket.wait_for(lambda evs: any(e == "error" and d.get("user_message_pk") == pk
+                                                     for e, d in evs))
+        error = next(d for e, d in error if e == "error" and d.get("user_message_pk") == pk)
+        assert error["retryable"] is True and error["message_id"] == "retry-me"
+        orders.wait_idle()
+        listed = chat.client.ok("GET", "/message", params={"session_id": chat.session_id})["messages"]
+        assert next(m for m in listed if m["message_pk"] == pk)["status"] == "failed"
+        assert chat.audit() == [] and chat.order()["turn"] == 0
+        retried = chat.put("a plain bagel", "retry-me")
+        assert retried.status_code == 200 and retried.json()["message_pk"] == pk
+        answer = chat.socket.wait_event("mojo_message", count=2)[-1]  # the greeting, then this answer
+        assert answer["user_message_pk"] == pk and answer["seq"] > error["seq"]
+        orders.wait_idle()
+        assert [i["fields"]["bagel_type"] for i in items(chat.order()["order"])] == ["plain"]
+        assert len(chat.audit()) == 1
+    finally:
+        handler._menus = real
+        chat.close()

@@ -138,7 +138,8 @@ def test_out_of_stock_by_admin_raises_the_event_in_affected_conversations_only(o
         reception = using.socket.wait_event("order_event_reception")[0]
         assert reception["event"] == "out_of_stock" and reception["item"]["value"] == "pumpernickel"
         reply = using._answer_of(reception["message_pk"])
-        assert reply
+        assert "out of pumpernickel" in reply and "instead" in reply  # an alternative is offered
+        assert "pumpernickel?" not in reply and using.order()["state"] == "Clarifying"
         audit = using.audit()
         assert audit[-1]["event"] == "out_of_stock"
         assert not other.socket.named("order_event_reception")
@@ -159,7 +160,8 @@ def test_out_of_stock_by_order_event(orders):
     try:
         chat.say("I'd like a sesame bagel")
         reply = chat.event("out_of_stock", {"item_type": "bagel", "field": "bagel_type", "value": "sesame"})
-        assert reply
+        assert "out of sesame" in reply and "instead" in reply
+        assert chat.order()["state"] == "Clarifying"
         assert chat.audit()[-1]["event"] == "out_of_stock"
     finally:
         chat.close()
