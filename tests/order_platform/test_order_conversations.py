@@ -274,3 +274,13 @@ def test_a_failed_order_turn_is_visible_and_retryable_with_the_same_message_id(o
     finally:
         handler._menus = real
         chat.close()
+
+
+def test_a_french_user_gets_the_french_replies(orders):
+    client = orders.new_user(language="fr", tasks=["order_bagel_shop"])
+    chat = open_order(client)
+    try:
+        assert chat.start["greeting"].startswith("Bonjour")
+        assert chat.socket.named("mojo_message")[0]["text"] == chat.start["greeting"]
+    finally:
+        chat.close()
