@@ -16,11 +16,12 @@ from .model import (
     TurnInput,
     TurnOutcome,
 )
-from .table import TABLE, Row
+from .table import TABLE, NoTransition, Row
 from .views import affected_by, build_ticket, mark_unavailable, order_view
 
 __all__ = [
-    "TABLE", "ConvStateName", "Conversation", "ConversationEnded", "EventName", "Intent", "OffTopicType", "Row",
+    "TABLE", "ConvStateName", "Conversation", "ConversationEnded", "EventName", "Intent", "NoTransition",
+    "OffTopicType", "Row",
     "TurnInput", "TurnOutcome", "affected_by", "build_ticket", "converse", "mark_unavailable", "order_view",
     "start_conversation",
 ]

@@ -41,6 +41,7 @@ class Ctx:
     state_after: str = ""
     completed_before: set[int] = field(default_factory=set)  # items already complete before this turn
     repair_unclear: bool = False  # a reference the parser output could not represent
+    pending_reference: dict | None = None  # the change that reference asked for, kept for "which one?"
 
     @property
     def lang(self) -> str:

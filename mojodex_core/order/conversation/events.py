@@ -48,13 +48,16 @@ PREDICATES: dict[str, Callable[[Ctx], bool]] = {
     "yes_to_more": lambda c: c.conv.last_question == "next_step" and _says_yes(c),
     "unclear": low_confidence,
     "asked_twice": asked_twice,
-    "never_mind": lambda c: bool(c.has("never_mind")) or (c.conv.proposal is not None and _says_no(c)),
+    "never_mind": lambda c: bool(c.has("never_mind")) or (_says_no(c) and (
+        c.conv.proposal is not None or c.conv.last_question in ("reference", "unparsed", "order"))),
     "clarified": lambda c: (c.conv.proposal is not None and _says_yes(c)) or (_progress(c) and not low_confidence(c)),
     "not_right": lambda c: bool(c.has("not_right")) or (c.conv.last_question == "checkout" and _says_no(c)),
     "confirms": lambda c: c.conv.last_question == "checkout" and not items_changed(c)
-    and (_says_yes(c) or bool(c.has("done")) or bool(c.parsed and c.parsed.wants_checkout)),
+    and (_says_yes(c) or ((bool(c.has("done")) or bool(c.parsed and c.parsed.wants_checkout))
+                          and not low_confidence(c))),
     "unsolicited_change": lambda c: items_changed(c) and not str(c.conv.last_question).startswith("item:"),
     "items_changed": items_changed,
+    "goodbye": lambda c: c.only("goodbye", "yes", "no", "done"),
     "always": lambda c: True,
 }
 
@@ -73,9 +76,10 @@ UTTERANCE_EVENTS: dict[str, tuple[tuple[str, str], ...]] = {
                             ("BIG_CHANGE", "unsafe"), ("USER_CLARIFIES_OK", "clarified"), ("STILL_UNCLEAR", "always")),
     "Confirming": COMMON + (("E.OOS", "out_of_stock"), ("BIG_CHANGE", "unsafe"),
                             ("USER_SAYS_NOT_RIGHT", "not_right"), ("USER_CONFIRMS", "confirms"),
-                            ("USER_WANTS_CHANGES", "unsolicited_change"), ("UTTERANCE_UNCLEAR", "unclear"),
-                            ("NO_PROGRESS", "asked_twice"), ("INFO_GIVEN", "always")),
-    "Closing": COMMON + (("BIG_CHANGE", "unsafe"), ("ADD_MORE", "items_changed"), ("ORDER_COMPLETE", "always")),
+                            ("USER_WANTS_CHANGES", "unsolicited_change"), ("NO_PROGRESS", "asked_twice"),
+                            ("UTTERANCE_UNCLEAR", "unclear"), ("INFO_GIVEN", "always")),
+    "Closing": COMMON + (("ORDER_COMPLETE", "goodbye"), ("BIG_CHANGE", "unsafe"), ("ADD_MORE", "items_changed"),
+                         ("ORDER_COMPLETE", "always")),
 }
 
 

@@ -54,6 +54,27 @@ def _yes_no(ctx: Ctx, parsed: ParsedInput) -> ParsedInput | None:
     return None
 
 
+def _info_keywords(ctx: Ctx, parsed: ParsedInput) -> ParsedInput | None:
+    """Pickup/delivery and payment answers in the keyword lists' words ("à emporter", "par carte"), when the
+    parse found nothing."""
+    pending = ctx.conv.order.pending
+    if pending is None or not parsed.is_empty():
+        return None
+    if pending.task == "order_type":
+        for kind in ("pickup", "delivery"):
+            if ctx.only(kind):
+                ctx.rule("repair", f"keywords answer order_type {kind}")
+                return ParsedInput(order_type=kind)  # type: ignore[arg-type]
+    if pending.task == "payment":
+        for method in ("in_store", "cash_delivery", "card_link"):
+            if ctx.only(f"payment_{method}"):
+                if method == "cash_delivery" and ctx.conv.order.delivery_method.order_type == "pickup":
+                    method = "in_store"
+                ctx.rule("repair", f"keywords answer payment {method}")
+                return ParsedInput(answers={"method": method})
+    return None
+
+
 def _said_fields(item: Any) -> dict[str, Any]:
     return {k: v for k, v in item.fields.items() if k not in item.defaulted and v not in (None, [], "")}
 
@@ -176,12 +197,24 @@ def _modify_by_reference(ctx: Ctx, parsed: ParsedInput) -> tuple[ParsedInput, bo
         refs, unresolved = _references(ctx, ctx.text or "")
         if unresolved or not refs:
             ctx.rule("repair", "ordinal reference to no item of the order")
+            ctx.pending_reference = {"kind": "reference", "values": values}
             return ParsedInput(confidence=0.0), True
         targets = refs[:1]
+    mods = _modifications(ctx, targets, values)
+    if not mods:
+        ctx.rule("repair", "the values said fit none of the items referred to")
+        ctx.pending_reference = {"kind": "reference", "values": values}
+        return ParsedInput(confidence=0.0), True
+    what = "both/all" if both else "ordinal"
+    ctx.rule("repair", f"{what} reference: {[(m.item_index, m.field) for m in mods]}")
+    return ParsedInput(modifications=mods, confidence=1.0), False
+
+
+def _modifications(ctx: Ctx, targets: list[int], values: dict[str, Any]) -> list[Modification]:
+    """The values that fit each target item, as modifications."""
     mods = []
     for idx in targets:
-        item = tree.items.items[idx]
-        tdef = ctx.menu.item_types[item.item_type]
+        tdef = ctx.menu.item_types[ctx.conv.order.items.items[idx].item_type]
         for name, value in values.items():
             fdef = tdef.fields.get(name)
             if fdef is None:
@@ -191,12 +224,31 @@ def _modify_by_reference(ctx: Ctx, parsed: ParsedInput) -> tuple[ParsedInput, bo
             except ValueError:
                 continue
             mods.append(Modification(item_index=idx, field=name, new_value=value))
+    return mods
+
+
+def _which_one(ctx: Ctx) -> ParsedInput | None:
+    """The answer to "which one do you mean?": the change asked before, applied to the item named now
+    ("the coke", "the first one", "2")."""
+    proposal = ctx.conv.proposal
+    if proposal is None or proposal.get("kind") != "reference":
+        return None
+    live = [i for i, _ in ctx.conv.order.items.active()]
+    words = ctx.norm.split()
+    number = next((int(w) for w in words if w.isdigit()), None)
+    if number is not None and 1 <= number <= len(live) and len(words) <= 3:
+        refs = [live[number - 1]]
+    else:
+        refs, unresolved = _references(ctx, ctx.text or "")
+        if unresolved:
+            return None
+    if len(refs) != 1:
+        return None
+    mods = _modifications(ctx, refs, proposal.get("values", {}))
     if not mods:
-        ctx.rule("repair", "the values said fit none of the items referred to")
-        return ParsedInput(confidence=0.0), True
-    what = "both/all" if both else "ordinal"
-    ctx.rule("repair", f"{what} reference: {[(m.item_index, m.field) for m in mods]}")
-    return ParsedInput(modifications=mods, confidence=1.0), False
+        return None
+    ctx.rule("repair", f"which one: item {refs[0] + 1} gets {[m.field for m in mods]}")
+    return ParsedInput(modifications=mods, confidence=1.0)
 
 
 def _name_is_not_a_name(ctx: Ctx, parsed: ParsedInput) -> ParsedInput:
@@ -214,7 +266,10 @@ def repair(ctx: Ctx) -> tuple[ParsedInput, list[int], bool]:
     """(parse to apply, extra removals, unclear)"""
     assert ctx.parsed is not None
     parsed = _name_is_not_a_name(ctx, ctx.parsed)
-    for fix in (_yes_no, _same_again):
+    answered = _which_one(ctx)
+    if answered is not None:
+        return answered, [], False
+    for fix in (_yes_no, _info_keywords, _same_again):
         fixed = fix(ctx, parsed)
         if fixed is not None:
             return fixed, [], False

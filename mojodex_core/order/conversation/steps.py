@@ -86,6 +86,8 @@ def options_question(tree: OrderTask, menu: Menu, step: Step, lang: str) -> tupl
                                         options=join_list(lang, opts, "word-or"))
     if step.key == "order_type":
         return "ask-order-type-options", say(lang, "ask-order-type-options")
+    if step.key == "checkout":
+        return "confirm-yes-no", say(lang, "confirm-yes-no")
     if step.key in ("customer_name", "customer_contact", "address"):
         key = "clarify-" + step.key.replace("_", "-")
         return key, say(lang, key)

@@ -21,7 +21,8 @@ from .resources import has_phrase, keywords, normalise, only_phrases
 
 log = logging.getLogger(__name__)
 LABEL = "order_intent"
-CONTROL_KEYS = ("yes", "no", "done", "needs_time", "never_mind", "not_right", "goodbye", "same_again")
+CONTROL_KEYS = ("yes", "no", "done", "needs_time", "never_mind", "not_right", "goodbye", "same_again", "pickup",
+                "delivery", "payment_in_store", "payment_cash_delivery", "payment_card_link")
 
 
 class IntentDecision(BaseModel):
@@ -74,6 +75,8 @@ def classify_deterministic(text: str, parsed: ParsedInput, menu: Menu, language:
         return _rule("order_entry", "menu words, low confidence")
     if has_phrase(norm, kw.get("same_again", ())) or has_phrase(norm, kw.get("remove", ())):
         return _rule("order_entry", "order keywords")
+    if any(w in kw.get("ordinals", {}) for w in norm.split()):
+        return _rule("order_entry", "a reference to an item")
     first = norm.split()[0] if norm else ""
     if orders or first in kw.get("order_articles", ()) or first.isdigit():
         return _rule("order_entry", "order phrase, nothing on the menu")

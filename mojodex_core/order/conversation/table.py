@@ -76,7 +76,7 @@ TABLE: tuple[Row, ...] = (
     Row("Thinking", "USER_NEEDS_TIME", None, "Thinking", "set_thinking", "ext"),
     Row("Thinking", "UTTERANCE_UNCLEAR", "lowConfidence", "Clarifying", "ask_targeted_question", "ext"),
     Row("Confirming", "INFO_GIVEN", None, "Confirming", "summarize", "ext"),
-    Row("Confirming", "UTTERANCE_UNCLEAR", "lowConfidence", "Clarifying", "ask_targeted_question", "ext"),
+    Row("Confirming", "UTTERANCE_UNCLEAR", "lowConfidence", "Confirming", "ask_targeted_question", "ext"),
     Row("Confirming", "NO_PROGRESS", "askedTwice", "Clarifying", "ask_targeted_question", "ext"),
 )
 

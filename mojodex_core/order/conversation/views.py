@@ -15,7 +15,9 @@ def _fulfilment(tree: OrderTask, language: str) -> str:
     dm = tree.delivery_method
     if dm.order_type == "delivery":
         street = dm.address.street if dm.address else ""
-        return say(language, "order-type-delivery", address=street or "?")
+        if not street:
+            return say(language, "order-type-delivery-later")
+        return say(language, "order-type-delivery", address=street)
     if dm.order_type == "pickup":
         return say(language, "order-type-pickup")
     return ""

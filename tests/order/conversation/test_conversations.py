@@ -379,7 +379,7 @@ def test_item_not_on_the_menu_names_the_closest(pizza_menu):
 
 
 def test_item_not_on_the_menu_from_the_llm_parse_is_refused_with_closest(bagel_menu):
-    from mojodex_core.order.conversation.actions import _error_text
+    from mojodex_core.order.conversation.compose import _error_text
     from mojodex_core.order.conversation.context import Ctx
     from mojodex_core.order.tree import OrderError
 
@@ -416,6 +416,28 @@ def test_ordinal_to_nothing_asks_which_one(pizza_menu):
     assert out.state_after == "Clarifying" and out.response_key == "clarify-reference"
     assert out.reply == "Sorry, which one do you mean: 1) a large pizza or 2) a coke?"
     assert [it.fields.get("size") for it in s.conv.order.items.items] == ["LARGE", None]
+    out = s.say("no")  # a bare no to "which one?" is a never mind, not a second failed try
+    assert (out.transition, out.state_after) == ("USER_SAYS_NEVER_MIND", "Ordering")
+
+
+@pytest.mark.parametrize("answer", ["the coke", "the second one", "2"])
+def test_which_one_answer_applies_the_change_asked_before(pizza_menu, answer):
+    s = Session(pizza_menu)
+    s.say("a large pizza and a coke")
+    assert s.say("make the fourth one small").response_key == "clarify-reference"
+    out = s.say(answer)
+    assert (out.transition, out.state_after) == ("USER_CLARIFIES_OK", "Ordering")
+    assert [it.fields.get("size") for it in s.conv.order.items.items] == ["LARGE", "SMALL"]
+    assert out.reply.startswith("No problem, small coke.")
+
+
+def test_which_one_for_a_value_no_item_takes(pizza_menu):
+    s = Session(pizza_menu)
+    s.say("two large pepperoni pizzas and a diet coke")
+    out = s.say("make the second one thin crust")  # the second line is the coke: thin crust does not fit it
+    assert out.response_key == "clarify-reference"
+    s.say("the pizza")
+    assert s.conv.order.items.items[0].fields["style"] == ["THIN_CRUST"]
 
 
 def test_same_again_repeats_the_last_item(bagel_menu):
@@ -464,3 +486,22 @@ def test_turn_input_validation():
     with pytest.raises(ValueError):
         TurnInput(event="out_of_stock")
     assert TurnInput(event="barge_in", text="wait").text == "wait"
+
+
+def test_order_complete_outside_closing_is_a_platform_error(bagel_menu):
+    from mojodex_core.order.conversation import NoTransition
+
+    s = Session(bagel_menu)
+    with pytest.raises(NoTransition):
+        converse(s.conv, TurnInput(event="order_complete"), bagel_menu)
+
+
+def test_an_unclear_yes_does_not_place_the_order(bagel_menu):
+    s = Session(bagel_menu)
+    s.run("a large iced latte", "pickup", "that's it", "Dana", "dana@example.com", "in store")
+    out = s.say("yes glorp")
+    assert (out.transition, out.state_after, out.closed) == ("UTTERANCE_UNCLEAR", "Confirming", False)
+    assert out.reply == "Sorry - shall I place the order as I read it? Please say yes, or tell me what to change."
+    assert not s.conv.order.checkout.confirmed
+    out = s.say("yes")
+    assert (out.transition, out.state_after, out.closed) == ("USER_CONFIRMS", "Closing", True)

@@ -77,7 +77,7 @@ def test_french_conversation_replies_come_from_fr_json(pizza_menu):
     assert (out.response_key, out.reply) == ("menu-question", "Quelles garnitures sur la large pizza ?")  # menu fr
     out = s.say("non")
     assert (out.response_key, out.reply) == ("ask-order-type", fr["ask-order-type"])
-    out = s.say("pickup")
+    out = s.say("à emporter")  # keyword answers from intents/fr.json
     assert out.reply == "C'est noté, à emporter. Voulez-vous autre chose avec ça - coke, diet coke ou coke zero ?"
     out = s.say("non merci")
     assert (out.transition, out.state_after) == ("USER_SAYS_DONE", "Confirming")
@@ -85,7 +85,7 @@ def test_french_conversation_replies_come_from_fr_json(pizza_menu):
     out = s.say("c'est tout")  # not taken as a name
     assert out.reply == fr["ask-customer-name"] and s.conv.order.customer_info.name is None
     s.run("Dana", "dana@example.com")
-    out = s.say("in store")
+    out = s.say("sur place")
     assert out.reply == ("Voici votre commande : a large pizza, à emporter, paiement sur place, au nom de Dana. "
                          "Le total est de 13.50 $. Je la valide ?")
     out = s.say("oui")

@@ -150,6 +150,8 @@ def test_row(index, bagel_menu):
     guard = f"[{row.guard}]" if row.guard else ""
     assert f"[RULE] transition: {out.state_before} --{row.event}{guard}--> {expected}" in out.trace
     assert out.reply and out.response_key
+    if out.state_after == "Clarifying":
+        assert out.reply.count("?") == 1, out.reply  # exactly one question
 
 
 def test_the_seed_rows_are_the_seed_table_in_order():
