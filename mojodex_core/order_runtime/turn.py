@@ -37,6 +37,7 @@ from mojodex_core.llm import LLMCancelled, LLMError
 from mojodex_core.order.conversation import (
     Conversation,
     ConversationEnded,
+    NoTransition,
     TurnInput,
     TurnOutcome,
     build_ticket,
@@ -148,6 +149,8 @@ class OrderTurn:
                 )
             except ConversationEnded as exc:
                 raise TurnFailed("This order is finished: start a new one.") from exc
+            except NoTransition as exc:  # e.g. an event the state machine has no row for in this state
+                raise TurnFailed(f"This cannot be handled in the current state of the order ({exc}).") from exc
             if cancel.is_set():
                 raise LLMCancelled("cancelled")
             ticket_pk = self._complete(context, outcome, started)

@@ -284,3 +284,23 @@ def test_a_french_user_gets_the_french_replies(orders):
         assert chat.socket.named("mojo_message")[0]["text"] == chat.start["greeting"]
     finally:
         chat.close()
+
+
+def test_an_event_the_state_machine_cannot_take_fails_visibly(orders):
+    """order_complete is the platform's own event after a ticket; raised while Ordering it has no table row."""
+    from mojodex_core.execution.jobs import TurnJob
+    from mojodex_core.order_runtime.intake import accept_event
+
+    chat = open_order(customer(orders))
+    try:
+        platform = orders.platform
+        pk = accept_event(platform.session_factory, platform.events, session_id=chat.session_id,
+                          user_task_execution_pk=chat.pk, event="order_complete", item=None)
+        platform.runner.submit(TurnJob(session_id=chat.session_id, message_pk=pk))
+        events = chat.socket.wait_for(lambda evs: any(e == "error" and d.get("user_message_pk") == pk
+                                                      for e, d in evs))
+        error = next(d for e, d in events if e == "error" and d.get("user_message_pk") == pk)
+        assert "current state of the order" in error["error"]
+        assert chat.say("a plain bagel")  # the conversation goes on
+    finally:
+        chat.close()
