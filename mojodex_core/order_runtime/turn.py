@@ -54,6 +54,9 @@ from mojodex_core.order_runtime.tickets import TicketDelivery, create_ticket
 log = logging.getLogger("mojodex.order.turn")
 
 
+RECENT_CONVERSATIONS = 10_000  # conversations kept in memory by the process that answered them last
+
+
 class TurnFailed(Exception):
     """A turn that cannot produce an answer; the message is shown to the user."""
 
@@ -119,6 +122,8 @@ class OrderTurn:
         self._menus = menus
         self._tickets = tickets
         self._threshold = threshold
+        # execution pk -> (turn counter, conversation) of the turns this process answered last.
+        self._recent: dict[int, tuple[int, Conversation]] = {}
 
     def __call__(self, job: TurnJob, cancel: threading.Event) -> None:
         started = time.perf_counter()
@@ -268,7 +273,11 @@ class OrderTurn:
         return context
 
     def _conversation(self, db: DbSession, context: OrderTurnContext) -> Conversation:
-        """The live copy when it is the latest turn's, else the durable record."""
+        """The latest turn's conversation: this process's own copy, else the live store's, else the
+        durable record. A copy is only used when its turn counter is the database's."""
+        recent = self._recent.get(context.user_task_execution_pk)
+        if recent is not None and recent[0] == context.turn:
+            return recent[1]  # never mutated: converse returns a new conversation
         live = self.store.load(context.key)
         if live is not None:
             try:
@@ -373,7 +382,11 @@ class OrderTurn:
                 latency_ms=round((time.perf_counter() - started) * 1000, 3),
             ))
         if outcome.state_after == "Idle":
+            self._recent.pop(context.user_task_execution_pk, None)
             self.store.drop(context.key)
         else:
+            if len(self._recent) >= RECENT_CONVERSATIONS:
+                self._recent.clear()
+            self._recent[context.user_task_execution_pk] = (context.turn + 1, conversation)
             self.store.save(context.key, live_state(context.turn + 1, conversation))
         return ticket_pk
