@@ -149,10 +149,13 @@ def propose_alternative(ctx: Ctx) -> None:
     if ctx.turn.event == "out_of_stock":
         spec = ctx.turn.item or {}
         target = (spec["item_type"], spec.get("field"), spec.get("value"))
-        _remove_unavailable(ctx, *target)
+        affected = _remove_unavailable(ctx, *target)
     else:
         commit(ctx)
         target = _oos_target(ctx)
+        notes = ctx.conv.order.last_turn
+        affected = [i for i in notes.added + notes.modified
+                    if ctx.conv.order.items.items[i].item_type == target[0]]
         acknowledge(ctx, skip=("out_of_stock",))
     item_type, field, value = target
     tdef = ctx.menu.item_types.get(item_type)
@@ -168,10 +171,9 @@ def propose_alternative(ctx: Ctx) -> None:
         vdef = tdef.fields[field].value(str(value))
         subject = vdef.display if vdef else str(value)
         alt_v = field_value_alternative(ctx.menu, item_type, field, str(value))
-        live = [i for i, it in ctx.conv.order.items.active() if it.item_type == item_type]
-        if alt_v is not None and live:
+        if alt_v is not None and affected:
             proposal = {"kind": "value", "item_type": item_type, "field": field, "value": alt_v.id,
-                        "item_index": live[-1]}
+                        "item_index": affected[-1]}
             alt_name = alt_v.display
     ctx.conv.proposal = proposal
     ctx.conv.last_question = "proposal"
@@ -195,15 +197,18 @@ def _oos_target(ctx: Ctx) -> tuple[str, str | None, str | None]:
     return err.subject, None, None
 
 
-def _remove_unavailable(ctx: Ctx, item_type: str, field: str | None, value: str | None) -> None:
+def _remove_unavailable(ctx: Ctx, item_type: str, field: str | None, value: str | None) -> list[int]:
+    """Take what is out of stock out of the order; the items it touched."""
     tree = ctx.conv.order.model_copy(deep=True)
+    affected = []
     for idx, it in tree.items.active():
-        if it.item_type != item_type:
+        if it.item_type != item_type or (field is not None and not uses(it.fields, field, value)):
             continue
+        affected.append(idx)
         if field is None:
             ctx.ops.append({"op": "cancel_item", "path": f"items[{idx}]", "old": it.status, "new": "skipped"})
             it.status = "skipped"
-        elif uses(it.fields, field, value):
+        else:
             old = it.fields[field]
             if isinstance(old, list):
                 new = [e for e in old if (e.get("name") if isinstance(e, dict) else e) != value]
@@ -214,6 +219,7 @@ def _remove_unavailable(ctx: Ctx, item_type: str, field: str | None, value: str 
         refresh_display(it, ctx.menu)
     recalculate(tree, ctx.menu)
     ctx.conv.order = tree
+    return affected
 
 
 def answer_menu(ctx: Ctx) -> None:

@@ -44,7 +44,9 @@ PREDICATES: dict[str, Callable[[Ctx], bool]] = {
     "unsafe": unsafe_change,
     "done": _done,
     "needs_time": lambda c: bool(c.has("needs_time")) and not items_changed(c),
-    "idle_words": lambda c: (bool(c.has("needs_time")) or c.only("yes", "no", "goodbye")) and not items_changed(c),
+    "idle_words": lambda c: (bool(c.has("needs_time")) or c.only("yes", "no", "goodbye", "greeting"))
+    and not items_changed(c),
+    "greeting": lambda c: c.only("greeting") and not items_changed(c) and not asked_twice(c),
     "yes_to_more": lambda c: c.conv.last_question == "next_step" and _says_yes(c),
     "unclear": low_confidence,
     "asked_twice": asked_twice,
@@ -67,6 +69,7 @@ COMMON = (("OFF_TOPIC", "off_topic"), ("MENU_QUESTION", "menu_question"), ("CHAN
 UTTERANCE_EVENTS: dict[str, tuple[tuple[str, str], ...]] = {
     "Ordering": COMMON + (("E.OOS", "out_of_stock"), ("BIG_CHANGE", "unsafe"), ("USER_SAYS_DONE", "done"),
                           ("USER_NEEDS_TIME", "needs_time"), ("UTTERANCE_OK", "yes_to_more"),
+                          ("UTTERANCE_OK", "greeting"),
                           ("UTTERANCE_UNCLEAR", "unclear"), ("NO_PROGRESS", "asked_twice"),
                           ("UTTERANCE_OK", "always")),
     "Thinking": COMMON + (("E.OOS", "out_of_stock"), ("BIG_CHANGE", "unsafe"), ("USER_SAYS_DONE", "done"),

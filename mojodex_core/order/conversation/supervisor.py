@@ -21,8 +21,8 @@ from .resources import has_phrase, keywords, normalise, only_phrases
 
 log = logging.getLogger(__name__)
 LABEL = "order_intent"
-CONTROL_KEYS = ("yes", "no", "done", "needs_time", "never_mind", "not_right", "goodbye", "same_again", "pickup",
-                "delivery", "payment_in_store", "payment_cash_delivery", "payment_card_link")
+CONTROL_KEYS = ("greeting", "yes", "no", "done", "needs_time", "never_mind", "not_right", "goodbye", "same_again",
+                "pickup", "delivery", "payment_in_store", "payment_cash_delivery", "payment_card_link")
 
 
 class IntentDecision(BaseModel):

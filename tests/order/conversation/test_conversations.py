@@ -505,3 +505,25 @@ def test_an_unclear_yes_does_not_place_the_order(bagel_menu):
     assert not s.conv.order.checkout.confirmed
     out = s.say("yes")
     assert (out.transition, out.state_after, out.closed) == ("USER_CONFIRMS", "Closing", True)
+
+
+def test_out_of_stock_alternative_goes_to_the_item_that_had_it(pizza_menu):
+    s = Session(pizza_menu)
+    s.say("a large pizza with mushrooms and a small pizza with ham")
+    s.menu = mark_unavailable(pizza_menu, "pizza", "toppings", "MUSHROOMS", False)
+    s.event("out_of_stock", item_type="pizza", field="toppings", value="MUSHROOMS")
+    assert s.conv.proposal["item_index"] == 0
+    s.say("yes")
+    first, second = s.conv.order.items.items
+    assert first.fields["toppings"] == [{"name": "ONIONS"}] and second.fields["toppings"] == [{"name": "HAM"}]
+
+
+def test_greetings_are_not_off_topic(pizza_menu):
+    s = Session(pizza_menu)
+    first = s.say("hello")
+    assert (first.intent, first.transition, first.reply) == ("order_entry", "UTTERANCE_OK",
+                                                             "What can I get for you today?")
+    second = s.say("hi there")  # "what can I get you?" was asked twice: not a third time the same way
+    assert (second.state_after, second.response_key) == ("Clarifying", "clarify-generic")
+    assert second.reply == 'Sorry, I didn\'t quite get that - could you say it again, for example "one small pizza"?'
+    assert s.conv.off_topic_count == 0
