@@ -19,10 +19,10 @@ from mojodex_core.db import transaction
 from mojodex_core.db.models import Message, OrderAudit, OrderSession, OrderTicket, Task, UserTaskExecution
 from mojodex_core.execution.events import EventPublisher
 from mojodex_core.order.conversation import Conversation, affected_by, order_view, start_conversation
+from mojodex_core.order_runtime.context import live_state
 from mojodex_core.order_runtime.menus import MenuCatalog
 from mojodex_core.order_runtime.store import LiveStateStore, state_key
 from mojodex_core.order_runtime.tickets import ticket_view
-from mojodex_core.order_runtime.turn import live_state
 
 DEFAULT_LANE = "0"
 

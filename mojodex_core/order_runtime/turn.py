@@ -13,7 +13,6 @@ import json
 import logging
 import threading
 import time
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -44,8 +43,8 @@ from mojodex_core.order.conversation import (
     converse,
     order_view,
 )
-from mojodex_core.order.menu import Menu
 from mojodex_core.order_runtime import ORDER_EVENT
+from mojodex_core.order_runtime.context import BoundLLM, OrderTurnContext, TurnFailed, live_state
 from mojodex_core.order_runtime.intake import OrderFinished, accept_event
 from mojodex_core.order_runtime.menus import MenuCatalog, MenuNotFound
 from mojodex_core.order_runtime.store import LiveStateStore, state_key
@@ -55,50 +54,6 @@ log = logging.getLogger("mojodex.order.turn")
 
 
 RECENT_CONVERSATIONS = 10_000  # conversations kept in memory by the process that answered them last
-
-
-class TurnFailed(Exception):
-    """A turn that cannot produce an answer; the message is shown to the user."""
-
-
-class BoundLLM:
-    """The platform's provider with this turn's execution and cancel flag bound (StructuredLLM)."""
-
-    def __init__(self, llm: Any, user_task_execution_pk: int, cancel: threading.Event) -> None:
-        self._llm = llm
-        self._pk = user_task_execution_pk
-        self._cancel = cancel
-
-    def structured(self, messages: list[dict], response_model: type, *, label: str) -> Any:
-        return self._llm.structured(
-            messages, response_model, label=label, user_task_execution_pk=self._pk, cancel=self._cancel
-        )
-
-
-@dataclass
-class OrderTurnContext:
-    session_id: str
-    message_pk: int
-    message_id: str | None
-    user_task_execution_pk: int
-    user_id: str
-    output_text_type_fk: int | None
-    webhook_url: str | None
-    key: str
-    conversation: Conversation | None
-    turn: int  # the platform's count of turns answered in this conversation, before this one
-    menu: Menu | None
-    turn_input: TurnInput | None
-    utterance: str | None = None
-    event: str | None = None
-    setup_error: str | None = None
-    started_now: bool = False
-    begin_ms: float = 0.0
-
-
-def live_state(turn: int, conversation: Conversation) -> str:
-    """What the live store keeps: the conversation and the platform's turn counter it belongs to."""
-    return json.dumps({"turn": turn, "conversation": json.loads(conversation.to_json())})
 
 
 class OrderTurn:
