@@ -6,7 +6,6 @@ factory when it publishes events; ownership is the routes' business.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -176,7 +175,3 @@ def affected_sessions(
         if affected_by(conversation_of(row), item_type, field, value):
             found.append((session_id, row.user_task_execution_fk, item))
     return found
-
-
-def dumps(value: Any) -> str:
-    return json.dumps(value, sort_keys=True)
