@@ -126,3 +126,30 @@ def test_the_llm_fallback_failing_still_answers_or_fails_retryably(llm_order_ser
     finally:
         chat.close()
         live.wait_idle()
+
+
+def test_barge_in_cancels_the_turn_in_flight(llm_order_server, llm):
+    """A turn waiting on the LLM is cancelled by barge_in (runner cancel): it fails retryably, and the
+    barge_in's own reply follows."""
+    from tests.support.scripted_llm import Hang
+
+    live = llm_order_server
+    chat = open_order(customer(live))
+    try:
+        llm.script(Hang(seconds=2.0))
+        pending = chat.put("blorf the wizzle, quantum marmalade")
+        pk = pending.json()["message_pk"]
+        deadline = __import__("time").monotonic() + 5
+        while not llm.requests and __import__("time").monotonic() < deadline:
+            __import__("time").sleep(0.02)
+        assert llm.requests, "the turn never reached the LLM"
+        reply = chat.event("barge_in")
+        assert reply
+        events = chat.socket.events
+        error = next(d for e, d in events if e == "error" and d.get("user_message_pk") == pk)
+        assert error["error"] == "The turn was cancelled." and error["retryable"] is True
+        assert chat.last_state()["cancel_reply"] is True
+    finally:
+        llm.reset()
+        chat.close()
+        live.wait_idle()
