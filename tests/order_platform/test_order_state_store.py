@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 import uuid
 
 import pytest
@@ -139,9 +140,9 @@ def test_barge_in_cancels_the_turn_in_flight(llm_order_server, llm):
         llm.script(Hang(seconds=2.0))
         pending = chat.put("blorf the wizzle, quantum marmalade")
         pk = pending.json()["message_pk"]
-        deadline = __import__("time").monotonic() + 5
-        while not llm.requests and __import__("time").monotonic() < deadline:
-            __import__("time").sleep(0.02)
+        deadline = time.monotonic() + 5
+        while not llm.requests and time.monotonic() < deadline:
+            time.sleep(0.02)
         assert llm.requests, "the turn never reached the LLM"
         reply = chat.event("barge_in")
         assert reply
