@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 from flask import Flask, redirect
 from flask_socketio import SocketIO
-from sqlalchemy import select
+from sqlalchemy import or_, select
 from sqlalchemy.exc import OperationalError
 
 from backend.context import Platform
@@ -19,6 +19,7 @@ from backend.socket_events import register_socket_events
 from mojodex_core.config import PROJECT_ROOT
 from mojodex_core.db.models import Message
 from mojodex_core.execution.jobs import TurnJob
+from mojodex_core.order_runtime import ORDER_EVENT
 
 log = logging.getLogger("mojodex.platform")
 WEBAPP_DIR = PROJECT_ROOT / "webapp"
@@ -83,7 +84,8 @@ def _resume(platform: Platform, booted_at: datetime) -> None:
             db.scalars(
                 select(Message)
                 .where(
-                    Message.sender == "user",
+                    # user messages, and the global events of order conversations (system messages)
+                    or_(Message.sender == "user", Message.event_name == ORDER_EVENT),
                     Message.status.in_(("pending", "processing")),
                     Message.created_at < booted_at,
                 )
@@ -97,3 +99,7 @@ def _resume(platform: Platform, booted_at: datetime) -> None:
         platform.runner.submit(job)
     if jobs:
         log.info("resumed %d unanswered message(s)", len(jobs))
+    if platform.tickets is not None:
+        resumed = platform.tickets.resume()
+        if resumed:
+            log.info("resumed the delivery of %d ticket(s)", resumed)

@@ -13,12 +13,17 @@ from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
 from background.runner import ThreadTurnRunner, TurnRunner
-from mojodex_core.config import Settings
+from mojodex_core.config import Settings, webhook_secret
 from mojodex_core.db import make_engine, make_session_factory, transaction
+from mojodex_core.execution.dispatch import TurnDispatcher
 from mojodex_core.execution.events import SessionEventLog
 from mojodex_core.execution.llm_calls import DbLLMCallRecorder
 from mojodex_core.execution.turn import InstructTurn
 from mojodex_core.llm import LLMProvider, LLMSettings, ServerGuard
+from mojodex_core.order_runtime.menus import MenuCatalog
+from mojodex_core.order_runtime.store import LiveStateStore, build_store
+from mojodex_core.order_runtime.tickets import TicketDelivery
+from mojodex_core.order_runtime.turn import OrderTurn
 
 log = logging.getLogger("mojodex.platform")
 
@@ -33,6 +38,10 @@ class Platform:
     llm: LLMProvider | None
     # The embedded local model server, when this process runs one (its status goes in /health).
     local_model: object | None = None
+    dispatcher: TurnDispatcher | None = None
+    menus: MenuCatalog | None = None
+    order_store: LiveStateStore | None = None
+    tickets: TicketDelivery | None = None
 
     @contextmanager
     def db(self) -> Iterator[DbSession]:
@@ -42,6 +51,11 @@ class Platform:
 
     def close(self) -> None:
         self.runner.shutdown(wait=False)
+        if self.tickets is not None:
+            self.tickets.shutdown()
+        close_store = getattr(self.order_store, "close", None)
+        if close_store is not None:
+            close_store()
         if self.llm is not None:
             self.llm.close()
         self.engine.dispose()
@@ -94,10 +108,23 @@ def build_platform(
         max_tokens=settings.extra.get("max_tokens"),
         no_llm_reason=no_llm_reason,
     )
-    runner = ThreadTurnRunner(turn)
+    dispatcher = TurnDispatcher(factory, events)
+    dispatcher.register("instruct", turn)
+    menus = MenuCatalog(settings.tasks_config_dir)
+    store = build_store(settings.redis_url, settings.order_state_ttl_s)
+    tickets = TicketDelivery(
+        factory,
+        webhook_secret(settings),
+        attempts=settings.pos_webhook_attempts,
+        backoff_s=settings.pos_webhook_backoff_s,
+        timeout_s=settings.pos_webhook_timeout_s,
+    )
+    dispatcher.register("order", OrderTurn(factory, events, llm, store, menus, tickets))
+    runner = ThreadTurnRunner(dispatcher)
+    log.info("order live state: %s", store.name)
     return Platform(
         settings=settings, engine=engine, session_factory=factory, events=events, runner=runner, llm=llm,
-        local_model=local_model,
+        dispatcher=dispatcher, menus=menus, order_store=store, tickets=tickets, local_model=local_model,
     )
 
 

@@ -52,6 +52,13 @@ class Settings:
     token_coalesce_ms: int
     turn_timeout_s: float
     var_dir: Path = VAR_DIR
+    # Order tasks: TTL of the live conversation state in Redis, and the POS webhook delivery.
+    order_state_ttl_s: int = 3600
+    # HMAC-SHA256 key of the webhook signature; None: generated once and kept in var/.
+    pos_webhook_secret: str | None = None
+    pos_webhook_attempts: int = 5
+    pos_webhook_backoff_s: float = 1.0
+    pos_webhook_timeout_s: float = 5.0
     extra: dict = field(default_factory=dict)
 
     @property
@@ -184,4 +191,25 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         token_coalesce_ms=_int(env, "MOJODEX_TOKEN_COALESCE_MS", 30, 0, 1000),
         turn_timeout_s=_float(env, "MOJODEX_TURN_TIMEOUT_S", 180.0, 1.0, 3600.0),
         var_dir=var_dir,
+        order_state_ttl_s=_int(env, "MOJODEX_ORDER_STATE_TTL_S", 3600, 1, 7 * 24 * 3600),
+        pos_webhook_secret=env.get("MOJODEX_POS_WEBHOOK_SECRET") or None,
+        pos_webhook_attempts=_int(env, "MOJODEX_POS_WEBHOOK_ATTEMPTS", 5, 1, 20),
+        pos_webhook_backoff_s=_float(env, "MOJODEX_POS_WEBHOOK_BACKOFF_S", 1.0, 0.0, 600.0),
+        pos_webhook_timeout_s=_float(env, "MOJODEX_POS_WEBHOOK_TIMEOUT_S", 5.0, 0.1, 120.0),
     )
+
+
+def webhook_secret(settings: Settings) -> str:
+    """The POS webhook signing key: the setting, else one generated once and kept in var/."""
+    if settings.pos_webhook_secret:
+        return settings.pos_webhook_secret
+    path = settings.var_dir / "mojodex_pos_webhook_secret"
+    if path.exists():
+        stored = path.read_text().strip()
+        if len(stored) >= 16:
+            return stored
+    settings.var_dir.mkdir(parents=True, exist_ok=True)
+    value = secrets.token_urlsafe(32)
+    path.write_text(value + "\n")
+    path.chmod(0o600)
+    return value

@@ -7,7 +7,7 @@ the transaction (one per file for the CLI, one per request for REST).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session as DbSession
@@ -33,10 +33,20 @@ class TaskConflict(Exception):
         self.status = status
 
 
-def check_menu(spec: OrderTaskSpec, tasks_config_dir: Path) -> None:
-    """An order task must name a readable, valid menu: checked before anything is stored."""
+def check_menu(
+    spec: OrderTaskSpec, tasks_config_dir: Path, menu_exists: Callable[[str], bool] | None = None
+) -> None:
+    """An order task must name a readable, valid menu: checked before anything is stored.
+
+    A menu id names a menu uploaded with PUT /menu: ``menu_exists`` says whether it is stored
+    (without it, e.g. loading files from the CLI, the id is accepted: menus may come later).
+    """
     from mojodex_core.order.menu import MenuError, load_menu
 
+    if spec.menu_is_id:
+        if menu_exists is not None and not menu_exists(spec.menu):
+            raise SpecError([SpecIssue("menu", f"no menu with id {spec.menu!r} (upload it with PUT /menu first)")])
+        return
     path = spec.menu_path(tasks_config_dir)
     if not path.is_file():
         raise SpecError([SpecIssue("menu", f"menu file not found: {spec.menu} (looked in {tasks_config_dir})")])
@@ -46,10 +56,12 @@ def check_menu(spec: OrderTaskSpec, tasks_config_dir: Path) -> None:
         raise SpecError([SpecIssue("menu", f"invalid menu {spec.menu}: {exc}")]) from exc
 
 
-def validate_for_storage(data: Any, tasks_config_dir: Path) -> TaskSpec:
+def validate_for_storage(
+    data: Any, tasks_config_dir: Path, menu_exists: Callable[[str], bool] | None = None
+) -> TaskSpec:
     spec = validate_spec(data)
     if isinstance(spec, OrderTaskSpec):
-        check_menu(spec, tasks_config_dir)
+        check_menu(spec, tasks_config_dir, menu_exists)
     return spec
 
 

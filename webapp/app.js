@@ -52,8 +52,10 @@ async function openTask(task) {
   $("task-name").textContent = task.name; $("task-description").textContent = task.description;
   $("inputs").replaceChildren(...execution.json_input.map(inputField));
   $("task-form").hidden = false; $("conversation").hidden = true; $("draft").hidden = true;
-  $("messages").replaceChildren();
+  $("messages").replaceChildren(); $("order").hidden = true;
   joinSession();
+  // An order task has no form: it starts at once and its greeting is the first message.
+  if (task.type === "order" || execution.order) await runExecution({});
 }
 
 function inputField(input) {
@@ -70,14 +72,28 @@ function inputField(input) {
   field.name = input.input_name; label.append(field); return label;
 }
 
+async function runExecution(inputs) {
+  const body = { user_task_execution_pk: state.execution.user_task_execution_pk };
+  if (Object.keys(inputs).length) body.inputs = inputs;
+  try {
+    await call("POST", "/user_task_execution_run", body);
+    $("task-form").hidden = true; $("conversation").hidden = false;
+  } catch (error) { showError(error); }
+}
+
 async function startTask(event) {
   event.preventDefault(); showError("");
   const inputs = {};
   for (const field of $("inputs").querySelectorAll("[name]")) inputs[field.name] = field.value;
-  try {
-    await call("POST", "/user_task_execution_run", { user_task_execution_pk: state.execution.user_task_execution_pk, inputs });
-    $("task-form").hidden = true; $("conversation").hidden = false;
-  } catch (error) { showError(error); }
+  await runExecution(inputs);
+}
+
+function showOrder(payload) {
+  const order = payload.order || {};
+  const lines = (order.items || []).filter((item) => item.status !== "skipped")
+    .map((item) => `${item.summary || item.item_type}  ${item.line_total ?? ""}`);
+  lines.push(`total ${order.total ?? 0} ${order.currency || ""}   (${payload.state})`);
+  $("order").textContent = lines.join("\n"); $("order").hidden = false;
 }
 
 async function sendMessage(event) {
@@ -115,6 +131,10 @@ function handleEvent(event, payload) {
     addMessage("assistant", `New version ${payload.produced_text_version_index} of "${payload.produced_text_title}"`);
     state.producedTextPk = payload.produced_text_pk;
     showVersion(payload.produced_text_version_index);
+  } else if (event === "order_state") {
+    showOrder(payload);
+  } else if (event === "order_ticket") {
+    addMessage("assistant", (payload.ticket && payload.ticket.text) || "Order ticket created");
   } else if (event === "error") {
     if (state.streaming) { state.streaming.remove(); state.streaming = null; }
     addMessage("error", payload.error);

@@ -11,6 +11,13 @@ from backend.routes.execution import (
 )
 from backend.routes.health import HealthResource
 from backend.routes.messages import MessageResource, UserMessageResource
+from backend.routes.orders import (
+    MenuAvailabilityResource,
+    MenuResource,
+    OrderAuditResource,
+    OrderEventResource,
+    OrderResource,
+)
 from backend.routes.produced_text import ProducedTextResource, UserTaskExecutionProducedTextResource
 from backend.routes.tasks import TaskAdminResource, UserTaskResource
 
@@ -26,3 +33,8 @@ def register_routes(api: Api) -> None:
     api.add_resource(MessageResource, "/message")
     api.add_resource(UserTaskExecutionProducedTextResource, "/user_task_execution_produced_text")
     api.add_resource(ProducedTextResource, "/produced_text")
+    api.add_resource(MenuResource, "/menu")
+    api.add_resource(MenuAvailabilityResource, "/menu_availability")
+    api.add_resource(OrderResource, "/order")
+    api.add_resource(OrderEventResource, "/order_event")
+    api.add_resource(OrderAuditResource, "/order/audit")

@@ -10,7 +10,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session as DbSession
 
 from backend.errors import bad_request, not_found
-from mojodex_core.db.models import Session, UserTask, UserTaskExecution
+from mojodex_core.db.models import Session, Task, UserTask, UserTaskExecution
 
 _MISSING = object()
 # Every pk, seq and index is a 32-bit INTEGER column: a larger value can name no row, and the
@@ -95,3 +95,11 @@ def owned_session(db: DbSession, session_id: str) -> Session:
     if session is None or session.user_id != current_user_id():
         raise not_found("session")
     return session
+
+
+def execution_task(db: DbSession, execution: UserTaskExecution) -> Task:
+    return db.scalar(
+        select(Task)
+        .join(UserTask, UserTask.task_fk == Task.task_pk)
+        .where(UserTask.user_task_pk == execution.user_task_fk)
+    )

@@ -13,9 +13,10 @@ from sqlalchemy.orm import selectinload
 from backend.auth import user_required
 from backend.context import platform
 from backend.errors import ApiError, bad_request, not_found
-from backend.routes._input import current_user_id, field, json_body, owned_execution, query_int
+from backend.routes._input import current_user_id, execution_task, field, json_body, owned_execution, query_int
 from mojodex_core.db.models import (
     Message,
+    OrderSession,
     ProducedText,
     ProducedTextVersion,
     Session,
@@ -23,10 +24,13 @@ from mojodex_core.db.models import (
     UserTask,
     UserTaskExecution,
 )
+from mojodex_core.execution.dispatch import UnsupportedTaskType
 from mojodex_core.execution.intake import FORM_MESSAGE_ID, InputError, accept_user_message, validate_inputs
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.execution.prompt import render
 from mojodex_core.execution.turn import execution_inputs
+from mojodex_core.order_runtime import service as order_service
+from mojodex_core.order_runtime.menus import MenuNotFound
 from mojodex_core.task_view import displayed_data_for, predefined_actions
 
 log = logging.getLogger("mojodex.execution")
@@ -108,13 +112,22 @@ class UserTaskExecutionResource(Resource):
             db.add(execution)
             db.flush()
             displayed = displayed_data_for(task, g.user.language_code)
-            log.info("execution %s created for task %s", execution.user_task_execution_pk, task.name_for_system)
-            return {
+            view = {
                 "user_task_execution_pk": execution.user_task_execution_pk,
                 "session_id": session.session_id,
                 "json_input": displayed.json_input if displayed else [],
                 "actions": predefined_actions(db, task, current_user_id(), g.user.language_code),
-            }, 200
+            }
+            if task.type == "order":
+                current = platform()
+                try:
+                    view |= order_service.open_order(
+                        db, execution, task, current.menus, current.order_store, g.user.language_code
+                    )
+                except MenuNotFound as exc:
+                    raise ApiError(409, f"the menu of this order task is not available: {exc}") from exc
+            log.info("execution %s created for task %s", execution.user_task_execution_pk, task.name_for_system)
+            return view, 200
 
     def get(self):  # noqa: ANN201
         with platform().db() as db:
@@ -162,10 +175,16 @@ class UserTaskExecutionRunResource(Resource):
     def post(self):  # noqa: ANN201
         body = json_body()
         pk = field(body, "user_task_execution_pk", int)
-        inputs = field(body, "inputs", dict)
         current = platform()
         with current.db() as db:
-            session_id = owned_execution(db, pk).session_id
+            execution = owned_execution(db, pk)
+            session_id = execution.session_id
+            task_type = execution_task(db, execution).type
+        if not current.dispatcher.handles(task_type):
+            raise ApiError(422, str(UnsupportedTaskType(task_type)))
+        if task_type == "order":
+            return self._start_order(current, pk, session_id, body.get("inputs"))
+        inputs = field(body, "inputs", dict)
         # One form start at a time per session: the check, the inputs and the form message
         # must come from the same request, or two racing starts mix their inputs.
         with current.events.session_lock(session_id):
@@ -184,6 +203,19 @@ class UserTaskExecutionRunResource(Resource):
         elif accepted.status != "pending":
             raise ApiError(409, "this execution has already started")
         return {"user_task_execution_pk": pk, "session_id": session_id, "message_pk": accepted.message_pk}, 200
+
+    @staticmethod
+    def _start_order(current, pk: int, session_id: str, inputs: object) -> tuple[dict, int]:  # noqa: ANN001
+        """An order needs no form: the greeting is its first message (inputs, if any, must be empty)."""
+        if inputs not in (None, {}) and not (isinstance(inputs, dict) and not any(inputs.values())):
+            raise bad_request("inputs: an order task takes no form inputs", field="inputs")
+        with current.db() as db:
+            row = db.get(OrderSession, pk)
+            if row is None:
+                raise ApiError(409, "this execution has no order conversation")
+        started = order_service.start_order(current.session_factory, current.events, current.menus, pk)
+        return {"user_task_execution_pk": pk, "session_id": session_id, "message_pk": started.message_pk,
+                "started": started.started_now}, 200
 
     @staticmethod
     def _store_inputs(current, pk: int, inputs: dict) -> str:  # noqa: ANN001

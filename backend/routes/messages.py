@@ -11,9 +11,10 @@ from sqlalchemy import select
 
 from backend.auth import user_required
 from backend.context import platform
-from backend.errors import bad_request
+from backend.errors import ApiError, bad_request
 from backend.routes._input import field, json_body, owned_execution, owned_session, query_int
-from mojodex_core.db.models import Message
+from mojodex_core.db.models import Message, OrderSession, Task, UserTask
+from mojodex_core.execution.dispatch import UnsupportedTaskType
 from mojodex_core.execution.intake import FORM_MESSAGE_ID, MAX_TEXT_CHARS, accept_user_message
 from mojodex_core.execution.jobs import TurnJob
 
@@ -61,6 +62,18 @@ class UserMessageResource(Resource):
             execution = owned_execution(db, pk)
             if execution.session_id != session_id:
                 raise bad_request("session_id is not the session of this user_task_execution", field="session_id")
+            task_type, order_state = db.execute(
+                select(Task.type, OrderSession.state)
+                .select_from(UserTask)
+                .join(Task, Task.task_pk == UserTask.task_fk)
+                .outerjoin(OrderSession, OrderSession.user_task_execution_fk == pk)
+                .where(UserTask.user_task_pk == execution.user_task_fk)
+            ).one()
+            if not current.dispatcher.handles(task_type):
+                raise ApiError(422, str(UnsupportedTaskType(task_type)))
+            if order_state == "Idle":
+                # Idle is final: refuse before anything is stored (no message row, no event).
+                raise ApiError(409, "this order is finished (the conversation is Idle): start a new one")
         accepted = accept_user_message(
             current.session_factory,
             current.events,

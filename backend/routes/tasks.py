@@ -14,7 +14,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from backend.auth import admin_required, user_required
 from backend.context import platform
 from backend.errors import ApiError, bad_request
-from mojodex_core.db.models import Platform, Task, TaskPlatform, UserTask
+from mojodex_core.db.models import Platform, StoredMenu, Task, TaskPlatform, UserTask
 from mojodex_core.task_loader import TaskConflict, store_spec, validate_for_storage
 from mojodex_core.task_spec import SpecError, SpecIssue
 from mojodex_core.task_view import user_task_view
@@ -34,6 +34,11 @@ def _task_summary(task: Task) -> dict:
     }
 
 
+def _menu_exists(menu_id: str) -> bool:
+    with platform().db() as db:
+        return db.get(StoredMenu, menu_id) is not None
+
+
 class TaskAdminResource(Resource):
     method_decorators = [admin_required]
 
@@ -43,7 +48,7 @@ class TaskAdminResource(Resource):
         try:
             if data is None:
                 raise SpecError([SpecIssue("<root>", "must be a JSON object (a task spec); the body is not JSON")])
-            spec = validate_for_storage(data, platform().settings.tasks_config_dir)
+            spec = validate_for_storage(data, platform().settings.tasks_config_dir, _menu_exists)
         except SpecError as exc:
             raise ApiError(400, str(exc), errors=[{"path": e.path, "rule": e.rule} for e in exc.errors]) from exc
         for attempt in range(STORE_ATTEMPTS):

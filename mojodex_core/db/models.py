@@ -350,3 +350,121 @@ class SessionEvent(Base):
     event_name: Mapped[str] = mapped_column(String(64))
     payload: Mapped[dict[str, Any]] = mapped_column(JsonType)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+# --- order tasks -----------------------------------------------------------------------------
+
+ORDER_STATES = ("Ordering", "Thinking", "Clarifying", "Confirming", "Closing", "Idle")
+DELIVERY_STATUSES = ("none", "pending", "retrying", "delivered", "failed")
+
+
+class StoredMenu(Base):
+    """A menu uploaded through the admin API (PUT /menu); shipped menus stay files under tasks_config/."""
+
+    __tablename__ = "menu"
+
+    menu_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    # The validated menu JSON (mojodex_core.order.menu.Menu).
+    menu: Mapped[dict[str, Any]] = mapped_column(JsonType)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
+
+
+class MenuStock(Base):
+    """An item type, or a value of one of its fields, marked out of / back in stock (PUT /menu_availability).
+
+    Applies to a menu by id, whether it was uploaded or ships as a file. field and value are ''
+    when the whole item type is meant (a unique key cannot hold NULLs portably).
+    """
+
+    __tablename__ = "menu_stock"
+    __table_args__ = (UniqueConstraint("menu_id", "item_type", "field", "value"),)
+
+    menu_stock_pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    menu_id: Mapped[str] = mapped_column(String(128), index=True)
+    item_type: Mapped[str] = mapped_column(String(128))
+    field: Mapped[str] = mapped_column(String(128), default="")
+    value: Mapped[str] = mapped_column(String(255), default="")
+    in_stock: Mapped[bool] = mapped_column(Boolean)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
+
+
+class OrderSession(Base):
+    """The durable record of an order conversation: one per execution of an order task."""
+
+    __tablename__ = "order_session"
+    __table_args__ = (_status_check("state", ORDER_STATES),)
+
+    user_task_execution_fk: Mapped[int] = mapped_column(
+        ForeignKey("user_task_execution.user_task_execution_pk", ondelete="CASCADE"), primary_key=True
+    )
+    # What the task spec's menu names: a menu id or a path under tasks_config/.
+    menu_ref: Mapped[str] = mapped_column(String(255))
+    menu_id: Mapped[str] = mapped_column(String(128), index=True)
+    # The live-state key parts: session:{location}:{lane}:{session_id}.
+    location: Mapped[str] = mapped_column(String(128))
+    lane: Mapped[str] = mapped_column(String(32))
+    state: Mapped[str] = mapped_column(String(16), index=True)
+    turn: Mapped[int] = mapped_column(Integer, default=0)
+    # mojodex_core.order.conversation.Conversation as JSON.
+    conversation: Mapped[dict[str, Any]] = mapped_column(JsonType)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
+
+
+class OrderAudit(Base):
+    """Audit log: one row per turn of an order conversation (an utterance or a global event)."""
+
+    __tablename__ = "order_audit"
+    __table_args__ = (UniqueConstraint("user_task_execution_fk", "seq"),)
+
+    order_audit_pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_task_execution_fk: Mapped[int] = mapped_column(
+        ForeignKey("user_task_execution.user_task_execution_pk", ondelete="CASCADE")
+    )
+    seq: Mapped[int] = mapped_column(Integer)  # the conversation's turn number, from 1
+    message_fk: Mapped[int | None] = mapped_column(ForeignKey("message.message_pk", ondelete="SET NULL"), index=True)
+    utterance: Mapped[str | None] = mapped_column(Text)
+    event: Mapped[str | None] = mapped_column(String(32))
+    intent: Mapped[str | None] = mapped_column(String(32))
+    off_topic_type: Mapped[str | None] = mapped_column(String(32))
+    parsed: Mapped[dict[str, Any] | None] = mapped_column(JsonType)
+    diff: Mapped[list[Any]] = mapped_column(JsonType, default=list)
+    state_before: Mapped[str] = mapped_column(String(16))
+    state_after: Mapped[str] = mapped_column(String(16))
+    transition: Mapped[str | None] = mapped_column(String(64))
+    response_key: Mapped[str] = mapped_column(String(128))
+    reply: Mapped[str] = mapped_column(Text)
+    # Reasoning trace entries: "[RULE] ...", "[TOOL_CALL] ...", "[DIRECT] ...".
+    trace: Mapped[list[Any]] = mapped_column(JsonType, default=list)
+    timings_ms: Mapped[dict[str, Any]] = mapped_column(JsonType, default=dict)
+    latency_ms: Mapped[float] = mapped_column(Float, default=0.0)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class OrderTicket(Base):
+    """The frozen order at Closing, its structured lines, and the delivery of it to the POS webhook."""
+
+    __tablename__ = "order_ticket"
+    __table_args__ = (_status_check("delivery_status", DELIVERY_STATUSES),)
+
+    order_ticket_pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_task_execution_fk: Mapped[int] = mapped_column(
+        ForeignKey("user_task_execution.user_task_execution_pk", ondelete="CASCADE"), unique=True
+    )
+    produced_text_version_fk: Mapped[int | None] = mapped_column(
+        ForeignKey("produced_text_version.produced_text_version_pk", ondelete="SET NULL"), index=True
+    )
+    # build_ticket's output: lines, order_type, address, customer, payment, total, currency, text.
+    ticket: Mapped[dict[str, Any]] = mapped_column(JsonType)
+    lines: Mapped[list[Any]] = mapped_column(JsonType, default=list)
+    total: Mapped[float] = mapped_column(Float, default=0.0)
+    currency: Mapped[str] = mapped_column(String(8), default="USD")
+    # Sent as the Idempotency-Key header on every delivery attempt of this ticket.
+    idempotency_key: Mapped[str] = mapped_column(String(64), unique=True)
+    webhook_url: Mapped[str | None] = mapped_column(Text)
+    delivery_status: Mapped[str] = mapped_column(String(16), default="none")
+    delivery_attempts: Mapped[int] = mapped_column(Integer, default=0)
+    delivery_last_error: Mapped[str | None] = mapped_column(Text)
+    delivered_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

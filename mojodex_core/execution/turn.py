@@ -30,6 +30,7 @@ from mojodex_core.db.models import (
 )
 from mojodex_core.execution.coalescer import TokenCoalescer
 from mojodex_core.execution.events import EventPublisher
+from mojodex_core.execution.failures import fail_or_mark, mark_failed
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.execution.produced_text import append_version, latest_version, version_payload
 from mojodex_core.execution.prompt import (
@@ -381,51 +382,10 @@ class InstructTurn:
         return answer, payload
 
     def _fail_or_mark(self, context: TurnContext, reason: str) -> None:
-        try:
-            self._fail(context, reason)
-        except Exception:  # storing the error failed too: at least never leave the message "processing"
-            log.exception("could not record the failure of message_pk=%s", context.message_pk)
-            self._mark_failed(context.message_pk, reason)
+        fail_or_mark(
+            self._factory, self._events, session_id=context.session_id, message_pk=context.message_pk,
+            message_id=context.message_id, user_task_execution_pk=context.user_task_execution_pk, reason=reason,
+        )
 
     def _mark_failed(self, message_pk: int, reason: str) -> None:
-        """Last resort, without an event: the client sees the failure in GET /message and can retry."""
-        try:
-            with transaction(self._factory) as db:
-                message = db.get(Message, message_pk)
-                if message is not None and message.status in ("pending", "processing"):
-                    message.status = "failed"
-                    message.error = reason
-        except Exception:
-            log.exception("could not mark message_pk=%s as failed", message_pk)
-
-    def _fail(self, context: TurnContext, reason: str) -> None:
-        with self._events.publishing(context.session_id) as publication, transaction(self._factory) as db:
-            user_message = db.get(Message, context.message_pk)
-            error = Message(
-                session_id=context.session_id,
-                user_task_execution_fk=context.user_task_execution_pk,
-                sender="system",
-                event_name="error",
-                text=reason,
-                status="error",
-                data={"user_message_pk": context.message_pk},
-            )
-            db.add(error)
-            db.flush()
-            user_message.status = "failed"
-            user_message.error = reason
-            user_message.answer_message_fk = error.message_pk
-            error.seq = publication.add(
-                db,
-                "error",
-                {
-                    "error": reason,
-                    "message_pk": error.message_pk,
-                    "user_message_pk": context.message_pk,
-                    "message_id": context.message_id,
-                    "session_id": context.session_id,
-                    "user_task_execution_pk": context.user_task_execution_pk,
-                    "retryable": True,
-                },
-            )
-        log.warning("turn failed session=%s message_pk=%s: %s", context.session_id, context.message_pk, reason)
+        mark_failed(self._factory, message_pk, reason)

@@ -106,7 +106,7 @@ def load_spec_file(path: str | os.PathLike[str], *, strict: bool = False) -> Tas
     except SpecError as exc:
         exc.source = source
         raise
-    if isinstance(spec, OrderTaskSpec):
+    if isinstance(spec, OrderTaskSpec) and not spec.menu_is_id:
         menu = spec.menu_path(path.parent)
         if not menu.is_file():
             issue = SpecIssue("menu", f"file not found: {menu}")

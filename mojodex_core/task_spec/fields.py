@@ -90,15 +90,33 @@ def _icon(value: str) -> str:
     return value
 
 
+MENU_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_\-]*$"
+_MENU_ID_RE = re.compile(MENU_ID_PATTERN)
+
+
+def is_menu_id(value: str) -> bool:
+    """A menu reference without '/' or '.': the id of a menu uploaded through PUT /menu."""
+    return bool(_MENU_ID_RE.match(value))
+
+
 def _menu_path(value: str) -> str:
     _filled(value)
+    if is_menu_id(value):
+        return value
     parts = value.split("/")
     if value.startswith(("/", "~")) or re.match(r"^[A-Za-z]:", value) or "\\" in value:
         raise _rule("must be a relative path (relative to the tasks_config directory)")
     if ".." in parts:
         raise _rule("must not contain '..'")
     if not value.endswith(".json") or "" in parts:
-        raise _rule("must be a relative path to a .json file, like 'menus/pizzeria.json'")
+        raise _rule("must be a relative path to a .json file, like 'menus/pizzeria.json', or a menu id")
+    return value
+
+
+def _webhook_url(value: str) -> str:
+    _filled(value)
+    if not re.match(r"^https?://[^/\s]+(/\S*)?$", value):
+        raise _rule("must be an http(s) URL, like 'https://pos.example.com/tickets'")
     return value
 
 
@@ -184,7 +202,13 @@ MenuPath = Annotated[
     WithJsonSchema(
         {
             "type": "string",
-            "pattern": r"^(?![/~])(?![A-Za-z]:)(?!.*\\)(?!(.*/)?\.\.(/|$))(?!.*//)[^\\]+\.json$",
+            "pattern": r"^(?![/~])(?![A-Za-z]:)(?!.*\\)(?!(.*/)?\.\.(/|$))(?!.*//)[^\\]+\.json$"
+            r"|^[A-Za-z0-9][A-Za-z0-9_\-]*$",
         }
     ),
+]
+WebhookUrl = Annotated[
+    str,
+    AfterValidator(_webhook_url),
+    WithJsonSchema({"type": "string", "pattern": r"^https?://[^/\s]+(/\S*)?$"}),
 ]

@@ -25,7 +25,19 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from .errors import SpecIssue
-from .fields import Icon, InputType, Key, LanguageCode, MenuPath, Name, OutputType, Platform, Text
+from .fields import (
+    Icon,
+    InputType,
+    Key,
+    LanguageCode,
+    MenuPath,
+    Name,
+    OutputType,
+    Platform,
+    Text,
+    WebhookUrl,
+    is_menu_id,
+)
 
 TASK_TYPES = ("instruct", "workflow", "order")
 
@@ -228,14 +240,28 @@ class WorkflowTaskSpec(_TaskSpecBase):
 
 
 class OrderTaskSpec(_TaskSpecBase):
-    """Order capture against a menu file (path relative to the tasks_config directory)."""
+    """Order capture against a menu: a file under tasks_config/ or a menu uploaded with PUT /menu."""
 
     task_type: Literal["order"]
-    menu: MenuPath = Field(description="Menu file, relative to tasks_config/, e.g. 'menus/pizzeria.json'.")
+    menu: MenuPath = Field(
+        description="Menu file relative to tasks_config/ (e.g. 'menus/pizzeria.json'), or the id of a menu "
+        "uploaded with PUT /menu (no '/' and no '.', e.g. 'florist')."
+    )
+    pos_webhook_url: WebhookUrl | None = Field(
+        default=None, description="Where the ticket is POSTed at Closing (signed, retried); none when absent."
+    )
+    location: Key | None = Field(
+        default=None, description="Shop or drive-thru id in the live-state key; defaults to the task name."
+    )
+    lane: Key | None = Field(default=None, description="Lane in the live-state key; defaults to '0'.")
     output_type: OutputType = Field(
         default="order", description="Kind of text produced; defaults to 'order'."
     )
     task_displayed_data: list[OrderDisplayedData] = Field(min_length=1, json_schema_extra=_HAS_EN)
+
+    @property
+    def menu_is_id(self) -> bool:
+        return is_menu_id(self.menu)
 
     def menu_path(self, tasks_config_dir: str | Path) -> Path:
         """Absolute path of the menu file, resolved against the tasks_config directory."""

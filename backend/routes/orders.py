@@ -1,0 +1,180 @@
+"""Order tasks: menus (admin), stock, the live order, global events and the audit log."""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from functools import wraps
+from typing import Callable
+
+from flask import g, request
+from flask_restful import Resource
+
+from backend.auth import admin_required, authenticate_token, token_from_header, user_required
+from backend.context import platform
+from backend.errors import ApiError, bad_request, not_found
+from backend.routes._input import execution_task, field, json_body, owned_execution, query_int
+from mojodex_core.db.models import OrderSession
+from mojodex_core.execution.jobs import TurnJob
+from mojodex_core.order_runtime import service
+from mojodex_core.order_runtime.intake import CLIENT_EVENTS, OrderFinished, accept_event
+from mojodex_core.order_runtime.menus import MenuInvalid, MenuNotFound, StockError, set_stock, store_menu, validate_menu
+
+log = logging.getLogger("mojodex.orders")
+
+
+def user_or_admin(fn: Callable) -> Callable:
+    """Menus are readable by the admin and by any signed-in user (they are what a shop shows)."""
+
+    @wraps(fn)
+    def wrapper(*args, **kwargs):  # noqa: ANN002, ANN003
+        given = token_from_header(request.headers.get("Authorization"))
+        expected = platform().settings.admin_secret
+        if given and hmac.compare_digest(given.encode(), expected.encode()):
+            g.user = None
+            return fn(*args, **kwargs)
+        user = authenticate_token(given)
+        if user is None:
+            raise ApiError(401, "missing or invalid token")
+        g.user = user
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+def owned_order(db, pk: int) -> tuple:  # noqa: ANN001
+    """The caller's execution of an order task and its conversation row, or 404."""
+    execution = owned_execution(db, pk)
+    row = db.get(OrderSession, pk)
+    if row is None:
+        task_type = execution_task(db, execution).type
+        raise bad_request(f"this execution is not an order (its task type is {task_type!r})",
+                          field="user_task_execution_pk")
+    return execution, row
+
+
+class MenuResource(Resource):
+    @admin_required
+    def put(self):  # noqa: ANN201
+        data = request.get_json(silent=True)
+        try:
+            menu = validate_menu(data)
+        except MenuInvalid as exc:
+            raise ApiError(400, str(exc), errors=exc.errors) from exc
+        with platform().db() as db:
+            created = store_menu(db, menu)
+        log.info("menu %s %s by admin", menu.id, "created" if created else "replaced")
+        return {"menu_id": menu.id, "created": created, "item_types": sorted(menu.item_types)}, 200
+
+    @user_or_admin
+    def get(self):  # noqa: ANN201
+        menu_id = request.args.get("menu_id")
+        if not menu_id:
+            raise bad_request("menu_id is required", field="menu_id")
+        current = platform()
+        with current.db() as db:
+            try:
+                menu = current.menus.with_stock(db, current.menus.menu_by_id(db, menu_id))
+            except MenuNotFound as exc:
+                raise not_found("menu") from exc
+            return {"menu_id": menu.id, "menu": menu.model_dump(mode="json")}, 200
+
+
+class MenuAvailabilityResource(Resource):
+    method_decorators = [admin_required]
+
+    def put(self):  # noqa: ANN201
+        body = json_body()
+        menu_id = field(body, "menu_id", str)
+        item_type = field(body, "item_type", str)
+        field_name = field(body, "field", str, None)
+        value = field(body, "value", str, None)
+        in_stock = body.get("in_stock")
+        if not isinstance(in_stock, bool):
+            raise bad_request("in_stock must be true or false", field="in_stock")
+        current = platform()
+        with current.db() as db:
+            try:
+                menu = current.menus.menu_by_id(db, menu_id)
+                set_stock(db, menu, item_type, field_name, value, in_stock)
+            except MenuNotFound as exc:
+                raise not_found("menu") from exc
+            except StockError as exc:
+                raise bad_request(str(exc), field=exc.field) from exc
+            affected = service.affected_sessions(db, menu.id, item_type, field_name, value, in_stock)
+        raised = []
+        for session_id, pk, item in affected:
+            try:
+                message_pk = accept_event(
+                    current.session_factory, current.events, session_id=session_id, user_task_execution_pk=pk,
+                    event="out_of_stock", item=item,
+                )
+            except OrderFinished:
+                continue
+            current.runner.submit(TurnJob(session_id=session_id, message_pk=message_pk))
+            raised.append(pk)
+        log.info("menu %s: %s %s %s in_stock=%s (out_of_stock raised in %d conversation(s))",
+                 menu_id, item_type, field_name, value, in_stock, len(raised))
+        return {
+            "menu_id": menu_id, "item_type": item_type, "field": field_name, "value": value, "in_stock": in_stock,
+            "out_of_stock_raised": raised,
+        }, 200
+
+
+class OrderResource(Resource):
+    method_decorators = [user_required]
+
+    def get(self):  # noqa: ANN201
+        pk = query_int("user_task_execution_pk")
+        current = platform()
+        with current.db() as db:
+            owned_order(db, pk)
+            try:
+                return service.snapshot(db, current.menus, pk), 200
+            except MenuNotFound as exc:
+                raise ApiError(409, f"the menu of this order is not available: {exc}") from exc
+
+
+class OrderEventResource(Resource):
+    method_decorators = [user_required]
+
+    def post(self):  # noqa: ANN201
+        body = json_body()
+        pk = field(body, "user_task_execution_pk", int)
+        event = field(body, "event", str)
+        item = field(body, "item", dict, None)
+        if event not in CLIENT_EVENTS:
+            raise bad_request(f"event must be one of: {', '.join(CLIENT_EVENTS)}", field="event")
+        if event == "out_of_stock":
+            if item is None or not isinstance(item.get("item_type"), str):
+                raise bad_request("item {item_type, field?, value?} is required for out_of_stock", field="item")
+            item = {"item_type": item["item_type"], "field": item.get("field"), "value": item.get("value")}
+        elif item is not None:
+            raise bad_request("item is only allowed with out_of_stock", field="item")
+        current = platform()
+        with current.db() as db:
+            execution, row = owned_order(db, pk)
+            session_id = execution.session_id
+            if row.state == "Idle":
+                raise ApiError(409, "this order is finished (the conversation is Idle): start a new one")
+        if event == "barge_in":
+            current.runner.cancel(session_id)  # the reply being produced is dropped
+        try:
+            message_pk = accept_event(
+                current.session_factory, current.events, session_id=session_id, user_task_execution_pk=pk,
+                event=event, item=item,
+            )
+        except OrderFinished as exc:
+            raise ApiError(409, str(exc)) from exc
+        current.runner.submit(TurnJob(session_id=session_id, message_pk=message_pk))
+        return {"user_task_execution_pk": pk, "event": event, "message_pk": message_pk, "status": "pending"}, 200
+
+
+class OrderAuditResource(Resource):
+    method_decorators = [user_required]
+
+    def get(self):  # noqa: ANN201
+        pk = query_int("user_task_execution_pk")
+        with platform().db() as db:
+            owned_order(db, pk)
+            return {"user_task_execution_pk": pk, "turns": service.audit(db, pk)}, 200

@@ -1,0 +1,191 @@
+"""Order-task turn latency over the live API, deterministic path (no LLM configured).
+
+    .venv/bin/python bench/order_turn.py [--turns 200] [--sessions 20] [--session-turns 20] [--database-url URL]
+
+A live platform server (tests/support/live.py) runs in this process on a fresh SQLite file (or
+the given database: a Postgres URL has its `public` SCHEMA DROPPED AND RECREATED), with the
+shipped bagel-shop order task. A turn is timed at the client from just before
+`PUT /user_message` to the arrival of that message's `mojo_message` event on the session's
+Socket.IO client. Each session replays the seed's first example conversation (an order up to
+its ticket), then starts a new order; before the sessions are timed, 2 conversations warm up.
+
+Phase 1: one session, --turns sequential turns. Phase 2: --sessions sessions in parallel
+threads, --session-turns turns each. The split of the server-side time comes from the audit
+(`timings_ms`: parse, supervisor, update, response from the engine, persistence from the
+platform) and `latency_ms` (the whole turn in the runner).
+
+The last line is machine readable:
+    order_turn_p50_ms_1=... order_turn_p99_ms_1=... order_turn_p50_ms_20=... order_turn_p99_ms_20=...
+(the suffix is the --sessions value).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import shutil
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from bench._hosts import prepare_database, quiet_logs  # noqa: E402
+from bench._measure import percentile  # noqa: E402
+from tests.order_platform.conftest import load_order_specs, order_settings  # noqa: E402
+from tests.support.live import Client, LiveServer, start_live_server  # noqa: E402
+
+SCRIPT = (
+    "Hi, I'd like an everything bagel with lox and a large iced latte",
+    "yes please",
+    "delivery please",
+    "12 Main Street, Springfield",
+    "that's it",
+    "Dana",
+    "dana@example.com",
+    "cash on delivery",
+    "yes",
+)
+SPLIT_KEYS = ("parse", "supervisor", "update", "response", "persistence")
+
+
+class OrderSession:
+    """One customer replaying SCRIPT over and over, one order execution per replay."""
+
+    def __init__(self, live: LiveServer) -> None:
+        self.client: Client = live.new_user(tasks=["order_bagel_shop"])
+        self.task_pk = self.client.user_task_pk("order_bagel_shop")
+        self.socket = self.client.socket()
+        self.cond = threading.Condition()
+        self.arrivals: dict[int, float] = {}  # user_message_pk -> arrival of its reply
+        self.socket.client.on("mojo_message", self._on_reply)
+        self.socket.client.on("error", self._on_reply)
+        self.executions: list[int] = []
+        self.position = len(SCRIPT)
+
+    def _on_reply(self, data: Any = None) -> None:
+        now = time.perf_counter()
+        if isinstance(data, dict) and data.get("user_message_pk") is not None:
+            with self.cond:
+                self.arrivals[data["user_message_pk"]] = now
+                self.cond.notify_all()
+
+    def _new_order(self) -> None:
+        created = self.client.ok("PUT", "/user_task_execution", json={"user_task_pk": self.task_pk})
+        self.pk, self.session_id = created["user_task_execution_pk"], created["session_id"]
+        self.socket.start_session(self.session_id)
+        self.client.ok("POST", "/user_task_execution_run", json={"user_task_execution_pk": self.pk})
+        self.executions.append(self.pk)
+        self.position = 0
+
+    def turn(self) -> float:
+        """One timed turn (ms); a new order is started first when the last one ended."""
+        if self.position >= len(SCRIPT):
+            self._new_order()
+        text = SCRIPT[self.position]
+        self.position += 1
+        started = time.perf_counter()
+        response = self.client.call("PUT", "/user_message", json={
+            "session_id": self.session_id, "user_task_execution_pk": self.pk, "text": text,
+            "message_id": uuid.uuid4().hex,
+        })
+        if response.status_code != 200:
+            raise RuntimeError(f"PUT /user_message: {response.status_code} {response.text}")
+        message_pk = response.json()["message_pk"]
+        with self.cond:
+            if not self.cond.wait_for(lambda: message_pk in self.arrivals, timeout=30):
+                raise RuntimeError(f"no reply to {text!r} within 30 s")
+            return (self.arrivals[message_pk] - started) * 1000
+
+    def audit(self) -> list[dict[str, Any]]:
+        entries = []
+        for pk in self.executions:
+            entries += self.client.ok("GET", "/order/audit", params={"user_task_execution_pk": pk})["turns"]
+        return entries
+
+    def close(self) -> None:
+        self.socket.close()
+
+
+def run_phase(live: LiveServer, sessions: int, turns_each: int, warmup: int) -> tuple[list[float], list[dict]]:
+    clients = [OrderSession(live) for _ in range(sessions)]
+    for client in clients:
+        for _ in range(warmup):
+            client.turn()
+    for client in clients:
+        client.executions = client.executions[-1:]  # keep the audit of timed turns only (roughly)
+    latencies: list[list[float]] = [[] for _ in clients]
+    errors: list[BaseException] = []
+
+    def run(i: int) -> None:
+        try:
+            for _ in range(turns_each):
+                latencies[i].append(clients[i].turn())
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(sessions)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+    audit = [entry for client in clients for entry in client.audit()]
+    for client in clients:
+        client.close()
+    return [ms for per in latencies for ms in per], audit
+
+
+def split(audit: list[dict]) -> str:
+    parts = []
+    for key in SPLIT_KEYS:
+        values = [e["timings_ms"].get(key) for e in audit if e.get("timings_ms", {}).get(key) is not None]
+        parts.append(f"{key} p50={percentile(values, 50):.2f}")
+    server = [e["latency_ms"] for e in audit if e.get("latency_ms") is not None]
+    parts.append(f"runner turn p50={percentile(server, 50):.2f} p99={percentile(server, 99):.2f}")
+    return ", ".join(parts) + " (ms)"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--turns", type=int, default=200, help="timed turns of the single session")
+    parser.add_argument("--sessions", type=int, default=20, help="concurrent sessions of phase 2")
+    parser.add_argument("--session-turns", type=int, default=20, help="timed turns per concurrent session")
+    parser.add_argument("--warmup", type=int, default=16, help="untimed turns per session first")
+    parser.add_argument("--database-url", default=None)
+    args = parser.parse_args(argv)
+
+    quiet_logs()
+    logging.getLogger("werkzeug").addFilter(lambda r: "code 400, message Bad" not in r.getMessage())
+    url, tmpdir = prepare_database(args.database_url)
+    settings = dataclasses.replace(order_settings(url), log_level="WARNING", redis_url=None)
+    live, server, _thread = start_live_server(settings, configure=load_order_specs)
+    try:
+        one, audit_one = run_phase(live, 1, args.turns, args.warmup)
+        many, audit_many = run_phase(live, args.sessions, args.session_turns, max(2, args.warmup // 4))
+    finally:
+        server.shutdown()
+        live.platform.close()
+        if tmpdir:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+    n = args.sessions
+    p50_1, p99_1 = percentile(one, 50), percentile(one, 99)
+    p50_n, p99_n = percentile(many, 50), percentile(many, 99)
+    print(f"1 session, {len(one)} turns: p50 {p50_1:.2f} ms, p99 {p99_1:.2f} ms")
+    print(f"  server split: {split(audit_one)}")
+    print(f"{n} sessions, {len(many)} turns: p50 {p50_n:.2f} ms, p99 {p99_n:.2f} ms")
+    print(f"  server split: {split(audit_many)}")
+    print(f"order_turn_p50_ms_1={p50_1:.2f} order_turn_p99_ms_1={p99_1:.2f} "
+          f"order_turn_p50_ms_{n}={p50_n:.2f} order_turn_p99_ms_{n}={p99_n:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

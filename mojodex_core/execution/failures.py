@@ -1,0 +1,81 @@
+"""How a turn that cannot answer ends: the user message failed, an error message and event beside it.
+
+Shared by every task type's turn, so a failure looks the same to clients whatever ran the turn:
+the message is retryable with the same message_id (unless ``retryable`` is False).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from sqlalchemy.orm import Session as DbSession
+from sqlalchemy.orm import sessionmaker
+
+from mojodex_core.db import transaction
+from mojodex_core.db.models import Message
+from mojodex_core.execution.events import EventPublisher
+
+log = logging.getLogger("mojodex.turn")
+
+
+def record_failure(
+    factory: sessionmaker[DbSession],
+    events: EventPublisher,
+    *,
+    session_id: str,
+    message_pk: int,
+    message_id: str | None,
+    user_task_execution_pk: int,
+    reason: str,
+    retryable: bool = True,
+) -> None:
+    with events.publishing(session_id) as publication, transaction(factory) as db:
+        user_message = db.get(Message, message_pk)
+        error = Message(
+            session_id=session_id,
+            user_task_execution_fk=user_task_execution_pk,
+            sender="system",
+            event_name="error",
+            text=reason,
+            status="error",
+            data={"user_message_pk": message_pk},
+        )
+        db.add(error)
+        db.flush()
+        user_message.status = "failed"
+        user_message.error = reason
+        user_message.answer_message_fk = error.message_pk
+        error.seq = publication.add(
+            db,
+            "error",
+            {
+                "error": reason,
+                "message_pk": error.message_pk,
+                "user_message_pk": message_pk,
+                "message_id": message_id,
+                "session_id": session_id,
+                "user_task_execution_pk": user_task_execution_pk,
+                "retryable": retryable,
+            },
+        )
+    log.warning("turn failed session=%s message_pk=%s: %s", session_id, message_pk, reason)
+
+
+def mark_failed(factory: sessionmaker[DbSession], message_pk: int, reason: str) -> None:
+    """Last resort, without an event: the client sees the failure in GET /message and can retry."""
+    try:
+        with transaction(factory) as db:
+            message = db.get(Message, message_pk)
+            if message is not None and message.status in ("pending", "processing"):
+                message.status = "failed"
+                message.error = reason
+    except Exception:
+        log.exception("could not mark message_pk=%s as failed", message_pk)
+
+
+def fail_or_mark(factory: sessionmaker[DbSession], events: EventPublisher, **kwargs: object) -> None:
+    try:
+        record_failure(factory, events, **kwargs)  # type: ignore[arg-type]
+    except Exception:  # storing the error failed too: at least never leave the message "processing"
+        log.exception("could not record the failure of message_pk=%s", kwargs.get("message_pk"))
+        mark_failed(factory, kwargs["message_pk"], str(kwargs["reason"]))  # type: ignore[arg-type]

@@ -1,0 +1,178 @@
+"""Menus through the admin API, a task spec using an uploaded menu by id, and stock changes mid-order."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from sqlalchemy import func, select
+
+from mojodex_core.db.models import StoredMenu
+from tests.order_platform._helpers import customer, items, open_order
+from tests.order_platform.florist_menu import FLORIST_MENU, FLORIST_TASK
+
+
+def put_menu(live, menu):  # noqa: ANN001, ANN201
+    return live.admin().put(live.base_url + "/menu", json=menu, timeout=10)
+
+
+def stored_menus(live) -> int:  # noqa: ANN001
+    with live.db() as db:
+        return db.scalar(select(func.count()).select_from(StoredMenu)) or 0
+
+
+def _broken(change):  # noqa: ANN001, ANN202
+    menu = copy.deepcopy(FLORIST_MENU)
+    menu["id"] = "broken_menu"
+    change(menu)
+    return menu
+
+
+MALFORMED = [
+    ("no-item-types", _broken(lambda m: m.update(item_types={})), "<root>", "at least one item type"),
+    ("no-quantity", _broken(lambda m: m["item_types"]["vase"]["fields"].pop("quantity")), "item_types.vase",
+     "quantity"),
+    ("unknown-key", _broken(lambda m: m.update(colour="red")), "colour", "Extra inputs"),
+    ("choice-without-values", _broken(lambda m: m["item_types"]["vase"]["fields"]["material"].update(values=[])),
+     "item_types.vase.fields.material", "needs values"),
+    ("bad-default", _broken(lambda m: m["item_types"]["vase"]["fields"]["material"].update(default="gold")),
+     "item_types.vase.fields.material", "not on the menu"),
+    ("missing-id", _broken(lambda m: m.pop("id")), "id", "Field required"),
+]
+
+
+@pytest.mark.parametrize(("menu", "path", "rule"), [m[1:] for m in MALFORMED], ids=[m[0] for m in MALFORMED])
+def test_a_malformed_menu_is_refused_with_its_errors_and_nothing_is_stored(orders, menu, path, rule):
+    before = stored_menus(orders)
+    response = put_menu(orders, menu)
+    assert response.status_code == 400, response.text
+    body = response.json()
+    assert body["error"]
+    assert any(e["path"].startswith(path) and rule in e["rule"] for e in body["errors"]), body["errors"]
+    assert stored_menus(orders) == before
+
+
+def test_a_body_that_is_not_a_menu_object_is_a_400(orders):
+    response = orders.admin().put(orders.base_url + "/menu", data="not json", timeout=10,
+                                  headers={"Content-Type": "application/json"})
+    assert response.status_code == 400 and response.json()["errors"][0]["path"] == "<root>"
+
+
+def test_put_menu_creates_then_replaces_and_get_reads_it(orders):
+    menu = copy.deepcopy(FLORIST_MENU)
+    menu["id"] = "florist_replace"
+    first = put_menu(orders, menu)
+    assert first.status_code == 200 and first.json() == {
+        "menu_id": "florist_replace", "created": True, "item_types": ["bouquet", "vase"]}
+    menu["item_types"]["vase"]["base_price"] = 15.0
+    second = put_menu(orders, menu)
+    assert second.status_code == 200 and second.json()["created"] is False
+    read = customer(orders).ok("GET", "/menu", params={"menu_id": "florist_replace"})
+    assert read["menu"]["item_types"]["vase"]["base_price"] == 15.0
+
+
+def test_a_task_naming_a_menu_id_needs_the_menu_uploaded_first(orders):
+    spec = dict(FLORIST_TASK, name_for_system="order_florist_missing", menu="florist_not_uploaded")
+    response = orders.admin().put(orders.base_url + "/task", json=spec, timeout=10)
+    assert response.status_code == 400
+    assert response.json()["errors"][0]["path"] == "menu" and "PUT /menu" in response.json()["errors"][0]["rule"]
+
+
+def test_a_florist_menu_uploaded_by_api_runs_a_full_conversation(orders):
+    assert put_menu(orders, FLORIST_MENU).status_code == 200
+    response = orders.admin().put(orders.base_url + "/task", json=FLORIST_TASK, timeout=10)
+    assert response.status_code in (200, 409), response.text  # 409: already stored by an earlier run
+    client = orders.new_user(tasks=[FLORIST_TASK["name_for_system"]])
+    chat = open_order(client, FLORIST_TASK["name_for_system"])
+    try:
+        assert chat.start["greeting"] and chat.start["order"]["items"] == []
+        chat.say("I'd like a large bouquet of peonies and a ceramic vase")
+        order = chat.order()["order"]
+        lines = items(order)
+        assert [i["item_type"] for i in lines] == ["bouquet", "vase"]
+        assert lines[0]["fields"]["flower"] == "peonies" and lines[0]["fields"]["size"] == "large"
+        assert lines[1]["fields"]["material"] == "ceramic"
+        assert order["currency"] == "EUR"
+        for text in ("with a silk ribbon", "pickup", "that's it", "Camille", "camille@example.com", "in store"):
+            chat.say(text)
+        assert chat.order()["state"] == "Confirming"
+        assert "€66.00" in chat.replies[-1]  # the read-back with the total
+        chat.say("yes")
+        snapshot = chat.wait_state("Idle")
+        assert snapshot["ticket"] is not None, (chat.replies, snapshot["state"])
+        assert snapshot["ticket"]["currency"] == "EUR"
+        assert snapshot["ticket"]["total"] == pytest.approx(40.0 + 5.0 + 3.0 + 18.0)
+        assert snapshot["menu_id"] == "florist_petal"
+    finally:
+        chat.close()
+
+
+def test_availability_of_an_unknown_item_or_value_is_a_400(orders):
+    admin, base = orders.admin(), orders.base_url + "/menu_availability"
+    cases = [
+        ({"menu_id": "bagel_shop", "item_type": "croissant", "in_stock": False}, "item_type"),
+        ({"menu_id": "bagel_shop", "item_type": "bagel", "field": "colour", "value": "red", "in_stock": False},
+         "field"),
+        ({"menu_id": "bagel_shop", "item_type": "bagel", "field": "bagel_type", "value": "gold", "in_stock": False},
+         "value"),
+        ({"menu_id": "bagel_shop", "item_type": "bagel", "field": "bagel_type", "in_stock": False}, "value"),
+        ({"menu_id": "bagel_shop", "item_type": "bagel", "in_stock": "no"}, "in_stock"),
+    ]
+    for body, field in cases:
+        response = admin.put(base, json=body, timeout=10)
+        assert response.status_code == 400 and response.json()["field"] == field, (body, response.text)
+    response = admin.put(base, json={"menu_id": "no_such_menu", "item_type": "bagel", "in_stock": False}, timeout=10)
+    assert response.status_code == 404
+
+
+def test_out_of_stock_by_admin_raises_the_event_in_affected_conversations_only(orders):
+    admin, base = orders.admin(), orders.base_url + "/menu_availability"
+    using, other = open_order(customer(orders)), open_order(customer(orders))
+    try:
+        using.say("I'd like a pumpernickel bagel")
+        other.say("I'd like a plain bagel")
+        change = {"menu_id": "bagel_shop", "item_type": "bagel", "field": "bagel_type", "value": "pumpernickel"}
+        response = admin.put(base, json={**change, "in_stock": False}, timeout=10)
+        assert response.status_code == 200, response.text
+        assert response.json()["out_of_stock_raised"] == [using.pk]
+        reception = using.socket.wait_event("order_event_reception")[0]
+        assert reception["event"] == "out_of_stock" and reception["item"]["value"] == "pumpernickel"
+        reply = using._answer_of(reception["message_pk"])
+        assert "out of pumpernickel" in reply and "instead" in reply  # an alternative is offered
+        assert "pumpernickel?" not in reply and using.order()["state"] == "Clarifying"
+        audit = using.audit()
+        assert audit[-1]["event"] == "out_of_stock"
+        assert not other.socket.named("order_event_reception")
+        menu = customer(orders).ok("GET", "/menu", params={"menu_id": "bagel_shop"})["menu"]
+        values = menu["item_types"]["bagel"]["fields"]["bagel_type"]["values"]
+        assert next(v for v in values if v["id"] == "pumpernickel")["in_stock"] is False
+    finally:
+        admin.put(base, json={**change, "in_stock": True}, timeout=10)
+        using.close()
+        other.close()
+    menu = customer(orders).ok("GET", "/menu", params={"menu_id": "bagel_shop"})["menu"]
+    values = menu["item_types"]["bagel"]["fields"]["bagel_type"]["values"]
+    assert next(v for v in values if v["id"] == "pumpernickel")["in_stock"] is True
+
+
+def test_out_of_stock_by_order_event(orders):
+    chat = open_order(customer(orders))
+    try:
+        chat.say("I'd like a sesame bagel")
+        reply = chat.event("out_of_stock", {"item_type": "bagel", "field": "bagel_type", "value": "sesame"})
+        assert "out of sesame" in reply and "instead" in reply
+        assert chat.order()["state"] == "Clarifying"
+        assert chat.audit()[-1]["event"] == "out_of_stock"
+    finally:
+        chat.close()
+
+
+def test_order_event_validation(orders):
+    chat = open_order(customer(orders))
+    try:
+        post = lambda body: chat.client.call("POST", "/order_event", json={"user_task_execution_pk": chat.pk, **body})  # noqa: E731
+        assert post({"event": "dance"}).status_code == 400
+        assert post({"event": "out_of_stock"}).status_code == 400
+        assert post({"event": "silence", "item": {"item_type": "bagel"}}).status_code == 400
+    finally:
+        chat.close()

@@ -1,0 +1,80 @@
+"""Unit tests of the order runtime's edges: settings, the live-state store, signatures, menu validation."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import pytest
+
+from mojodex_core.config import ConfigError, load_settings
+from mojodex_core.order_runtime.menus import MenuInvalid, validate_menu
+from mojodex_core.order_runtime.store import DatabaseOnlyStore, RedisStateStore, build_store, state_key
+from mojodex_core.order_runtime.tickets import sign, verify
+from tests.order_platform.florist_menu import FLORIST_MENU
+
+BASE_ENV = {"MOJODEX_ADMIN_SECRET": "a" * 20, "MOJODEX_SECRET_KEY": "b" * 20}
+
+
+def test_order_settings_have_defaults_and_are_validated():
+    settings = load_settings(BASE_ENV)
+    assert settings.order_state_ttl_s == 3600 and settings.pos_webhook_attempts == 5
+    assert settings.pos_webhook_secret is None
+    settings = load_settings({**BASE_ENV, "MOJODEX_ORDER_STATE_TTL_S": "60", "MOJODEX_POS_WEBHOOK_SECRET": "s" * 20,
+                              "MOJODEX_POS_WEBHOOK_ATTEMPTS": "2", "MOJODEX_POS_WEBHOOK_BACKOFF_S": "0.5"})
+    assert (settings.order_state_ttl_s, settings.pos_webhook_attempts, settings.pos_webhook_backoff_s) == (60, 2, 0.5)
+    assert settings.pos_webhook_secret == "s" * 20
+    with pytest.raises(ConfigError, match="MOJODEX_ORDER_STATE_TTL_S"):
+        load_settings({**BASE_ENV, "MOJODEX_ORDER_STATE_TTL_S": "0"})
+    with pytest.raises(ConfigError, match="MOJODEX_POS_WEBHOOK_ATTEMPTS"):
+        load_settings({**BASE_ENV, "MOJODEX_POS_WEBHOOK_ATTEMPTS": "many"})
+
+
+def test_state_key_and_store_choice():
+    assert state_key("shop", "2", "abc") == "session:shop:2:abc"
+    assert isinstance(build_store(None, 10), DatabaseOnlyStore)
+    store = DatabaseOnlyStore()
+    store.save("k", "v")
+    assert store.load("k") is None
+
+
+def test_unreachable_redis_is_logged_once_and_never_raises(caplog):
+    caplog.set_level(logging.WARNING, logger="mojodex.order.store")
+    store = RedisStateStore("redis://127.0.0.1:1/0", 10)
+    for _ in range(3):
+        store.save("k", "v")
+        assert store.load("k") is None
+        store.drop("k")
+    assert store.down
+    assert len([r for r in caplog.records if "unreachable" in r.getMessage()]) == 1
+
+
+@pytest.mark.skipif(not os.environ.get("TEST_REDIS_URL"), reason="needs TEST_REDIS_URL")
+def test_redis_store_round_trip_with_ttl():
+    store = RedisStateStore(os.environ["TEST_REDIS_URL"], 30)
+    key = state_key("unit", "0", os.urandom(8).hex())
+    store.save(key, '{"turn": 1}')
+    assert store.load(key) == '{"turn": 1}' and 0 < store.ttl(key) <= 30
+    store.drop(key)
+    assert store.load(key) is None
+
+
+def test_signature_is_hmac_sha256_of_the_body():
+    import hashlib
+    import hmac
+
+    body = b'{"ticket_id":"x"}'
+    assert sign("secret-0123456789abc", body) == "sha256=" + hmac.new(
+        b"secret-0123456789abc", body, hashlib.sha256).hexdigest()
+    assert verify("secret-0123456789abc", body, sign("secret-0123456789abc", body))
+    assert not verify("secret-0123456789abc", body + b" ", sign("secret-0123456789abc", body))
+
+
+def test_menu_validation_reports_paths_and_rules():
+    assert validate_menu(FLORIST_MENU).id == "florist_petal"
+    with pytest.raises(MenuInvalid) as info:
+        validate_menu({"id": "x", "name": "X", "item_types": {"a": {"label": "a", "fields": {}}}})
+    assert info.value.errors == [{"path": "item_types.a", "rule": "every item type needs a 'quantity' field"}]
+    with pytest.raises(MenuInvalid) as info:
+        validate_menu([1, 2])
+    assert info.value.errors[0]["path"] == "<root>"
