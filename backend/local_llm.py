@@ -17,6 +17,7 @@ from __future__ import annotations
 import atexit
 import ctypes
 import dataclasses
+import http.client
 import importlib.metadata
 import importlib.util
 import json
@@ -225,9 +226,11 @@ class LocalModelServer:
                 raise self._exited()
             try:
                 with urllib.request.urlopen(f"{self.base_url}/models", timeout=1) as response:
-                    if response.status == 200:
-                        return
-            except (urllib.error.URLError, OSError):
+                    listed = [m.get("id") for m in json.loads(response.read()).get("data", [])]
+                # Another process could hold the port chosen for us: only our model counts as ready.
+                if LOCAL_MODEL_NAME in listed and self.process.poll() is None:
+                    return
+            except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError, AttributeError):
                 pass
             time.sleep(0.2)
         raise LocalModelError(f"local model server did not answer within {wait_s:.0f} s")
@@ -248,7 +251,8 @@ class LocalModelServer:
             with urllib.request.urlopen(request, timeout=self.check_timeout_s) as response:
                 answer = json.loads(response.read())
             answer["choices"][0]["message"]
-        except (urllib.error.URLError, OSError, ValueError, KeyError, IndexError, TypeError) as exc:
+        except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError, KeyError, IndexError,
+                TypeError) as exc:  # HTTPException: a server dying mid-answer (IncompleteRead)
             time.sleep(0.3)  # let a crashing server finish dying, so its exit status can be read
             if self.process is not None and self.process.poll() is not None:
                 raise self._exited() from None

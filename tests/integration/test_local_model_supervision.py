@@ -48,6 +48,31 @@ def test_a_server_that_crashes_on_its_first_completion_is_refused(tmp_path):  # 
     assert not server.alive()
 
 
+def test_a_server_that_dies_in_the_middle_of_its_first_answer_is_refused(tmp_path):  # noqa: ANN001
+    # Headers sent, then SIGSEGV: the client sees an incomplete body, not a refused connection.
+    with pytest.raises(LocalModelError) as failure:
+        fake_server(tmp_path, "--crash-mid-answer").start(wait_s=20)
+    assert "SIGSEGV" in str(failure.value), str(failure.value)
+
+
+def test_a_foreign_server_on_the_port_is_not_taken_for_the_model(tmp_path):  # noqa: ANN001
+    # Our server cannot bind the port (another one holds it): it must not be mistaken for ours.
+    import http.server
+    import threading
+
+    foreign = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+    threading.Thread(target=foreign.serve_forever, daemon=True).start()
+    try:
+        port = foreign.server_address[1]
+        command = [sys.executable, "-m", "tests.support.fake_model_server", "--port", str(port)]
+        server = LocalModelServer(port=port, command=command, log_file=tmp_path / "m.log", watch=False)
+        with pytest.raises(LocalModelError) as failure:
+            server.start(wait_s=20)
+        assert "exit status 1" in str(failure.value)  # it could not bind, and says so
+    finally:
+        foreign.shutdown()
+
+
 def _turn(live, text: str = "Hello") -> tuple[str, dict]:  # noqa: ANN001
     client = live.new_user()
     execution = client.new_execution()

@@ -1,6 +1,7 @@
 """A stand-in for the local model server, run as a child process by the supervision tests.
 
-`python -m tests.support.fake_model_server --port N [--crash-on-completion] [--exit-at-start CODE]`
+`python -m tests.support.fake_model_server --port N [--crash-on-completion | --crash-mid-answer]
+[--exit-at-start CODE]`
 
 It speaks just enough of the OpenAI API (GET /v1/models, POST /v1/chat/completions, plain and
 streamed) to be the platform's LLM, and can die the ways a broken llama.cpp build does: at
@@ -19,7 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 REPLY = "Hello from the fake model."
 
 
-def make_handler(crash_on_completion: bool) -> type[BaseHTTPRequestHandler]:
+def make_handler(crash_on_completion: bool, crash_mid_answer: bool = False) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -42,6 +43,14 @@ def make_handler(crash_on_completion: bool) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:  # noqa: N802
             request = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+            if crash_mid_answer:
+                print("fake model: crashing in the middle of an answer", flush=True)
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", "281")
+                self.end_headers()
+                self.wfile.flush()
+                os.kill(os.getpid(), signal.SIGSEGV)
             if crash_on_completion:
                 print("fake model: crashing on a completion, as a miscompiled llama.cpp does", flush=True)
                 os.kill(os.getpid(), signal.SIGSEGV)
@@ -74,13 +83,15 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--crash-on-completion", action="store_true")
+    parser.add_argument("--crash-mid-answer", action="store_true")
     parser.add_argument("--exit-at-start", type=int, default=None)
     args = parser.parse_args()
     print("fake model: loading", flush=True)
     if args.exit_at_start is not None:
         print("fake model: cannot load the model file", flush=True)
         sys.exit(args.exit_at_start)
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(args.crash_on_completion))
+    handler = make_handler(args.crash_on_completion, args.crash_mid_answer)
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), handler)
     print(f"fake model: listening on {args.port}", flush=True)
     server.serve_forever()
 
