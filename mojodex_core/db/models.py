@@ -228,7 +228,9 @@ class UserTaskExecution(Base):
     # The execution whose predefined action started this one (task chaining).
     parent_user_task_execution_fk: Mapped[int | None] = mapped_column(
         # Named explicitly: the conventional name is longer than Postgres' 63-character limit.
-        ForeignKey("user_task_execution.user_task_execution_pk", ondelete="SET NULL", name="fk_user_task_execution_parent"),
+        ForeignKey(
+            "user_task_execution.user_task_execution_pk", ondelete="SET NULL", name="fk_user_task_execution_parent"
+        ),
         index=True,
     )
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
