@@ -12,13 +12,18 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
+from background.jobs import JobRunner, ThreadJobRunner
 from background.runner import ThreadTurnRunner, TurnRunner
 from mojodex_core.config import Settings
 from mojodex_core.db import make_engine, make_session_factory, transaction
 from mojodex_core.execution.events import SessionEventLog
 from mojodex_core.execution.llm_calls import DbLLMCallRecorder
+from mojodex_core.execution.message_dispatch import MessageKindDispatcher
+from mojodex_core.execution.title_summary import TitleSummaryJob, TitleSummaryWriter, claim_title_summary
 from mojodex_core.execution.turn import InstructTurn
 from mojodex_core.llm import LLMProvider, LLMSettings, ServerGuard
+from mojodex_core.text_edit.turn import EVENT_NAME as TEXT_EDIT_EVENT
+from mojodex_core.text_edit.turn import TextEditTurn
 
 log = logging.getLogger("mojodex.platform")
 
@@ -33,6 +38,8 @@ class Platform:
     llm: LLMProvider | None
     # The embedded local model server, when this process runs one (its status goes in /health).
     local_model: object | None = None
+    # Background jobs (title and summary); None when there is no LLM or they are turned off.
+    jobs: JobRunner | None = None
 
     @contextmanager
     def db(self) -> Iterator[DbSession]:
@@ -40,8 +47,20 @@ class Platform:
         with transaction(self.session_factory) as session:
             yield session
 
+    def request_title_summary(self, user_task_execution_pk: int, session_id: str) -> bool:
+        """After an accepted input: submits the title/summary job the first time only (never awaited)."""
+        if self.jobs is None:
+            return False
+        with self.db() as db:
+            claimed = claim_title_summary(db, user_task_execution_pk)
+        if claimed:
+            self.jobs.submit(TitleSummaryJob(user_task_execution_pk=user_task_execution_pk, session_id=session_id))
+        return claimed
+
     def close(self) -> None:
         self.runner.shutdown(wait=False)
+        if self.jobs is not None:
+            self.jobs.shutdown(wait=False)
         if self.llm is not None:
             self.llm.close()
         self.engine.dispose()
@@ -94,10 +113,28 @@ def build_platform(
         max_tokens=settings.extra.get("max_tokens"),
         no_llm_reason=no_llm_reason,
     )
-    runner = ThreadTurnRunner(turn)
+    text_edit = TextEditTurn(
+        factory, events, llm, coalesce_ms=settings.token_coalesce_ms, turn_timeout_s=settings.turn_timeout_s,
+        max_tokens=settings.extra.get("max_tokens"),
+    )
+    # Text edits answer user messages too, on the same per-session runner as turns.
+    runner = ThreadTurnRunner(MessageKindDispatcher(factory, turn, {TEXT_EDIT_EVENT: text_edit}))
     return Platform(
         settings=settings, engine=engine, session_factory=factory, events=events, runner=runner, llm=llm,
-        local_model=local_model,
+        local_model=local_model, jobs=build_jobs(settings, factory, events, llm),
+    )
+
+
+def build_jobs(
+    settings: Settings, factory: sessionmaker[DbSession], events: SessionEventLog, llm: LLMProvider | None
+) -> JobRunner | None:
+    """The title/summary job runner; none without an LLM or with ``extra["title_summary_jobs"]`` False."""
+    if llm is None or not settings.extra.get("title_summary_jobs", True):
+        return None
+    return ThreadJobRunner(
+        {TitleSummaryJob: TitleSummaryWriter(factory, events, llm)},
+        max_attempts=settings.extra.get("job_max_attempts", 3),
+        backoff_base_s=settings.extra.get("job_backoff_s", 2.0),
     )
 
 
