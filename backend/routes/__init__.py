@@ -13,6 +13,8 @@ from backend.routes.health import HealthResource
 from backend.routes.messages import MessageResource, UserMessageResource
 from backend.routes.produced_text import ProducedTextResource, UserTaskExecutionProducedTextResource
 from backend.routes.tasks import TaskAdminResource, UserTaskResource
+from backend.routes.text_edit import TextEditActionResource
+from backend.routes.usage import UsageResource
 
 
 def register_routes(api: Api) -> None:
@@ -26,3 +28,5 @@ def register_routes(api: Api) -> None:
     api.add_resource(MessageResource, "/message")
     api.add_resource(UserTaskExecutionProducedTextResource, "/user_task_execution_produced_text")
     api.add_resource(ProducedTextResource, "/produced_text")
+    api.add_resource(TextEditActionResource, "/text_edit_action")
+    api.add_resource(UsageResource, "/usage")
