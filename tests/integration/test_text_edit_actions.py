@@ -25,6 +25,10 @@ def drafted(live, llm, client):
     return pk, session_id, socket, socket.wait_event("draft_message")[0]
 
 
+def actions_of(client, version_pk: int) -> list[dict]:
+    return client.ok("GET", "/text_edit_action", params={"produced_text_version_pk": version_pk})["text_edit_actions"]
+
+
 def version_count(live, produced_text_pk: int) -> int:
     with live.db() as db:
         return db.scalar(select(func.count()).where(ProducedTextVersion.produced_text_fk == produced_text_pk))
@@ -51,7 +55,8 @@ def test_every_shipped_action_streams_a_new_version(live, llm):
             final = socket.wait_event("draft_message", index)[-1]
             assert final["produced_text_version_index"] == index
             assert (final["produced_text_title"], final["produced_text"]) == (f"Title {index}", body)
-            assert final["origin"] == "text_edit" and final["text_edit_action_pk"] == by_name[name]["text_edit_action_pk"]
+            assert final["origin"] == "text_edit"
+            assert final["text_edit_action_pk"] == by_name[name]["text_edit_action_pk"]
             deltas = turn_deltas(list(socket.events), final)
             assert "".join(deltas["draft"]) == body and "".join(deltas["title"]) == f"Title {index}"
             assert deltas["mojo"] == []
@@ -71,8 +76,7 @@ def test_a_repeated_message_id_returns_the_same_version_never_a_second(live, llm
     client = live.new_user()
     _pk, _sid, socket, draft = drafted(live, llm, client)
     try:
-        action = client.ok("GET", "/text_edit_action",
-                           params={"produced_text_version_pk": draft["produced_text_version_pk"]})["text_edit_actions"][0]
+        action = actions_of(client, draft["produced_text_version_pk"])[0]
         body = {"produced_text_version_pk": draft["produced_text_version_pk"],
                 "text_edit_action_pk": action["text_edit_action_pk"], "message_id": "same-edit"}
         llm.script(Reply(edited("Once", "Edited once"), delay_s=0.05))
@@ -95,7 +99,7 @@ def test_another_users_version_is_not_found(live, llm):
     _pk, _sid, socket, draft = drafted(live, llm, owner)
     socket.close()
     version_pk = draft["produced_text_version_pk"]
-    action = owner.ok("GET", "/text_edit_action", params={"produced_text_version_pk": version_pk})["text_edit_actions"][0]
+    action = actions_of(owner, version_pk)[0]
     assert stranger.call("GET", "/text_edit_action", params={"produced_text_version_pk": version_pk}).status_code == 404
     response = stranger.call("POST", "/text_edit_action", json={
         "produced_text_version_pk": version_pk, "text_edit_action_pk": action["text_edit_action_pk"],
@@ -109,8 +113,7 @@ def test_an_llm_failure_stores_no_version_and_the_same_message_id_can_retry(live
     _pk, _sid, socket, draft = drafted(live, llm, client)
     try:
         version_pk = draft["produced_text_version_pk"]
-        action = client.ok("GET", "/text_edit_action",
-                           params={"produced_text_version_pk": version_pk})["text_edit_actions"][0]
+        action = actions_of(client, version_pk)[0]
         body = {"produced_text_version_pk": version_pk, "text_edit_action_pk": action["text_edit_action_pk"],
                 "message_id": "will-fail"}
         llm.script(HTTPError(400, "bad request"))
