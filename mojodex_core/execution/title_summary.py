@@ -4,7 +4,7 @@
 ``title_status`` from NULL to "pending" in one conditional UPDATE, so however many inputs
 arrive, one job is submitted, once. The job asks the LLM for ``{title, summary}`` (structured
 output), stores both with status "done" and publishes ``user_task_execution_title`` through the
-session's event log (durable, replayable). After its last retry the runner calls ``give_up``:
+session's event log (durable, replayable); a title the user set meanwhile is kept. After its last retry the runner calls ``give_up``:
 status "failed" and a log line; the title the draft may have given stays.
 """
 
@@ -21,6 +21,7 @@ from sqlalchemy.orm import sessionmaker
 from mojodex_core.db import transaction
 from mojodex_core.db.models import Message, Session, Task, User, UserTask, UserTaskExecution
 from mojodex_core.execution.events import EventPublisher
+from mojodex_core.execution.produced_text import latest_version
 from mojodex_core.execution.prompt import local_datetime, render
 from mojodex_core.execution.turn import execution_inputs
 from mojodex_core.llm import LLMProvider
@@ -104,7 +105,11 @@ class TitleSummaryWriter:
             execution = db.get(UserTaskExecution, job.user_task_execution_pk, with_for_update=True)
             if execution is None:
                 return
-            execution.title = title
+            # A title the user chose (POST /user_task_execution_title) wins; one copied from a draft does not.
+            draft = latest_version(db, job.user_task_execution_pk)
+            if execution.title is None or execution.title == (draft.title[:255] if draft else None):
+                execution.title = title
+            title = execution.title
             execution.summary = summary
             execution.title_status = "done"
             publication.add(db, EVENT_NAME, {

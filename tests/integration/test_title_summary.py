@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 
 import pytest
 
@@ -97,6 +98,32 @@ def test_a_chat_start_also_gets_its_title_once(titled, llm):
         assert title_requests(llm) == 1
         # the job's title is kept: the draft's <title> does not replace it
         assert execution_row(titled, pk).title == GENERATED["title"]
+    finally:
+        socket.close()
+
+
+def test_a_title_the_user_set_meanwhile_is_kept(titled, llm):
+    client = titled.new_user()
+    pk, session_id = new_execution(client)
+    socket = client.socket(session_id)
+    try:
+        gate = threading.Event()
+
+        def responder(body):
+            if "response_format" in body:
+                gate.wait(10)  # the user renames while the job waits for the model
+                return Reply(json=GENERATED)
+            return Reply(DRAFT)
+
+        llm.responder = responder
+        run_form(client, pk)
+        socket.wait_event("draft_message")
+        client.ok("POST", "/user_task_execution_title", json={"user_task_execution_pk": pk, "title": "Mine"})
+        gate.set()
+        event = socket.wait_event("user_task_execution_title")[0]
+        assert (event["title"], event["summary"]) == ("Mine", GENERATED["summary"])
+        settle(titled)
+        assert execution_row(titled, pk).title == "Mine"
     finally:
         socket.close()
 
