@@ -4,8 +4,9 @@
 ``title_status`` from NULL to "pending" in one conditional UPDATE, so however many inputs
 arrive, one job is submitted, once. The job asks the LLM for ``{title, summary}`` (structured
 output), stores both with status "done" and publishes ``user_task_execution_title`` through the
-session's event log (durable, replayable); a title the user set meanwhile is kept. After its last retry the runner calls ``give_up``:
-status "failed" and a log line; the title the draft may have given stays.
+session's event log (durable, replayable); a title the user set meanwhile is kept. After its
+last retry the runner calls ``give_up``: status "failed" and a log line; the title the draft may
+have given stays.
 """
 
 from __future__ import annotations
