@@ -7,7 +7,7 @@ from sqlalchemy import func, select
 
 from mojodex_core.db.models import ProducedTextVersion
 from tests.integration._edits import SHIPPED_ACTIONS, edited, load_edit_actions
-from tests.integration._helpers import BODY, DRAFT, TITLE, message, new_execution, run_form, turn_deltas
+from tests.integration._helpers import BODY, DRAFT, TITLE, message, new_execution, run_form, send, turn_deltas
 from tests.support.scripted_llm import HTTPError, Reply
 
 
@@ -146,4 +146,22 @@ def test_bad_requests_are_clear_and_store_nothing(live, llm):
     assert no_pk.status_code == 400 and no_pk.json()["field"] == "produced_text_version_pk"
     no_param = client.call("GET", "/text_edit_action")
     assert no_param.status_code == 400
+    assert version_count(live, draft["produced_text_pk"]) == 1
+
+
+def test_a_message_id_of_a_chat_message_is_refused_and_a_deleted_execution_is_gone(live, llm):
+    client = live.new_user()
+    pk, session_id, socket, draft = drafted(live, llm, client)
+    socket.close()
+    version_pk = draft["produced_text_version_pk"]
+    action = actions_of(client, version_pk)[0]
+    llm.script(Reply("<ask_user_primary_info>ok?</ask_user_primary_info>"))
+    send(client, pk, session_id, "hello", message_id="chat-1")
+    live.wait_idle()
+    clash = client.call("POST", "/text_edit_action", json={
+        "produced_text_version_pk": version_pk, "text_edit_action_pk": action["text_edit_action_pk"],
+        "message_id": "chat-1"})
+    assert clash.status_code == 409 and clash.json()["field"] == "message_id"
+    client.ok("DELETE", "/user_task_execution", params={"user_task_execution_pk": pk})
+    assert client.call("GET", "/text_edit_action", params={"produced_text_version_pk": version_pk}).status_code == 404
     assert version_count(live, draft["produced_text_pk"]) == 1
