@@ -9,6 +9,7 @@ from typing import Iterator
 
 from flask import current_app
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
@@ -19,7 +20,12 @@ from mojodex_core.db import make_engine, make_session_factory, transaction
 from mojodex_core.execution.events import SessionEventLog
 from mojodex_core.execution.llm_calls import DbLLMCallRecorder
 from mojodex_core.execution.message_dispatch import MessageKindDispatcher
-from mojodex_core.execution.title_summary import TitleSummaryJob, TitleSummaryWriter, claim_title_summary
+from mojodex_core.execution.title_summary import (
+    TitleSummaryJob,
+    TitleSummaryWriter,
+    claim_title_summary,
+    unfinished_jobs,
+)
 from mojodex_core.execution.turn import InstructTurn
 from mojodex_core.llm import LLMProvider, LLMSettings, ServerGuard
 from mojodex_core.text_edit.turn import EVENT_NAME as TEXT_EDIT_EVENT
@@ -56,6 +62,22 @@ class Platform:
         if claimed:
             self.jobs.submit(TitleSummaryJob(user_task_execution_pk=user_task_execution_pk, session_id=session_id))
         return claimed
+
+    def resume_title_summaries(self) -> int:
+        """At start-up: jobs claimed before a restart but never finished are submitted again."""
+        if self.jobs is None:
+            return 0
+        try:
+            with self.db() as db:
+                jobs = unfinished_jobs(db)
+        except OperationalError as exc:  # the database is down: the server must still start
+            log.error("could not resume title jobs (%s)", type(exc).__name__)
+            return 0
+        for job in jobs:
+            self.jobs.submit(job)
+        if jobs:
+            log.info("resumed %d title job(s)", len(jobs))
+        return len(jobs)
 
     def close(self) -> None:
         self.runner.shutdown(wait=False)

@@ -59,6 +59,16 @@ def claim_title_summary(db: DbSession, user_task_execution_pk: int) -> bool:
     return result.rowcount == 1
 
 
+def unfinished_jobs(db: DbSession) -> list[TitleSummaryJob]:
+    """Jobs claimed but not finished (the process stopped): to submit again at start-up."""
+    rows = db.execute(
+        select(UserTaskExecution.user_task_execution_pk, UserTaskExecution.session_id).where(
+            UserTaskExecution.title_status == "pending", UserTaskExecution.status != "deleted"
+        )
+    ).all()
+    return [TitleSummaryJob(user_task_execution_pk=pk, session_id=session_id) for pk, session_id in rows]
+
+
 class TitleSummaryWriter:
     """The job handler (see background.jobs.JobHandler)."""
 

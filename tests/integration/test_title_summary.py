@@ -9,6 +9,7 @@ import threading
 import pytest
 
 from backend.context import build_jobs
+from mojodex_core.db.models import UserTaskExecution
 from tests.integration._helpers import DRAFT, QUESTION, TITLE, execution_row, llm_calls, new_execution, run_form, send
 from tests.support.live import live_settings, serving
 from tests.support.scripted_llm import HTTPError, Reply
@@ -154,3 +155,15 @@ def test_the_job_retries_then_gives_up_visibly(titled, llm, caplog):
 def test_no_llm_means_no_job(database_url):
     settings = dataclasses.replace(live_settings(database_url, None), extra={"title_summary_jobs": True})
     assert build_jobs(settings, None, None, None) is None
+
+
+def test_a_job_claimed_before_a_restart_runs_at_start_up(titled, llm):
+    client = titled.new_user()
+    pk, _session_id = new_execution(client)
+    with titled.db() as db:  # claimed, then the process died before the job ran
+        db.get(UserTaskExecution, pk).title_status = "pending"
+    llm.responder = lambda body: Reply(json=GENERATED)
+    with serving(titled.platform.settings) as restarted:
+        assert restarted.platform.jobs.wait_idle(15)
+    row = execution_row(titled, pk)
+    assert (row.title, row.summary, row.title_status) == (GENERATED["title"], GENERATED["summary"], "done")
