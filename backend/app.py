@@ -49,6 +49,7 @@ def create_app(platform: Platform) -> tuple[Flask, SocketIO]:
     # Final events reach clients through the session's room, named after the session id.
     platform.events.set_transport(lambda session_id, name, payload: socketio.emit(name, payload, to=session_id))
     resume_unfinished_turns(platform)
+    platform.resume_title_summaries()
     return app, socketio
 
 

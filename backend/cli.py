@@ -79,10 +79,14 @@ def tasks_load(paths: tuple[Path, ...], tasks_config_dir: Path | None) -> None:
     from mojodex_core.db import transaction
     from mojodex_core.task_loader import TaskConflict, spec_files, store_spec, validate_for_storage
     from mojodex_core.task_spec import SpecError
+    from mojodex_core.text_edit.store import text_edit_action_files
 
     factory = _session_factory()
+    edit_files = text_edit_action_files(list(paths))
     failed = 0
     for path in spec_files(list(paths)):
+        if path in edit_files:
+            continue  # a text edit action, loaded below
         try:
             data = json.loads(path.read_text(encoding="utf-8-sig"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -103,8 +107,35 @@ def tasks_load(paths: tuple[Path, ...], tasks_config_dir: Path | None) -> None:
             failed += 1
             continue
         click.echo(f"{'created' if created else 'updated'} {spec.name_for_system} ({spec.task_type}) from {path}")
+    failed += _load_text_edit_actions(factory, edit_files)
     if failed:
         _fail(f"{failed} spec file(s) rejected; nothing was stored from them")
+
+
+def _load_text_edit_actions(factory, files: list[Path]) -> int:  # noqa: ANN001
+    """Upserts text edit actions, one transaction per file; returns how many were rejected."""
+    from mojodex_core.db import transaction
+    from mojodex_core.task_spec import SpecError
+    from mojodex_core.text_edit.spec import validate_text_edit_action
+    from mojodex_core.text_edit.store import store_text_edit_action
+
+    failed = 0
+    for path in files:
+        try:
+            spec = validate_text_edit_action(json.loads(path.read_text(encoding="utf-8-sig")))
+            with transaction(factory) as session:
+                _action, created = store_text_edit_action(session, spec)
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            click.echo(f"{path}: <file>: not valid JSON: {exc}", err=True)
+            failed += 1
+            continue
+        except SpecError as exc:
+            for issue in exc.errors:
+                click.echo(f"{path}: {issue.path}: {issue.rule}", err=True)
+            failed += 1
+            continue
+        click.echo(f"{'created' if created else 'updated'} text edit action {spec.name} from {path}")
+    return failed
 
 
 # --- users

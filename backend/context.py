@@ -9,21 +9,32 @@ from typing import Iterator
 
 from flask import current_app
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
+from background.jobs import JobRunner, ThreadJobRunner
 from background.runner import ThreadTurnRunner, TurnRunner
 from mojodex_core.config import Settings, webhook_secret
 from mojodex_core.db import make_engine, make_session_factory, transaction
 from mojodex_core.execution.dispatch import TurnDispatcher
 from mojodex_core.execution.events import SessionEventLog
 from mojodex_core.execution.llm_calls import DbLLMCallRecorder
+from mojodex_core.execution.message_dispatch import MessageKindDispatcher
+from mojodex_core.execution.title_summary import (
+    TitleSummaryJob,
+    TitleSummaryWriter,
+    claim_title_summary,
+    unfinished_jobs,
+)
 from mojodex_core.execution.turn import InstructTurn
 from mojodex_core.llm import LLMProvider, LLMSettings, ServerGuard
 from mojodex_core.order_runtime.menus import MenuCatalog
 from mojodex_core.order_runtime.store import LiveStateStore, build_store
 from mojodex_core.order_runtime.tickets import TicketDelivery
 from mojodex_core.order_runtime.turn import OrderTurn
+from mojodex_core.text_edit.turn import EVENT_NAME as TEXT_EDIT_EVENT
+from mojodex_core.text_edit.turn import TextEditTurn
 
 log = logging.getLogger("mojodex.platform")
 
@@ -42,12 +53,40 @@ class Platform:
     menus: MenuCatalog | None = None
     order_store: LiveStateStore | None = None
     tickets: TicketDelivery | None = None
+    # Background jobs (title and summary); None when there is no LLM or they are turned off.
+    jobs: JobRunner | None = None
 
     @contextmanager
     def db(self) -> Iterator[DbSession]:
         """A transaction: committed when the block ends, rolled back on error."""
         with transaction(self.session_factory) as session:
             yield session
+
+    def request_title_summary(self, user_task_execution_pk: int, session_id: str) -> bool:
+        """After an accepted input: submits the title/summary job the first time only (never awaited)."""
+        if self.jobs is None:
+            return False
+        with self.db() as db:
+            claimed = claim_title_summary(db, user_task_execution_pk)
+        if claimed:
+            self.jobs.submit(TitleSummaryJob(user_task_execution_pk=user_task_execution_pk, session_id=session_id))
+        return claimed
+
+    def resume_title_summaries(self) -> int:
+        """At start-up: jobs claimed before a restart but never finished are submitted again."""
+        if self.jobs is None:
+            return 0
+        try:
+            with self.db() as db:
+                jobs = unfinished_jobs(db)
+        except OperationalError as exc:  # the database is down: the server must still start
+            log.error("could not resume title jobs (%s)", type(exc).__name__)
+            return 0
+        for job in jobs:
+            self.jobs.submit(job)
+        if jobs:
+            log.info("resumed %d title job(s)", len(jobs))
+        return len(jobs)
 
     def close(self) -> None:
         self.runner.shutdown(wait=False)
@@ -56,6 +95,8 @@ class Platform:
         close_store = getattr(self.order_store, "close", None)
         if close_store is not None:
             close_store()
+        if self.jobs is not None:
+            self.jobs.shutdown(wait=False)
         if self.llm is not None:
             self.llm.close()
         self.engine.dispose()
@@ -120,11 +161,31 @@ def build_platform(
         timeout_s=settings.pos_webhook_timeout_s,
     )
     dispatcher.register("order", OrderTurn(factory, events, llm, store, menus, tickets))
-    runner = ThreadTurnRunner(dispatcher)
+    text_edit = TextEditTurn(
+        factory, events, llm, coalesce_ms=settings.token_coalesce_ms, turn_timeout_s=settings.turn_timeout_s,
+        max_tokens=settings.extra.get("max_tokens"),
+    )
+    # Text edits answer user messages too, on the same per-session runner as turns; every other
+    # message goes to its task type's turn.
+    runner = ThreadTurnRunner(MessageKindDispatcher(factory, dispatcher, {TEXT_EDIT_EVENT: text_edit}))
     log.info("order live state: %s", store.name)
     return Platform(
         settings=settings, engine=engine, session_factory=factory, events=events, runner=runner, llm=llm,
         dispatcher=dispatcher, menus=menus, order_store=store, tickets=tickets, local_model=local_model,
+        jobs=build_jobs(settings, factory, events, llm),
+    )
+
+
+def build_jobs(
+    settings: Settings, factory: sessionmaker[DbSession], events: SessionEventLog, llm: LLMProvider | None
+) -> JobRunner | None:
+    """The title/summary job runner; none without an LLM or with ``extra["title_summary_jobs"]`` False."""
+    if llm is None or not settings.extra.get("title_summary_jobs", True):
+        return None
+    return ThreadJobRunner(
+        {TitleSummaryJob: TitleSummaryWriter(factory, events, llm)},
+        max_attempts=settings.extra.get("job_max_attempts", 3),
+        backoff_base_s=settings.extra.get("job_backoff_s", 2.0),
     )
 
 

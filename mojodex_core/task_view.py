@@ -22,7 +22,8 @@ def displayed_data_for(task: Task, language: str | None) -> TaskDisplayedData | 
     return found or next(iter(by_language.values()), None)
 
 
-def _pick(entries: list[dict[str, Any]], language: str) -> dict[str, Any] | None:
+def pick_entry(entries: list[dict[str, Any]], language: str | None) -> dict[str, Any] | None:
+    """The entry (a dict with a language_code) in the language, its base language, English, or the first."""
     by_language = {e.get("language_code"): e for e in entries}
     found = next((by_language[c] for c in _candidates(language) if c in by_language), None)
     return found or (entries[0] if entries else None)
@@ -39,7 +40,7 @@ def predefined_actions(db: DbSession, task: Task, user_id: str, language: str) -
     ).all()
     actions = []
     for action, user_task in rows:
-        entry = _pick(action.displayed_data, language) or {}
+        entry = pick_entry(action.displayed_data, language) or {}
         data = entry.get("data", {})
         actions.append(
             {

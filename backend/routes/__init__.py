@@ -20,6 +20,8 @@ from backend.routes.orders import (
 )
 from backend.routes.produced_text import ProducedTextResource, UserTaskExecutionProducedTextResource
 from backend.routes.tasks import TaskAdminResource, UserTaskResource
+from backend.routes.text_edit import TextEditActionResource
+from backend.routes.usage import UsageResource
 
 
 def register_routes(api: Api) -> None:
@@ -38,3 +40,5 @@ def register_routes(api: Api) -> None:
     api.add_resource(OrderResource, "/order")
     api.add_resource(OrderEventResource, "/order_event")
     api.add_resource(OrderAuditResource, "/order/audit")
+    api.add_resource(TextEditActionResource, "/text_edit_action")
+    api.add_resource(UsageResource, "/usage")

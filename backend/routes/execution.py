@@ -24,6 +24,7 @@ from mojodex_core.db.models import (
     UserTask,
     UserTaskExecution,
 )
+from mojodex_core.execution.chaining import ChainError, check_chain
 from mojodex_core.execution.dispatch import UnsupportedTaskType
 from mojodex_core.execution.intake import FORM_MESSAGE_ID, InputError, accept_user_message, validate_inputs
 from mojodex_core.execution.jobs import TurnJob
@@ -32,6 +33,7 @@ from mojodex_core.execution.turn import execution_inputs
 from mojodex_core.order_runtime import service as order_service
 from mojodex_core.order_runtime.menus import MenuNotFound
 from mojodex_core.task_view import displayed_data_for, predefined_actions
+from mojodex_core.text_edit.store import actions_for_text_type
 
 log = logging.getLogger("mojodex.execution")
 
@@ -70,6 +72,8 @@ def execution_views(db, executions: list[UserTaskExecution]) -> list[dict]:  # n
             "status": execution.status,
             "title": execution.title,
             "summary": execution.summary,
+            "title_status": execution.title_status,
+            "parent_user_task_execution_pk": execution.parent_user_task_execution_fk,
             "json_inputs_values": execution.json_input_values,
             "start_date": execution.start_date.isoformat() if execution.start_date else None,
             "end_date": execution.end_date.isoformat() if execution.end_date else None,
@@ -86,6 +90,8 @@ class UserTaskExecutionResource(Resource):
         body = json_body()
         user_task_pk = field(body, "user_task_pk", int)
         client_platform = field(body, "platform", str, "webapp")
+        # Mojodex's name for the parent when a predefined action starts this task (chaining).
+        parent_pk = field(body, "user_task_execution_fk", int, None)
         if client_platform not in ("webapp", "mobile"):
             raise bad_request("platform must be 'webapp' or 'mobile'", field="platform")
         with platform().db() as db:
@@ -95,6 +101,11 @@ class UserTaskExecutionResource(Resource):
             if not user_task.enabled:
                 raise ApiError(403, "this task is not enabled for you")
             task = db.get(Task, user_task.task_fk)
+            if parent_pk is not None:
+                try:
+                    check_chain(db, owned_execution(db, parent_pk), task)
+                except ChainError as exc:
+                    raise bad_request(str(exc), field="user_task_execution_fk") from exc
             session = Session(
                 session_id=secrets.token_urlsafe(32),  # unguessable: it names the Socket.IO room
                 user_id=current_user_id(),
@@ -108,6 +119,7 @@ class UserTaskExecutionResource(Resource):
                 session_id=session.session_id,
                 json_input_values={},
                 status="created",
+                parent_user_task_execution_fk=parent_pk,
             )
             db.add(execution)
             db.flush()
@@ -117,6 +129,8 @@ class UserTaskExecutionResource(Resource):
                 "session_id": session.session_id,
                 "json_input": displayed.json_input if displayed else [],
                 "actions": predefined_actions(db, task, current_user_id(), g.user.language_code),
+                "text_edit_actions": actions_for_text_type(db, task.output_text_type_fk, g.user.language_code),
+                "parent_user_task_execution_pk": parent_pk,
             }
             if task.type == "order":
                 current = platform()
@@ -200,6 +214,7 @@ class UserTaskExecutionRunResource(Resource):
             )
         if accepted.run:
             current.runner.submit(TurnJob(session_id=session_id, message_pk=accepted.message_pk))
+            current.request_title_summary(pk, session_id)  # first input only; submitted, never awaited
         elif accepted.status != "pending":
             raise ApiError(409, "this execution has already started")
         return {"user_task_execution_pk": pk, "session_id": session_id, "message_pk": accepted.message_pk}, 200

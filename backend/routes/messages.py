@@ -84,6 +84,7 @@ class UserMessageResource(Resource):
         )
         if accepted.run:
             current.runner.submit(TurnJob(session_id=session_id, message_pk=accepted.message_pk))
+            current.request_title_summary(pk, session_id)  # first input only; submitted, never awaited
         log.info("message %s (%s) accepted for session %s, run=%s", accepted.message_pk, message_id, session_id,
                  accepted.run)
         return {"message_pk": accepted.message_pk, "message_id": message_id, "status": accepted.status}, 200

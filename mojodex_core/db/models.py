@@ -58,6 +58,8 @@ SENDERS = ("user", "assistant", "system")
 MESSAGE_STATUSES = ("pending", "processing", "answered", "failed", "final", "error")
 LLM_CALL_STATUSES = ("ok", "error")
 TOOL_EXECUTION_STATUSES = ("pending", "running", "done", "failed")
+# The background title/summary job: claimed (pending), then done or failed (gave up after its retries).
+TITLE_STATUSES = ("pending", "done", "failed")
 
 
 class User(Base):
@@ -210,7 +212,7 @@ class Session(Base):
 
 class UserTaskExecution(Base):
     __tablename__ = "user_task_execution"
-    __table_args__ = (_status_check("status", EXECUTION_STATUSES),)
+    __table_args__ = (_status_check("status", EXECUTION_STATUSES), _status_check("title_status", TITLE_STATUSES))
 
     user_task_execution_pk: Mapped[int] = mapped_column(Integer, primary_key=True)
     user_task_fk: Mapped[int] = mapped_column(ForeignKey("user_task.user_task_pk", ondelete="CASCADE"), index=True)
@@ -221,6 +223,16 @@ class UserTaskExecution(Base):
     end_date: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     title: Mapped[str | None] = mapped_column(String(255))
     summary: Mapped[str | None] = mapped_column(Text)
+    # NULL until the title/summary job is claimed; then pending -> done | failed (never re-generated).
+    title_status: Mapped[str | None] = mapped_column(String(16))
+    # The execution whose predefined action started this one (task chaining).
+    parent_user_task_execution_fk: Mapped[int | None] = mapped_column(
+        # Named explicitly: the conventional name is longer than Postgres' 63-character limit.
+        ForeignKey(
+            "user_task_execution.user_task_execution_pk", ondelete="SET NULL", name="fk_user_task_execution_parent"
+        ),
+        index=True,
+    )
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
 
     user_task: Mapped[UserTask] = relationship()

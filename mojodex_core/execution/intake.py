@@ -76,6 +76,7 @@ def accept_user_message(
     text: str,
     message_id: str,
     event_name: str = "user_message",
+    data: dict[str, Any] | None = None,
 ) -> Accepted:
     """Stores the message once per (session, message_id); a failed one is set to run again."""
     for _ in range(3):
@@ -98,7 +99,7 @@ def accept_user_message(
                     event_name=event_name,
                     text=text,
                     status="pending",
-                    data={},
+                    data=data or {},
                 )
                 db.add(message)
                 db.flush()
@@ -110,6 +111,7 @@ def accept_user_message(
                         "message_id": message_id,
                         "text": text,
                         "event_name": event_name,
+                        **({"data": data} if data else {}),
                         "session_id": session_id,
                         "user_task_execution_pk": user_task_execution_pk,
                     },

@@ -28,6 +28,7 @@ from mojodex_core.db.models import (
     UserTask,
     UserTaskExecution,
 )
+from mojodex_core.execution.chaining import previous_task_context
 from mojodex_core.execution.coalescer import TokenCoalescer
 from mojodex_core.execution.events import EventPublisher
 from mojodex_core.execution.failures import fail_or_mark, mark_failed
@@ -245,6 +246,8 @@ class InstructTurn:
             inputs=execution_inputs(execution, displayed.json_input if displayed else []),
             infos_to_extract=task.infos_to_extract or [],
             produced_text=latest,
+            # Task chaining (edits-jobs): the parent's result and the action's message_prefix, or None.
+            previous_task=previous_task_context(db, execution),
         )
         rows = list(
             db.scalars(

@@ -226,6 +226,9 @@ def live_settings(database_url: str, llm_base_url: str | None) -> Settings:
         log_level="INFO",
         token_coalesce_ms=30,
         turn_timeout_s=20.0,
+        # The title/summary job makes its own LLM call after a first input: off here so scripted
+        # tests get exactly the calls they script; tests/integration/test_title_summary.py turns it on.
+        extra={"title_summary_jobs": False},
     )
 
 

@@ -1,0 +1,23 @@
+"""GET /usage?from=&to=&group_by=user|task|day|model (admin): tokens, calls, errors, latency, cost."""
+
+from __future__ import annotations
+
+from flask import request
+from flask_restful import Resource
+
+from backend.auth import admin_required
+from backend.context import platform
+from backend.errors import bad_request
+from mojodex_core.usage import UsageParamError, parse_usage_query, usage_report
+
+
+class UsageResource(Resource):
+    method_decorators = [admin_required]
+
+    def get(self):  # noqa: ANN201
+        try:
+            query = parse_usage_query(request.args.to_dict())
+        except UsageParamError as exc:
+            raise bad_request(str(exc), field=exc.field) from exc
+        with platform().db() as db:
+            return usage_report(db, query), 200

@@ -1,0 +1,169 @@
+"""The background title/summary job on a live server with jobs on: once, by event and GET; retries; give-up."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+
+import pytest
+
+from backend.context import build_jobs
+from mojodex_core.db.models import UserTaskExecution
+from tests.integration._helpers import DRAFT, QUESTION, TITLE, execution_row, llm_calls, new_execution, run_form, send
+from tests.support.live import live_settings, serving
+from tests.support.scripted_llm import HTTPError, Reply
+
+GENERATED = {"title": "Friday sync announcement", "summary": "Tell the team the weekly sync moves to Friday."}
+
+
+@pytest.fixture(scope="module")
+def titled_server(database_url, scripted_llm, live_server):
+    base = live_settings(database_url, scripted_llm.base_url)
+    settings = dataclasses.replace(base, extra={"title_summary_jobs": True, "job_backoff_s": 0.05,
+                                                "job_max_attempts": 3})
+    with serving(settings) as live:
+        yield live
+
+
+@pytest.fixture
+def titled(titled_server, llm):
+    yield titled_server
+    titled_server.platform.runner.wait_idle(10)
+    titled_server.platform.jobs.wait_idle(10)
+
+
+def route(llm, turn_replies, title_step):
+    """Turns get their scripted replies in order; every structured (title) request gets title_step."""
+    turns = iter(turn_replies)
+    llm.responder = lambda body: title_step if "response_format" in body else next(turns)
+
+
+def title_requests(llm) -> int:
+    return sum(1 for body in llm.requests if "response_format" in body)
+
+
+def settle(live) -> None:
+    live.wait_idle()
+    assert live.platform.jobs.wait_idle(15), "title job still running"
+
+
+def test_title_and_summary_arrive_once_by_event_and_get_and_never_again(titled, llm):
+    client = titled.new_user()
+    pk, session_id = new_execution(client)
+    socket = client.socket(session_id)
+    try:
+        # A slow title: the turn must not wait for it.
+        route(llm, [Reply(DRAFT), Reply(QUESTION), Reply(QUESTION)], Reply(json=GENERATED, delay_s=0.5))
+        run_form(client, pk)
+        draft = socket.wait_event("draft_message")[0]
+        event = socket.wait_event("user_task_execution_title")[0]
+        assert draft["seq"] < event["seq"]
+        assert {k: event[k] for k in ("title", "summary", "session_id", "user_task_execution_pk")} == {
+            **GENERATED, "session_id": session_id, "user_task_execution_pk": pk}
+        settle(titled)
+        view = client.ok("GET", "/user_task_execution", params={"user_task_execution_pk": pk})
+        assert (view["title"], view["summary"], view["title_status"]) == (
+            GENERATED["title"], GENERATED["summary"], "done")
+
+        send(client, pk, session_id, "make it shorter")
+        send(client, pk, session_id, "and friendlier")
+        socket.wait_event("mojo_message", 2)
+        settle(titled)
+        assert title_requests(llm) == 1
+        assert len(socket.named("user_task_execution_title")) == 1
+        listed = client.ok("GET", "/user_task_execution")["user_task_executions"][0]
+        assert (listed["title"], listed["summary"]) == (GENERATED["title"], GENERATED["summary"])
+        labels = [c.label for c in llm_calls(titled, pk)]
+        assert labels.count("TITLE_SUMMARY") == 1
+    finally:
+        socket.close()
+    replay = client.socket(session_id, last_seq=0)  # durable: a reconnecting client gets it again
+    try:
+        assert replay.wait_event("user_task_execution_title")[0]["title"] == GENERATED["title"]
+    finally:
+        replay.close()
+
+
+def test_a_chat_start_also_gets_its_title_once(titled, llm):
+    client = titled.new_user()
+    pk, session_id = new_execution(client)
+    socket = client.socket(session_id)
+    try:
+        route(llm, [Reply(QUESTION), Reply(DRAFT)], Reply(json=GENERATED))
+        send(client, pk, session_id, "an email saying the sync moves to Friday")
+        send(client, pk, session_id, "to the team")
+        socket.wait_event("draft_message")
+        assert socket.wait_event("user_task_execution_title")[0]["title"] == GENERATED["title"]
+        settle(titled)
+        assert title_requests(llm) == 1
+        # the job's title is kept: the draft's <title> does not replace it
+        assert execution_row(titled, pk).title == GENERATED["title"]
+    finally:
+        socket.close()
+
+
+def test_a_title_the_user_set_meanwhile_is_kept(titled, llm):
+    client = titled.new_user()
+    pk, session_id = new_execution(client)
+    socket = client.socket(session_id)
+    try:
+        gate = threading.Event()
+
+        def responder(body):
+            if "response_format" in body:
+                gate.wait(10)  # the user renames while the job waits for the model
+                return Reply(json=GENERATED)
+            return Reply(DRAFT)
+
+        llm.responder = responder
+        run_form(client, pk)
+        socket.wait_event("draft_message")
+        client.ok("POST", "/user_task_execution_title", json={"user_task_execution_pk": pk, "title": "Mine"})
+        gate.set()
+        event = socket.wait_event("user_task_execution_title")[0]
+        assert (event["title"], event["summary"]) == ("Mine", GENERATED["summary"])
+        settle(titled)
+        assert execution_row(titled, pk).title == "Mine"
+    finally:
+        socket.close()
+
+
+def test_the_job_retries_then_gives_up_visibly(titled, llm, caplog):
+    caplog.set_level(logging.WARNING, logger="mojodex")
+    client = titled.new_user()
+    pk, session_id = new_execution(client)
+    socket = client.socket(session_id)
+    try:
+        route(llm, [Reply(DRAFT)], HTTPError(400, "no titles today"))
+        run_form(client, pk)
+        socket.wait_event("draft_message")
+        settle(titled)
+        row = execution_row(titled, pk)
+        assert row.title_status == "failed"
+        assert row.title == TITLE and row.summary is None  # the draft's title stays; no summary invented
+        calls = [c for c in llm_calls(titled, pk) if c.label == "TITLE_SUMMARY"]
+        assert [c.status for c in calls] == ["error"] * 3
+        assert socket.named("user_task_execution_title") == []
+        assert any("gave up" in r.getMessage() and str(pk) in r.getMessage() for r in caplog.records)
+        view = client.ok("GET", "/user_task_execution", params={"user_task_execution_pk": pk})
+        assert view["title_status"] == "failed"
+    finally:
+        socket.close()
+
+
+def test_no_llm_means_no_job(database_url):
+    settings = dataclasses.replace(live_settings(database_url, None), extra={"title_summary_jobs": True})
+    assert build_jobs(settings, None, None, None) is None
+
+
+def test_a_job_claimed_before_a_restart_runs_at_start_up(titled, llm):
+    client = titled.new_user()
+    pk, _session_id = new_execution(client)
+    with titled.db() as db:  # claimed, then the process died before the job ran
+        db.get(UserTaskExecution, pk).title_status = "pending"
+    llm.responder = lambda body: Reply(json=GENERATED)
+    with serving(titled.platform.settings) as restarted:
+        assert restarted.platform.jobs.wait_idle(15)
+    row = execution_row(titled, pk)
+    assert (row.title, row.summary, row.title_status) == (GENERATED["title"], GENERATED["summary"], "done")
