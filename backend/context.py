@@ -17,6 +17,7 @@ from mojodex_core.config import Settings
 from mojodex_core.db import make_engine, make_session_factory, transaction
 from mojodex_core.execution.events import SessionEventLog
 from mojodex_core.execution.llm_calls import DbLLMCallRecorder
+from mojodex_core.execution.tool_loop import ToolSettings
 from mojodex_core.execution.turn import InstructTurn
 from mojodex_core.llm import LLMProvider, LLMSettings, ServerGuard
 
@@ -93,6 +94,9 @@ def build_platform(
         turn_timeout_s=settings.turn_timeout_s,
         max_tokens=settings.extra.get("max_tokens"),
         no_llm_reason=no_llm_reason,
+        tools=ToolSettings(
+            mode=settings.tool_mode, max_calls=settings.tool_max_calls, timeout_s=settings.tool_timeout_s
+        ),
     )
     runner = ThreadTurnRunner(turn)
     return Platform(

@@ -53,6 +53,12 @@ class Settings:
     turn_timeout_s: float
     var_dir: Path = VAR_DIR
     extra: dict = field(default_factory=dict)
+    # How tools are offered to the model: auto (native functions and the tag form), tags, functions.
+    tool_mode: str = "auto"
+    # Tool calls allowed per turn; past it the model is told to answer without tools.
+    tool_max_calls: int = 3
+    # Default time a tool may run (a task's tool config may set its own timeout_s).
+    tool_timeout_s: float = 10.0
 
     @property
     def is_sqlite(self) -> bool:
@@ -95,6 +101,15 @@ def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
     if lowered in ("0", "false", "no", "off"):
         return False
     raise ConfigError(f"{name}: must be true or false, got {raw!r}")
+
+
+def _choice(env: Mapping[str, str], name: str, default: str, allowed: tuple[str, ...]) -> str:
+    raw = (env.get(name) or "").strip().lower()
+    if not raw:
+        return default
+    if raw not in allowed:
+        raise ConfigError(f"{name}: must be one of {', '.join(allowed)}, got {raw!r}")
+    return raw
 
 
 def _url(env: Mapping[str, str], name: str, schemes: tuple[str, ...]) -> str | None:
@@ -184,4 +199,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         token_coalesce_ms=_int(env, "MOJODEX_TOKEN_COALESCE_MS", 30, 0, 1000),
         turn_timeout_s=_float(env, "MOJODEX_TURN_TIMEOUT_S", 180.0, 1.0, 3600.0),
         var_dir=var_dir,
+        tool_mode=_choice(env, "MOJODEX_LLM_TOOL_MODE", "auto", ("auto", "tags", "functions")),
+        tool_max_calls=_int(env, "MOJODEX_TOOL_MAX_CALLS", 3, 0, 20),
+        tool_timeout_s=_float(env, "MOJODEX_TOOL_TIMEOUT_S", 10.0, 0.1, 600.0),
     )
