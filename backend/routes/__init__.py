@@ -13,6 +13,7 @@ from backend.routes.health import HealthResource
 from backend.routes.messages import MessageResource, UserMessageResource
 from backend.routes.produced_text import ProducedTextResource, UserTaskExecutionProducedTextResource
 from backend.routes.tasks import TaskAdminResource, UserTaskResource
+from backend.routes.tools import TaskToolExecutionResource, UserTaskExecutionReasoningResource
 
 
 def register_routes(api: Api) -> None:
@@ -26,3 +27,5 @@ def register_routes(api: Api) -> None:
     api.add_resource(MessageResource, "/message")
     api.add_resource(UserTaskExecutionProducedTextResource, "/user_task_execution_produced_text")
     api.add_resource(ProducedTextResource, "/produced_text")
+    api.add_resource(TaskToolExecutionResource, "/task_tool_execution")
+    api.add_resource(UserTaskExecutionReasoningResource, "/user_task_execution/reasoning")
