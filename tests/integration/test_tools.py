@@ -4,6 +4,7 @@ both forms of asking, approval, the built-in tools, errors and the per-turn boun
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -255,3 +256,20 @@ def test_tool_calls_per_turn_are_bounded(tools_live, llm):
     last = llm.requests[3]
     assert "tools" not in last
     assert last["messages"][-1] == {"role": "system", "content": NO_MORE_TOOLS.format(limit=3)}
+
+
+def test_concurrent_decisions_have_one_winner(tools_live, llm):
+    turn, asked = _ask_approval(tools_live, llm)
+    try:
+        llm.script(Reply(answer("Ran once.")))
+        body = {"task_tool_execution_pk": asked["task_tool_execution_pk"], "approved": True}
+        with ThreadPoolExecutor(4) as pool:
+            statuses = sorted(pool.map(lambda _: turn.client.call("POST", "/task_tool_execution", json=body)
+                                       .status_code, range(4)))
+        assert statuses == [200, 409, 409, 409]
+        assert turn.wait("mojo_message", 2)["text"] == "Ran once."
+    finally:
+        turn.close()
+    (execution, queries), = tool_rows(tools_live, turn.pk)
+    assert execution.status == "done" and len(queries) == 1
+    assert len(llm.requests) == 2
