@@ -31,6 +31,12 @@ from mojodex_core.db.models import REASONING_KINDS, ReasoningTraceEntry
 log = logging.getLogger("mojodex.reasoning")
 
 FALLBACK_CHARS = 80
+# For prompts of other decision points (order parsing, intent classification): append it to the
+# system message, then extract_reasoning() / trace_entry() / append_trace() the reply.
+REASONING_INSTRUCTION = (
+    "Open your reply with <reasoning>one short sentence: why you decide what you decide</reasoning>, "
+    "before anything else. It is never shown to the user."
+)
 _KIND = re.compile(r"^\[([A-Z_]+)\]\s*")
 _REASONING_TAG = re.compile(r"<reasoning>(.*?)(?:</reasoning>|$)", re.DOTALL | re.IGNORECASE)
 

@@ -60,3 +60,10 @@ def test_append_trace_keeps_order_across_calls(tmp_path):
         assert [(r.position, r.kind, r.source) for r in rows] == [
             (1, "RULE", "ORDER"), (2, "DIRECT", "ORDER"), (3, "TOOL_CALL", "ORDER_PARSE")]
     engine.dispose()
+
+
+def test_the_shared_instruction_asks_for_the_tag_the_extractor_reads():
+    from mojodex_core.execution.reasoning import REASONING_INSTRUCTION  # noqa: PLC0415
+
+    assert "<reasoning>" in REASONING_INSTRUCTION and "</reasoning>" in REASONING_INSTRUCTION
+    assert extract_reasoning("<reasoning>because</reasoning>{\"a\": 1}") == ("because", '{"a": 1}')
