@@ -95,19 +95,22 @@ def _search_sqlite(db: DbSession, memory: Any, query: str, limit: int) -> list[d
         "body, kind UNINDEXED, user_task_execution_pk UNINDEXED, created_at UNINDEXED)"
     ))
     try:
-        for row in db.execute(select(memory)):
+        rows = [
+            {"body": row.body or "", "kind": row.kind, "pk": row.user_task_execution_pk, "created": str(row.created_at)}
+            for row in db.execute(select(memory))
+        ]
+        if rows:  # one executemany
             db.execute(
                 text("INSERT INTO temp.internal_memory_fts (body, kind, user_task_execution_pk, created_at) "
                      "VALUES (:body, :kind, :pk, :created)"),
-                {"body": row.body or "", "kind": row.kind, "pk": row.user_task_execution_pk,
-                 "created": str(row.created_at)},
+                rows,
             )
-        rows = db.execute(
+        found = db.execute(
             text("SELECT body, kind, user_task_execution_pk, created_at FROM temp.internal_memory_fts "
                  "WHERE internal_memory_fts MATCH :match ORDER BY rank LIMIT :limit"),
             {"match": match, "limit": limit},
         )
-        return [_row(r) for r in rows]
+        return [_row(r) for r in found]
     finally:
         db.execute(text("DROP TABLE IF EXISTS temp.internal_memory_fts"))
 

@@ -11,7 +11,8 @@ from mojodex_core.db.models import Session, Task, User, UserTask, UserTaskExecut
 
 def execution_pk(db: DbSession, user_id: str | None = None) -> int:
     user_id = user_id or uuid.uuid4().hex
-    db.add(User(user_id=user_id, name="U", email=f"{user_id}@example.com"))
+    if db.get(User, user_id) is None:
+        db.add(User(user_id=user_id, name="U", email=f"{user_id}@example.com"))
     task = Task(name_for_system=f"t{uuid.uuid4().hex[:8]}", type="instruct", spec={})
     db.add(task)
     db.flush()
