@@ -10,6 +10,7 @@ import pytest
 
 from mojodex_core.db.models import Message, ProducedText, ProducedTextVersion
 from mojodex_core.execution.tool_requests import NO_MORE_TOOLS
+from tests.integration._helpers import BODY, DRAFT, TITLE, new_execution, send
 from tests.integration._tools import (
     TOOL_TASK,
     JsonService,
@@ -273,3 +274,34 @@ def test_concurrent_decisions_have_one_winner(tools_live, llm):
     (execution, queries), = tool_rows(tools_live, turn.pk)
     assert execution.status == "done" and len(queries) == 1
     assert len(llm.requests) == 2
+
+
+def test_the_follow_up_may_write_the_result(tools_live, llm):
+    turn = ToolTurn(tools_live)
+    try:
+        llm.script(Reply(tag_call("echo", {"text": "facts"})),
+                   Reply(chunks=one_char("<reasoning>r</reasoning>" + DRAFT)))
+        final = turn.send("write it", "draft_message")
+        assert (final["produced_text_title"], final["produced_text"]) == (TITLE, BODY)
+        deltas = turn.deltas(final)
+        assert "".join(deltas["draft"]) == BODY and deltas["mojo"] == []
+        assert_nothing_leaked(turn.all_text_sent())
+    finally:
+        turn.close()
+    assert [e.kind for e in trace(tools_live, turn.pk)] == ["TOOL_CALL", "DIRECT"]
+
+
+def test_a_task_without_tools_tells_the_model_the_tool_is_unknown(tools_live, llm):
+    client = tools_live.new_user()
+    pk, session_id = new_execution(client)
+    socket = client.socket(session_id)
+    try:
+        llm.script(Reply(tag_call("echo", {"text": "x"})), Reply(answer("No tools here.")))
+        send(client, pk, session_id, "use a tool")
+        assert socket.wait_event("mojo_message")[0]["text"] == "No tools here."
+    finally:
+        socket.close()
+        tools_live.wait_idle()
+    assert "tools" not in llm.requests[0]
+    results = tool_results_sent(llm.requests[1])
+    assert len(results) == 1 and "unknown tool 'echo' (tools of this task: none)" in results[0]
