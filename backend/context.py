@@ -27,6 +27,7 @@ from mojodex_core.execution.title_summary import (
     claim_title_summary,
     unfinished_jobs,
 )
+from mojodex_core.execution.tool_loop import ToolSettings
 from mojodex_core.execution.turn import InstructTurn
 from mojodex_core.llm import LLMProvider, LLMSettings, ServerGuard
 from mojodex_core.order_runtime.menus import MenuCatalog
@@ -148,6 +149,9 @@ def build_platform(
         turn_timeout_s=settings.turn_timeout_s,
         max_tokens=settings.extra.get("max_tokens"),
         no_llm_reason=no_llm_reason,
+        tools=ToolSettings(
+            mode=settings.tool_mode, max_calls=settings.tool_max_calls, timeout_s=settings.tool_timeout_s
+        ),
     )
     dispatcher = TurnDispatcher(factory, events)
     dispatcher.register("instruct", turn)

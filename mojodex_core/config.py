@@ -60,6 +60,12 @@ class Settings:
     pos_webhook_backoff_s: float = 1.0
     pos_webhook_timeout_s: float = 5.0
     extra: dict = field(default_factory=dict)
+    # How tools are offered to the model: auto (native functions and the tag form), tags, functions.
+    tool_mode: str = "auto"
+    # Tool calls allowed per turn; past it the model is told to answer without tools.
+    tool_max_calls: int = 3
+    # Default time a tool may run (a task's tool config may set its own timeout_s).
+    tool_timeout_s: float = 10.0
 
     @property
     def is_sqlite(self) -> bool:
@@ -102,6 +108,15 @@ def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
     if lowered in ("0", "false", "no", "off"):
         return False
     raise ConfigError(f"{name}: must be true or false, got {raw!r}")
+
+
+def _choice(env: Mapping[str, str], name: str, default: str, allowed: tuple[str, ...]) -> str:
+    raw = (env.get(name) or "").strip().lower()
+    if not raw:
+        return default
+    if raw not in allowed:
+        raise ConfigError(f"{name}: must be one of {', '.join(allowed)}, got {raw!r}")
+    return raw
 
 
 def _url(env: Mapping[str, str], name: str, schemes: tuple[str, ...]) -> str | None:
@@ -196,6 +211,9 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         pos_webhook_attempts=_int(env, "MOJODEX_POS_WEBHOOK_ATTEMPTS", 5, 1, 20),
         pos_webhook_backoff_s=_float(env, "MOJODEX_POS_WEBHOOK_BACKOFF_S", 1.0, 0.0, 600.0),
         pos_webhook_timeout_s=_float(env, "MOJODEX_POS_WEBHOOK_TIMEOUT_S", 5.0, 0.1, 120.0),
+        tool_mode=_choice(env, "MOJODEX_LLM_TOOL_MODE", "auto", ("auto", "tags", "functions")),
+        tool_max_calls=_int(env, "MOJODEX_TOOL_MAX_CALLS", 3, 0, 20),
+        tool_timeout_s=_float(env, "MOJODEX_TOOL_TIMEOUT_S", 10.0, 0.1, 600.0),
     )
 
 

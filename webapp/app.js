@@ -125,7 +125,9 @@ function handleEvent(event, payload) {
     $("draft").hidden = false;
     $(payload.part === "title" ? "draft-title" : "draft-body").textContent += payload.delta;
   } else if (event === "mojo_message") {
-    (state.streaming || addMessage("assistant", "")).textContent = payload.text; state.streaming = null;
+    const item = state.streaming || addMessage("assistant", "");
+    item.textContent = payload.text; state.streaming = null;
+    if (payload.task_tool_execution_pk) item.append(approvalButtons(payload.task_tool_execution_pk));
   } else if (event === "draft_message") {
     if (state.streaming) { state.streaming.remove(); state.streaming = null; }
     addMessage("assistant", `New version ${payload.produced_text_version_index} of "${payload.produced_text_title}"`);
@@ -139,6 +141,23 @@ function handleEvent(event, payload) {
     if (state.streaming) { state.streaming.remove(); state.streaming = null; }
     addMessage("error", payload.error);
   }
+}
+
+// A tool that needs the user's approval: one click approves or declines it, then the turn goes on.
+function approvalButtons(pk) {
+  const box = document.createElement("div");
+  for (const [label, approved] of [["Approve", true], ["Decline", false]]) {
+    const button = document.createElement("button");
+    button.textContent = label;
+    button.onclick = async () => {
+      try {
+        await call("POST", "/task_tool_execution", { task_tool_execution_pk: pk, approved });
+        box.replaceChildren(approved ? "Approved" : "Declined");
+      } catch (error) { showError(error); }
+    };
+    box.append(button);
+  }
+  return box;
 }
 
 async function showVersion(index) {

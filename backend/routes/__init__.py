@@ -21,6 +21,7 @@ from backend.routes.orders import (
 from backend.routes.produced_text import ProducedTextResource, UserTaskExecutionProducedTextResource
 from backend.routes.tasks import TaskAdminResource, UserTaskResource
 from backend.routes.text_edit import TextEditActionResource
+from backend.routes.tools import TaskToolExecutionResource, UserTaskExecutionReasoningResource
 from backend.routes.usage import UsageResource
 
 
@@ -42,3 +43,5 @@ def register_routes(api: Api) -> None:
     api.add_resource(OrderAuditResource, "/order/audit")
     api.add_resource(TextEditActionResource, "/text_edit_action")
     api.add_resource(UsageResource, "/usage")
+    api.add_resource(TaskToolExecutionResource, "/task_tool_execution")
+    api.add_resource(UserTaskExecutionReasoningResource, "/user_task_execution/reasoning")

@@ -57,7 +57,10 @@ SENDERS = ("user", "assistant", "system")
 # user messages: pending -> processing -> answered | failed; others: final | error
 MESSAGE_STATUSES = ("pending", "processing", "answered", "failed", "final", "error")
 LLM_CALL_STATUSES = ("ok", "error")
-TOOL_EXECUTION_STATUSES = ("pending", "running", "done", "failed")
+# pending -> running -> done | failed; with approval: awaiting_approval -> approved -> running -> ...
+# or awaiting_approval -> declined.
+TOOL_EXECUTION_STATUSES = ("pending", "awaiting_approval", "approved", "declined", "running", "done", "failed")
+REASONING_KINDS = ("TOOL_CALL", "DIRECT", "RULE")
 # The background title/summary job: claimed (pending), then done or failed (gave up after its retries).
 TITLE_STATUSES = ("pending", "done", "failed")
 
@@ -314,7 +317,18 @@ class TaskToolExecution(Base):
         ForeignKey("user_task_execution.user_task_execution_pk", ondelete="CASCADE"), index=True
     )
     tool_name: Mapped[str] = mapped_column(String(64))
-    status: Mapped[str] = mapped_column(String(16), default="pending")
+    status: Mapped[str] = mapped_column(String(24), default="pending")
+    # The model's short explanation for the user (shown when the tool needs approval).
+    explanation: Mapped[str | None] = mapped_column(Text)
+    requires_approval: Mapped[bool] = mapped_column(Boolean, default=False)
+    # None until the user decides (only for tools that require approval).
+    approved: Mapped[bool | None] = mapped_column(Boolean)
+    decided_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # The provider's tool call id when the model asked by native function calling; None for the tag form.
+    call_id: Mapped[str | None] = mapped_column(String(128))
+    # The user message whose turn asked for the tool (the follow-up turn answers it).
+    message_fk: Mapped[int | None] = mapped_column(ForeignKey("message.message_pk", ondelete="SET NULL"), index=True)
+    error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
@@ -327,6 +341,28 @@ class TaskToolQuery(Base):
     )
     query: Mapped[dict[str, Any]] = mapped_column(JsonType)
     result: Mapped[dict[str, Any] | None] = mapped_column(JsonType)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    result_date: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class ReasoningTraceEntry(Base):
+    """One LLM decision of an execution: "[TOOL_CALL] a, b: why", "[DIRECT] why" or "[RULE] ..."."""
+
+    __tablename__ = "reasoning_trace_entry"
+    __table_args__ = (
+        UniqueConstraint("user_task_execution_fk", "position"),
+        _status_check("kind", REASONING_KINDS),
+    )
+
+    reasoning_trace_entry_pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_task_execution_fk: Mapped[int] = mapped_column(
+        ForeignKey("user_task_execution.user_task_execution_pk", ondelete="CASCADE")
+    )
+    position: Mapped[int] = mapped_column(Integer)
+    kind: Mapped[str] = mapped_column(String(16))
+    text: Mapped[str] = mapped_column(Text)
+    # Which decision point wrote it: "INSTRUCT_TASK", "TOOL_FOLLOW_UP", "ORDER_PARSE"...
+    source: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 

@@ -11,3 +11,5 @@ class TurnJob:
 
     session_id: str
     message_pk: int
+    # Set for the follow-up turn of a tool use the user approved or declined (same session queue).
+    task_tool_execution_pk: int | None = None

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,7 +29,6 @@ from mojodex_core.db.models import (
     UserTaskExecution,
 )
 from mojodex_core.execution.chaining import previous_task_context
-from mojodex_core.execution.coalescer import TokenCoalescer
 from mojodex_core.execution.events import EventPublisher
 from mojodex_core.execution.failures import fail_or_mark, mark_failed
 from mojodex_core.execution.jobs import TurnJob
@@ -42,8 +41,17 @@ from mojodex_core.execution.prompt import (
     render,
     window_conversation,
 )
+from mojodex_core.execution.tool_loop import (
+    ReplyGenerator,
+    ToolSettings,
+    TurnOutcome,
+    TurnRequest,
+    describes_tags,
+    prompt_tools,
+)
+from mojodex_core.execution.tool_runs import record_approval_request, resumable
 from mojodex_core.llm import LLMCancelled, LLMError, LLMNotConfigured, LLMProvider
-from mojodex_core.tags import ParsedReply, TagStreamParser
+from mojodex_core.tags import ParsedReply
 from mojodex_core.task_view import displayed_data_for
 
 log = logging.getLogger("mojodex.turn")
@@ -78,6 +86,10 @@ class TurnContext:
     # Set when the turn cannot run (prompt failed, execution deleted): it fails visibly instead.
     setup_error: str | None = None
     started_now: bool = False
+    # The task spec's tools ({name, usage_description, requires_approval, config}).
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    # Set when this turn follows up a tool use the user approved or declined.
+    resume_tool_execution_pk: int | None = None
 
 
 def execution_inputs(
@@ -111,6 +123,7 @@ class InstructTurn:
         turn_timeout_s: float = 180.0,
         max_tokens: int | None = None,
         no_llm_reason: str | None = None,
+        tools: ToolSettings | None = None,
     ) -> None:
         self._factory = session_factory
         self._no_llm_message = no_llm_message(no_llm_reason)
@@ -121,6 +134,7 @@ class InstructTurn:
         self._use_grammar = use_grammar
         self._turn_timeout_s = turn_timeout_s
         self._max_tokens = max_tokens
+        self._tools = tools or ToolSettings()
 
     def __call__(self, job: TurnJob, cancel: threading.Event) -> None:
         started = time.monotonic()
@@ -150,11 +164,12 @@ class InstructTurn:
                 )
             if context.setup_error is not None:
                 raise TurnFailed(context.setup_error)
-            reply = self._generate(context, cancel)
-            self._complete(context, reply)
+            outcome = self._generate(context, cancel)
+            self._complete(context, outcome)
             log.info(
                 "turn done session=%s message_pk=%s kind=%s in %.0f ms",
-                job.session_id, job.message_pk, reply.kind, (time.monotonic() - started) * 1000,
+                job.session_id, job.message_pk, "approval" if outcome.approval else outcome.reply.kind,
+                (time.monotonic() - started) * 1000,
             )
         except Exception as exc:  # every failure ends the turn the same visible way
             if timed_out.is_set():
@@ -179,7 +194,10 @@ class InstructTurn:
         # every other session wait for this one's prompt to render.
         with transaction(self._factory) as db:
             message = db.get(Message, job.message_pk, with_for_update=True)
-            if message is None or message.status != "pending":
+            resume = job.task_tool_execution_pk
+            if resume is not None and (message is None or not resumable(db, resume, message.message_pk)):
+                return None  # this tool decision was followed up already
+            if message is None or (message.status != "pending" and resume is None):
                 return None  # answered already, or not ours to answer: never answer twice
             execution = (
                 db.get(UserTaskExecution, message.user_task_execution_fk)
@@ -223,6 +241,8 @@ class InstructTurn:
                 output_text_type_fk=task.output_text_type_fk,
                 output_text_type=task.output_text_type.name if task.output_text_type else None,
                 setup_error=setup_error,
+                tools=list((task.spec or {}).get("tools") or []) if task.type == "instruct" else [],
+                resume_tool_execution_pk=resume,
             )
             message.status = "processing"
             context.started_now = execution.start_date is None and execution.status != "deleted"
@@ -246,8 +266,10 @@ class InstructTurn:
             inputs=execution_inputs(execution, displayed.json_input if displayed else []),
             infos_to_extract=task.infos_to_extract or [],
             produced_text=latest,
-            # Task chaining (edits-jobs): the parent's result and the action's message_prefix, or None.
+            # Task chaining: the parent's result and the action's message_prefix, or None.
             previous_task=previous_task_context(db, execution),
+            tools=[] if self._use_grammar else prompt_tools(task.spec if task.type == "instruct" else None),
+            tag_tools=describes_tags(self._tools.mode),
         )
         rows = list(
             db.scalars(
@@ -271,49 +293,26 @@ class InstructTurn:
         windowed = window_conversation(conversation, self._context_tokens)
         return [{"role": "system", "content": system}] + [{"role": m.role, "content": m.content} for m in windowed]
 
-    # --- phase 2: stream the LLM reply through the tag parser to the client
-    def _generate(self, context: TurnContext, cancel: threading.Event) -> ParsedReply:
+    # --- phase 2: stream the LLM reply, running the tools it asks for (see tool_loop)
+    def _generate(self, context: TurnContext, cancel: threading.Event) -> TurnOutcome:
         if self._llm is None:
             raise LLMNotConfigured(self._no_llm_message)
-        parser = TagStreamParser()
-        base = {"session_id": context.session_id, "user_task_execution_pk": context.user_task_execution_pk}
-
-        def publish_tokens(channel: str, text: str) -> None:
-            if channel == "mojo":
-                self._events.publish(context.session_id, "mojo_token", {**base, "delta": text}, durable=False)
-            else:
-                self._events.publish(
-                    context.session_id, "draft_token", {**base, "part": channel, "delta": text}, durable=False
-                )
-
-        coalescer = TokenCoalescer(publish_tokens, self._coalesce_ms)
-
-        def on_token(chunk: str) -> None:
-            for delta in parser.feed(chunk):
-                coalescer.add(delta.channel, delta.text)
-
-        try:
-            self._llm.chat(
-                context.llm_messages,
-                label="INSTRUCT_TASK",
-                stream=True,
-                on_token=on_token,
-                user_task_execution_pk=context.user_task_execution_pk,
-                cancel=cancel,
-                grammar=instruct_grammar() if self._use_grammar else None,
-                max_tokens=self._max_tokens,
-            )
-        except BaseException:
-            coalescer.discard()  # the error event replaces the partial answer
-            raise
-        deltas, reply = parser.finish()
-        for delta in deltas:
-            coalescer.add(delta.channel, delta.text)
-        coalescer.close()
-        return reply
+        generator = ReplyGenerator(
+            self._factory, self._events, self._llm, self._tools, coalesce_ms=self._coalesce_ms,
+            grammar=instruct_grammar() if self._use_grammar else None, max_tokens=self._max_tokens,
+        )
+        return generator.generate(
+            TurnRequest(
+                session_id=context.session_id, user_task_execution_pk=context.user_task_execution_pk,
+                user_id=context.user_id, message_pk=context.message_pk, llm_messages=context.llm_messages,
+                tools=context.tools, resume_tool_execution_pk=context.resume_tool_execution_pk,
+            ),
+            cancel,
+        )
 
     # --- phase 3: store the outcome, then tell the client
-    def _complete(self, context: TurnContext, reply: ParsedReply) -> None:
+    def _complete(self, context: TurnContext, outcome: TurnOutcome) -> None:
+        reply = outcome.reply
         with self._events.publishing(context.session_id) as publication, transaction(self._factory) as db:
             user_message = db.get(Message, context.message_pk)
             # Write first, then read the status under a row lock: on SQLite the write takes the
@@ -328,7 +327,16 @@ class InstructTurn:
                 raise TurnFailed("The task execution was deleted.")
             if reply.language:
                 db.get(Session, context.session_id).language = reply.language[:8]
-            if reply.kind == "execution" and (reply.draft or reply.title):
+            if outcome.approval is not None:
+                answer = self._add_answer(db, context, "mojo_message", reply.text.strip(), reply.text_with_tags)
+                tool_execution = record_approval_request(
+                    db, outcome.approval, user_task_execution_pk=context.user_task_execution_pk,
+                    message_pk=context.message_pk,
+                )
+                answer.data = {"task_tool_execution_pk": tool_execution.task_tool_execution_pk,
+                               "tool_name": tool_execution.tool_name}
+                payload = {"text": answer.text, "message_pk": answer.message_pk, **answer.data}
+            elif reply.kind == "execution" and (reply.draft or reply.title):
                 answer, payload = self._store_draft(db, context, execution, reply)
             else:
                 text = (reply.text or "").strip()

@@ -38,6 +38,7 @@ from .models import (
     PredefinedActionDisplayedData,
     StepDisplayedData,
     TaskSpec,
+    ToolSpec,
     WorkflowStep,
     WorkflowTaskSpec,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "TASK_TYPES",
     "DisplayedData",
     "InfoToExtract",
+    "ToolSpec",
     "InstructTaskSpec",
     "JsonInput",
     "OrderDisplayedData",

@@ -153,6 +153,19 @@ class InfoToExtract(_Nested):
     description: Text = Field(description="What the information is, for the assistant.")
 
 
+class ToolSpec(_Nested):
+    """A tool the assistant may use during the task (see docs/tools_and_reasoning.md)."""
+
+    name: Name = Field(description="Registered tool name, e.g. 'internal_memory' or 'http_json'.")
+    usage_description: Text = Field(description="When and how the assistant should use the tool for this task.")
+    requires_approval: StrictBool = Field(
+        default=False, description="Ask the user to approve each use before the tool runs."
+    )
+    config: dict[str, Any] = Field(
+        default_factory=dict, description="Admin settings of the tool for this task (e.g. http_json's url)."
+    )
+
+
 class PredefinedActionData(_Nested):
     name: Text = Field(description="Name of the action shown to the user.")
     button_text: Text | None = Field(default=None, description="Text of the action's button.")
@@ -228,7 +241,21 @@ class InstructTaskSpec(_TaskSpecBase):
     output_format_instruction_title: Text
     output_format_instruction_draft: Text
     infos_to_extract: list[InfoToExtract] = Field(description="May be empty; info_name values are unique.")
+    tools: list[ToolSpec] = Field(
+        default_factory=list, description="Tools the assistant may use; tool names are unique."
+    )
     task_displayed_data: list[DisplayedData] = Field(min_length=1, json_schema_extra=_HAS_EN)
+
+    @field_validator("tools")
+    @classmethod
+    def _unique_tool_names(cls, value: list[ToolSpec]) -> list[ToolSpec]:
+        names = [t.name for t in value]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise PydanticCustomError(
+                "spec_rule", "tool names must be unique, repeated: {names}", {"names": ", ".join(duplicates)}
+            )
+        return value
 
 
 class WorkflowTaskSpec(_TaskSpecBase):
@@ -306,4 +333,5 @@ NESTED_FIELDS: dict[str, tuple[str, ...]] = {
     "data": tuple(PredefinedActionData.model_fields),
     "steps": tuple(WorkflowStep.model_fields),
     "step_displayed_data": tuple(StepDisplayedData.model_fields),
+    "tools": tuple(ToolSpec.model_fields),
 }

@@ -143,6 +143,8 @@ class ToolCall:
     arguments_json: str = "{}"
     id: str = "call_scripted_1"
     usage: tuple[int, int] | None = None
+    # Text streamed (as these chunks) before the call, e.g. a <reasoning> tag.
+    content_chunks: list[str] = field(default_factory=list)
 
 
 Step = Reply | HTTPError | Malformed | Hang | DropMidStream | ToolCall
@@ -386,7 +388,8 @@ class _Handler(BaseHTTPRequestHandler):
             payload["choices"] = [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": None, "tool_calls": [call]},
+                    "message": {"role": "assistant", "content": "".join(step.content_chunks) or None,
+                                "tool_calls": [call]},
                     "finish_reason": "tool_calls",
                 }
             ]
@@ -394,6 +397,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, payload)
             return
         self._start_stream()
+        for piece in step.content_chunks:
+            self._event(self._chunk(body, None, {"role": "assistant", "content": piece}, None))
         first = {
             "index": 0,
             "id": step.id,

@@ -1,0 +1,50 @@
+"""Tools and the reasoning trace: POST /task_tool_execution (approve or decline a tool use),
+GET /user_task_execution/reasoning (the execution's decision trace)."""
+
+from __future__ import annotations
+
+import logging
+
+from flask_restful import Resource
+
+from backend.auth import user_required
+from backend.context import platform
+from backend.errors import ApiError
+from backend.routes._input import current_user_id, field, json_body, owned_execution, query_int
+from mojodex_core.execution.jobs import TurnJob
+from mojodex_core.execution.reasoning import trace_view
+from mojodex_core.execution.tool_runs import ToolDecisionError, decide
+
+log = logging.getLogger("mojodex.tools")
+
+
+class TaskToolExecutionResource(Resource):
+    method_decorators = [user_required]
+
+    def post(self):  # noqa: ANN201
+        body = json_body()
+        pk = field(body, "task_tool_execution_pk", int)
+        approved = field(body, "approved", bool)
+        current = platform()
+        try:
+            with current.db() as db:
+                decision = decide(db, current_user_id(), pk, approved)
+        except ToolDecisionError as exc:
+            raise ApiError(exc.status, str(exc)) from None
+        current.runner.submit(
+            TurnJob(session_id=decision.session_id, message_pk=decision.message_pk, task_tool_execution_pk=pk)
+        )
+        log.info("task_tool_execution %s %s by %s", pk, "approved" if approved else "declined", current_user_id())
+        return {"task_tool_execution_pk": pk, "approved": approved,
+                "status": "approved" if approved else "declined"}, 200
+
+
+class UserTaskExecutionReasoningResource(Resource):
+    method_decorators = [user_required]
+
+    def get(self):  # noqa: ANN201
+        pk = query_int("user_task_execution_pk")
+        with platform().db() as db:
+            owned_execution(db, pk)
+            entries = trace_view(db, pk)
+        return {"user_task_execution_pk": pk, "reasoning": entries}, 200

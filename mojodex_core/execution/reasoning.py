@@ -1,0 +1,148 @@
+"""The reasoning trace: one entry per LLM decision, kept with the execution.
+
+Every LLM call that decides something is asked to open its reply with
+``<reasoning>why</reasoning>``. The tag is hidden from the user by the tag parser (it is
+a HIDDEN tag in ``mojodex_core.tags.spec``); its content becomes one trace entry:
+
+* ``[TOOL_CALL] tool1, tool2: <why>`` when the model asked for tools;
+* ``[DIRECT] <why>`` otherwise;
+* ``[RULE] <what>`` for decisions taken by code (order turns write these).
+
+When the model leaves the tag out, the entry falls back to the tool names with their
+arguments, or to the first 80 characters of the reply.
+
+``trace_entry`` is pure; ``append_trace`` writes entries in the caller's transaction, so
+any decision point (instruct turns here, order turns after the merge) shares one trace.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session as DbSession
+
+from mojodex_core.db.models import REASONING_KINDS, ReasoningTraceEntry
+
+log = logging.getLogger("mojodex.reasoning")
+
+FALLBACK_CHARS = 80
+# For prompts of other decision points (order parsing, intent classification): append it to the
+# system message, then extract_reasoning() / trace_entry() / append_trace() the reply.
+REASONING_INSTRUCTION = (
+    "Open your reply with <reasoning>one short sentence: why you decide what you decide</reasoning>, "
+    "before anything else. It is never shown to the user."
+)
+_KIND = re.compile(r"^\[([A-Z_]+)\]\s*")
+_REASONING_TAG = re.compile(r"<reasoning>(.*?)(?:</reasoning>|$)", re.DOTALL | re.IGNORECASE)
+
+
+def _call_name(call: Any) -> str:
+    if isinstance(call, Mapping):
+        function = call.get("function")
+        if isinstance(function, Mapping):
+            return str(function.get("name") or "?")
+        return str(call.get("name") or call.get("tool_name") or "?")
+    return str(getattr(call, "name", None) or getattr(call, "tool_name", "?"))
+
+
+def _call_arguments(call: Any) -> Any:
+    if isinstance(call, Mapping):
+        function = call.get("function")
+        if isinstance(function, Mapping):
+            raw = function.get("arguments") or "{}"
+            try:
+                return json.loads(raw)
+            except (TypeError, ValueError):
+                return raw
+        for key in ("arguments", "query", "args"):
+            if key in call:
+                return call[key]
+        return {}
+    return getattr(call, "query", None) or getattr(call, "arguments", None) or {}
+
+
+def _arguments_text(arguments: Any) -> str:
+    if isinstance(arguments, Mapping):
+        return ", ".join(f"{k}={v!r}" for k, v in arguments.items())
+    return str(arguments)
+
+
+def trace_entry(reasoning: str | None, tool_calls: list, reply_text: str) -> str:
+    """The trace entry of one decision.
+
+    ``tool_calls`` items may be OpenAI tool calls (``{"function": {"name", "arguments"}}``),
+    dicts with ``name`` and ``arguments``/``query``, or objects with ``name`` and ``query``.
+    """
+    why = " ".join((reasoning or "").split())
+    if tool_calls:
+        names = ", ".join(_call_name(c) for c in tool_calls)
+        if not why:
+            why = "; ".join(f"{_call_name(c)}({_arguments_text(_call_arguments(c))})" for c in tool_calls)
+        return f"[TOOL_CALL] {names}: {why}"
+    if not why:
+        why = (reply_text or "").strip()[:FALLBACK_CHARS]
+    return f"[DIRECT] {why}"
+
+
+def extract_reasoning(text: str) -> tuple[str | None, str]:
+    """``(reasoning, text without the tag)`` for callers that get a whole reply (non-streamed calls)."""
+    match = _REASONING_TAG.search(text or "")
+    if not match:
+        return None, text or ""
+    cleaned = (text[: match.start()] + text[match.end():]).strip()
+    return match.group(1).strip() or None, cleaned
+
+
+def entry_kind(entry: str) -> str:
+    match = _KIND.match(entry)
+    kind = match.group(1) if match else "DIRECT"
+    return kind if kind in REASONING_KINDS else "DIRECT"
+
+
+def append_trace(db: DbSession, user_task_execution_pk: int, entries: Iterable[str], source: str) -> None:
+    """Append entries to the execution's trace, in order, in the caller's transaction."""
+    entries = [e for e in entries if e and e.strip()]
+    if not entries:
+        return
+    last = db.scalar(
+        select(func.max(ReasoningTraceEntry.position)).where(
+            ReasoningTraceEntry.user_task_execution_fk == user_task_execution_pk
+        )
+    )
+    position = (last or 0) + 1
+    for entry in entries:
+        db.add(
+            ReasoningTraceEntry(
+                user_task_execution_fk=user_task_execution_pk,
+                position=position,
+                kind=entry_kind(entry),
+                text=entry.strip(),
+                source=source[:64],
+            )
+        )
+        log.info("reasoning execution=%s #%d %s", user_task_execution_pk, position, entry.strip()[:200])
+        position += 1
+    db.flush()
+
+
+def trace_view(db: DbSession, user_task_execution_pk: int) -> list[dict[str, Any]]:
+    rows = db.scalars(
+        select(ReasoningTraceEntry)
+        .where(ReasoningTraceEntry.user_task_execution_fk == user_task_execution_pk)
+        .order_by(ReasoningTraceEntry.position)
+    )
+    return [
+        {
+            "position": row.position,
+            "kind": row.kind,
+            "text": row.text,
+            "source": row.source,
+            "created_at": row.created_at.isoformat() if row.created_at else None,
+        }
+        for row in rows
+    ]

@@ -1,0 +1,234 @@
+"""Running tools and recording each use: task_tool_execution + its task_tool_query rows.
+
+Every use is recorded, failed ones included (unknown tool, invalid query, timeout, exception):
+the error becomes the result the model reads, and a log line says what happened. The turn
+goes on either way.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import jsonschema
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session as DbSession
+from sqlalchemy.orm import sessionmaker
+
+from mojodex_core.db import transaction
+from mojodex_core.db.models import Message, TaskToolExecution, TaskToolQuery, UserTask, UserTaskExecution
+from mojodex_core.execution.tool_requests import ToolRequest
+from mojodex_core.tools import ToolContext, ToolError, get_tool
+
+log = logging.getLogger("mojodex.tools")
+
+DECLINED_RESULT = {"error": "The user declined this tool call. Do not ask for it again; answer without it."}
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _error(message: str) -> dict[str, Any]:
+    return {"error": message}
+
+
+def check_request(request: ToolRequest, task_tools: dict[str, dict[str, Any]]) -> str | None:
+    """Why the request cannot run (unknown tool, invalid query), or None. Pure."""
+    if request.name not in task_tools or get_tool(request.name) is None:
+        offered = ", ".join(sorted(task_tools)) or "none"
+        return f"unknown tool {request.name!r} (tools of this task: {offered})"
+    if request.query_error:
+        return f"invalid query for {request.name}: {request.query_error}"
+    tool = get_tool(request.name)
+    try:
+        jsonschema.validate(request.query, tool.query_schema)
+    except jsonschema.ValidationError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "query"
+        return f"invalid query for {request.name}: {where}: {exc.message}"
+    return None
+
+
+def _run_bounded(request: ToolRequest, context: ToolContext) -> dict[str, Any]:
+    """Run the tool on a thread, waiting at most context.timeout_s; errors become results."""
+    tool = get_tool(request.name)
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["result"] = tool.run(request.query, context)
+        except ToolError as exc:
+            outcome["error"] = str(exc)
+        except Exception as exc:  # a tool bug must not end the turn
+            log.exception("tool %s crashed", request.name)
+            outcome["error"] = f"the tool failed: {type(exc).__name__}: {exc}"
+
+    worker = threading.Thread(target=target, name=f"tool-{request.name}", daemon=True)
+    worker.start()
+    worker.join(context.timeout_s)
+    if worker.is_alive():  # it keeps running detached; its result is ignored
+        return _error(f"the tool {request.name} timed out after {context.timeout_s:g} s")
+    if "error" in outcome:
+        return _error(outcome["error"])
+    result = outcome.get("result")
+    return result if isinstance(result, dict) else {"result": result}
+
+
+@dataclass
+class ToolRuns:
+    session_factory: sessionmaker[DbSession]
+    timeout_s: float = 10.0
+
+    def context(self, tool_spec: dict[str, Any], user_id: str, user_task_execution_pk: int) -> ToolContext:
+        config = dict(tool_spec.get("config") or {})
+        # An admin may set a tool's own timeout in its config; otherwise MOJODEX_TOOL_TIMEOUT_S.
+        timeout = float(config["timeout_s"]) if config.get("timeout_s") else self.timeout_s
+        return ToolContext(user_id, user_task_execution_pk, self.session_factory, config, timeout)
+
+    def run(
+        self, request: ToolRequest, task_tools: dict[str, dict[str, Any]], *, user_id: str,
+        user_task_execution_pk: int, message_pk: int,
+    ) -> dict[str, Any]:
+        """Check, record, run and record the result of one request; returns what the model is told."""
+        problem = check_request(request, task_tools)
+        with transaction(self.session_factory) as db:
+            execution = TaskToolExecution(
+                user_task_execution_fk=user_task_execution_pk, tool_name=request.name[:64] or "?",
+                status="failed" if problem else "running", explanation=request.explanation or None,
+                call_id=request.call_id, message_fk=message_pk, error=problem,
+            )
+            db.add(execution)
+            db.flush()
+            query = TaskToolQuery(task_tool_execution_fk=execution.task_tool_execution_pk,
+                                  query=request.stored_query())
+            db.add(query)
+            db.flush()
+            execution_pk, query_pk = execution.task_tool_execution_pk, query.task_tool_query_pk
+        if problem:
+            result = _error(problem)
+            self._finish(execution_pk, query_pk, result, problem)
+            log.warning("tool request refused execution=%s: %s", user_task_execution_pk, problem)
+            return result
+        return self.execute(execution_pk, query_pk, request, task_tools[request.name], user_id,
+                            user_task_execution_pk)
+
+    def execute(
+        self, execution_pk: int, query_pk: int, request: ToolRequest, tool_spec: dict[str, Any], user_id: str,
+        user_task_execution_pk: int,
+    ) -> dict[str, Any]:
+        context = self.context(tool_spec, user_id, user_task_execution_pk)
+        result = _run_bounded(request, context)
+        error = result.get("error") if set(result) == {"error"} else None
+        self._finish(execution_pk, query_pk, result, error)
+        if error:
+            log.warning("tool %s failed execution=%s: %s", request.name, user_task_execution_pk, error)
+        else:
+            log.info("tool %s ran execution=%s task_tool_execution=%s", request.name, user_task_execution_pk,
+                     execution_pk)
+        return result
+
+    def _finish(self, execution_pk: int, query_pk: int, result: dict[str, Any], error: str | None,
+                status: str | None = None) -> None:
+        with transaction(self.session_factory) as db:
+            execution = db.get(TaskToolExecution, execution_pk)
+            execution.status = status or ("failed" if error else "done")
+            execution.error = error
+            query = db.get(TaskToolQuery, query_pk)
+            query.result = result
+            query.result_date = _now()
+
+    # --- approval
+
+    def resume(self, execution_pk: int, task_tools: dict[str, dict[str, Any]], user_id: str
+               ) -> tuple[ToolRequest, dict[str, Any]]:
+        """Run (approved) or decline the decided tool; returns the request as asked and its result."""
+        with transaction(self.session_factory) as db:
+            execution = db.get(TaskToolExecution, execution_pk)
+            query = db.scalar(select(TaskToolQuery).where(TaskToolQuery.task_tool_execution_fk == execution_pk)
+                              .order_by(TaskToolQuery.task_tool_query_pk))
+            request = ToolRequest(name=execution.tool_name, query=query.query, explanation=execution.explanation or "",
+                                  call_id=execution.call_id)
+            approved, query_pk = execution.approved, query.task_tool_query_pk
+            ute_pk = execution.user_task_execution_fk
+            if approved:
+                execution.status = "running"
+        if not approved:
+            self._finish(execution_pk, query_pk, DECLINED_RESULT, None, status="declined")
+            log.info("tool %s declined by the user, task_tool_execution=%s", request.name, execution_pk)
+            return request, DECLINED_RESULT
+        if request.name not in task_tools:
+            result = _error(f"unknown tool {request.name!r}")
+            self._finish(execution_pk, query_pk, result, result["error"])
+            return request, result
+        return request, self.execute(execution_pk, query_pk, request, task_tools[request.name], user_id, ute_pk)
+
+
+def record_approval_request(
+    db: DbSession, request: ToolRequest, *, user_task_execution_pk: int, message_pk: int
+) -> TaskToolExecution:
+    """The pending use of a tool that needs approval, written with the message that asks for it."""
+    execution = TaskToolExecution(
+        user_task_execution_fk=user_task_execution_pk, tool_name=request.name[:64], status="awaiting_approval",
+        explanation=request.explanation or None, requires_approval=True, call_id=request.call_id,
+        message_fk=message_pk,
+    )
+    db.add(execution)
+    db.flush()
+    db.add(TaskToolQuery(task_tool_execution_fk=execution.task_tool_execution_pk, query=request.stored_query()))
+    db.flush()
+    log.info("tool %s awaits approval, task_tool_execution=%s", request.name, execution.task_tool_execution_pk)
+    return execution
+
+
+def resumable(db: DbSession, task_tool_execution_pk: int, message_pk: int) -> bool:
+    """A decided tool whose follow-up turn has not run yet (guards against answering twice)."""
+    execution = db.get(TaskToolExecution, task_tool_execution_pk)
+    if execution is None or execution.message_fk != message_pk or execution.status not in ("approved", "declined"):
+        return False
+    return db.scalar(
+        select(TaskToolQuery.result).where(TaskToolQuery.task_tool_execution_fk == task_tool_execution_pk)
+    ) is None
+
+
+class ToolDecisionError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Decision:
+    task_tool_execution_pk: int
+    session_id: str
+    message_pk: int
+    approved: bool
+
+
+def decide(db: DbSession, user_id: str, task_tool_execution_pk: int, approved: bool) -> Decision:
+    """Record the user's decision once: 404 when not theirs, 409 when already decided."""
+    row = db.execute(
+        select(TaskToolExecution, UserTaskExecution.session_id)
+        .join(UserTaskExecution, UserTaskExecution.user_task_execution_pk == TaskToolExecution.user_task_execution_fk)
+        .join(UserTask, UserTask.user_task_pk == UserTaskExecution.user_task_fk)
+        .where(TaskToolExecution.task_tool_execution_pk == task_tool_execution_pk, UserTask.user_id == user_id,
+               UserTaskExecution.status != "deleted")
+    ).first()
+    if row is None:
+        raise ToolDecisionError(404, "task_tool_execution not found")
+    execution, session_id = row
+    # A conditional update: of two concurrent decisions exactly one wins, on SQLite and Postgres.
+    changed = db.execute(
+        update(TaskToolExecution)
+        .where(TaskToolExecution.task_tool_execution_pk == task_tool_execution_pk,
+               TaskToolExecution.status == "awaiting_approval")
+        .values(status="approved" if approved else "declined", approved=approved, decided_at=_now())
+        .execution_options(synchronize_session=False)
+    ).rowcount
+    if not changed:
+        raise ToolDecisionError(409, "this tool use was already decided")
+    if execution.message_fk is None or db.get(Message, execution.message_fk) is None:
+        raise ToolDecisionError(409, "the message that asked for this tool no longer exists")
+    return Decision(task_tool_execution_pk, session_id, execution.message_fk, approved)
