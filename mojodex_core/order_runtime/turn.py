@@ -32,6 +32,7 @@ from mojodex_core.db.models import (
 from mojodex_core.execution.events import EventPublisher, Publication
 from mojodex_core.execution.failures import fail_or_mark, mark_failed
 from mojodex_core.execution.jobs import TurnJob
+from mojodex_core.execution.reasoning import append_trace
 from mojodex_core.llm import LLMCancelled, LLMError
 from mojodex_core.order.conversation import (
     Conversation,
@@ -400,6 +401,8 @@ class OrderTurn:
             timings_ms=timings,
             latency_ms=round((time.perf_counter() - started) * 1000, 3),
         ))
+        # The same decisions in the execution's reasoning trace, beside instruct and tool turns'.
+        append_trace(db, context.user_task_execution_pk, outcome.trace, source="ORDER_TURN")
         return ticket_pk
 
     def _after_commit(self, context: OrderTurnContext, outcome: TurnOutcome) -> None:

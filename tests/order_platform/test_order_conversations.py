@@ -304,3 +304,22 @@ def test_an_event_the_state_machine_cannot_take_fails_visibly(orders):
         assert chat.say("a plain bagel")  # the conversation goes on
     finally:
         chat.close()
+
+
+def test_order_decisions_are_in_the_execution_reasoning_trace(orders):
+    client = customer(orders)
+    chat = open_order(client)
+    try:
+        chat.say("an everything bagel toasted with lox")
+        chat.say("that's all")
+        trace = client.ok("GET", "/user_task_execution/reasoning",
+                          params={"user_task_execution_pk": chat.pk})["reasoning"]
+        audit_entries = [entry for turn in chat.audit() for entry in turn["trace"]]
+        assert [e["text"] for e in trace] == audit_entries  # one entry per decision, in order
+        assert all(e["kind"] == "RULE" for e in trace)
+        assert any(e["text"].startswith("[RULE] transition: Ordering --USER_SAYS_DONE") for e in trace)
+        other = customer(orders)
+        assert other.call("GET", "/user_task_execution/reasoning",
+                          params={"user_task_execution_pk": chat.pk}).status_code == 404
+    finally:
+        chat.close()
