@@ -1,0 +1,24 @@
+"""Parser readings the conversation layer relies on: changes by reference over the order."""
+
+from __future__ import annotations
+
+from mojodex_core.order.parser import parse_deterministic
+from mojodex_core.order.state import update_state
+from mojodex_core.order.tree import new_order
+
+
+def order(menu, *texts):
+    tree = new_order(menu.id, menu.currency)
+    for text in texts:
+        tree, _ = update_state(tree, parse_deterministic(text, menu, tree), menu)
+    return tree
+
+
+def mods(parsed):
+    return [(m.item_index, m.field, m.new_value) for m in parsed.modifications]
+
+
+def test_should_be_is_a_change_of_the_item_named(bagel_menu):
+    tree = order(bagel_menu, "a large iced latte and a plain bagel toasted")
+    parsed = parse_deterministic("the bagel should be sesame", bagel_menu, tree)
+    assert mods(parsed) == [(1, "bagel_type", "sesame")] and not parsed.new_items and not parsed.unparsed
