@@ -152,6 +152,8 @@ class _Segmenter(DoubtHandlers):
         if cur is not None and kind is None and cur.attrs:  # "one plain and one everything, both toasted"
             common = set.intersection(*(types_of(a.senses) for a in cur.attrs))
             kind = next(iter(common)) if len(common) == 1 else None
+        if cur is None and not self.out.frames:  # "both large" opening a message: every item already ordered
+            self.out.flags["dist_order"] = (ch.text, ch.payload)
         if cur is None or kind is None:
             return
         group: list[Frame] = []

@@ -208,6 +208,8 @@ class _Builder:
             del self.leftovers[len(self.leftovers) - len(left):]
         types = fitting_types(frame, self.menu)
         fits = [i for i in live_items(tree) if tree.items.items[i].item_type in types]
+        if self._over_the_order(frame, fits):
+            return
         if not fits:  # "large" at a shop where nothing ordered takes a size: a new line, as before
             item_type, fields, left = resolve_frame(frame, self.menu, self.notes)
             self.leftovers.extend(left)
@@ -228,6 +230,27 @@ class _Builder:
             self._answer(fields)
         else:
             self._modify(idx, fields)
+
+    def _over_the_order(self, frame: Frame, fits: list[int]) -> bool:
+        """ "both large" with a coke and fries ordered: the values go to every live item (the two of "both").
+        An item that can't take them, or a count that doesn't match, is a doubt: nothing is changed."""
+        tree = self.tree
+        said = self.seg.flags.get("dist_order")
+        if tree is None or said is None or len(self.seg.frames) != 1:
+            return False
+        text, count = said
+        live = live_items(tree)
+        if len(live) < 2:  # "both toasted" over one line of two bagels: that line, as any bare value
+            return False
+        if fits != live or (count is not None and len(live) != count):
+            self.leftovers.extend([text] + [a.text for a in frame.attrs])
+            return True
+        for idx in live:
+            _t, fields, left = resolve_frame(replace(frame, anchor=tree.items.items[idx].item_type), self.menu,
+                                             self.notes)
+            self.leftovers.extend(left)
+            self._modify(idx, diff_fields(tree.items.items[idx], fields))
+        return True
 
     def _ordinal(self, frame: Frame) -> bool:
         """ "make the second one thin crust", "the first one with lox", "forget the last one": item n of the
