@@ -16,7 +16,7 @@ from typing import Any
 from .frames import Frame, Segmentation, segment
 from .lexicon import extract_contacts, get_lexicon, tokenize
 from .menu import Menu
-from .parsed_input import Modification, ParsedInput, ParsedItem
+from .parsed_input import Modification, ParsedInput, ParsedItem, ReferenceDoubt
 from .references import current_item, diff_fields, find_item, find_ref, fitting_types, live_items, positive, said_as
 from .resolve import name_conflicts, resolve_frame
 from .tree import OrderTask
@@ -269,17 +269,31 @@ class _Builder:
                 self.out.cancel_item = f"{_ORDINAL_TEXT.get(n, str(n + 1))} item"
             else:
                 self.leftovers.append(said)
+                self._reference_doubt(frame, said)
             return True
         if frame.cancel:
             self.out.cancel_item_index = idx
             return True
+        self.ref = idx
         item = tree.items.items[idx]
         _t, fields, left = resolve_frame(replace(frame, anchor=item.item_type, number=None), self.menu, self.notes)
         self.leftovers.extend(left)
         changes = diff_fields(item, fields)
         if changes:
             self._modify(idx, changes)
+        elif left:  # "make the second one thin crust" when the second is a coke: which one was meant?
+            self._reference_doubt(frame, said)
         return True
+
+    def _reference_doubt(self, frame: Frame, said: str) -> None:
+        """Keep the change asked of an item not found, per item type that takes all of it (see ReferenceDoubt)."""
+        per_type = {}
+        for item_type in self.menu.item_types:
+            _t, fields, left = resolve_frame(replace(frame, anchor=item_type, number=None), self.menu)
+            if fields and not left:
+                per_type[item_type] = fields
+        if per_type:
+            self.out.reference = ReferenceDoubt(said=said, fields=per_type)
 
     def _bare(self, frame: Frame) -> None:
         """A frame naming no item: "make it 3" (a quantity)."""
@@ -410,6 +424,20 @@ def parse_deterministic(text: str, menu: Menu, tree: OrderTask | None = None) ->
         confidence = min(confidence, 0.7)  # "butter, no wait, jam": the last value was taken - a guess
     out.confidence = round(max(0.0, min(1.0, confidence)), 3)
     return out
+
+
+def referenced_item(text: str, menu: Menu, tree: OrderTask) -> int | None:
+    """The one live item a message names by reference ("the coke", "the second one", "the pizza"), if any: the
+    answer to "which one do you mean?"."""
+    lex = get_lexicon(menu)
+    clean, _contacts = extract_contacts(text)
+    chunks = lex.chunk(tokenize(clean))
+    seg = segment(chunks, menu)
+    if len(seg.frames) != 1:
+        return None
+    builder = _Builder(menu, tree, seg, chunks)
+    builder.frames()
+    return builder.ref
 
 
 def _has_content(chunks: list[Any], seg: Segmentation) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mojodex_core.order.parser import parse_deterministic
+from mojodex_core.order.parser import parse_deterministic, referenced_item
 from mojodex_core.order.state import update_state
 from mojodex_core.order.tree import new_order
 
@@ -35,3 +35,25 @@ def test_should_be_is_a_change_of_the_item_named(bagel_menu):
     tree = order(bagel_menu, "a large iced latte and a plain bagel toasted")
     parsed = parse_deterministic("the bagel should be sesame", bagel_menu, tree)
     assert mods(parsed) == [(1, "bagel_type", "sesame")] and not parsed.new_items and not parsed.unparsed
+
+
+def test_ordinal_to_no_item_keeps_the_change_asked_for(pizza_menu):
+    tree = order(pizza_menu, "a large pizza and a coke")
+    parsed = parse_deterministic("make the fourth one small", pizza_menu, tree)
+    assert parsed.unparsed == ["the fourth one"] and not parsed.modifications
+    assert parsed.reference is not None and parsed.reference.said == "the fourth one"
+    assert parsed.reference.fields == {"pizza": {"size": "SMALL"}, "drink": {"size": "SMALL"}}
+    assert "reference" not in parsed.model_json_schema()["properties"]  # never asked of the LLM
+
+
+def test_ordinal_to_an_item_the_values_do_not_fit(pizza_menu):
+    tree = order(pizza_menu, "two large pepperoni pizzas and a diet coke")
+    parsed = parse_deterministic("make the second one thin crust", pizza_menu, tree)
+    assert not parsed.modifications and parsed.unparsed
+    assert parsed.reference is not None and parsed.reference.fields == {"pizza": {"style": ["THIN_CRUST"]}}
+
+
+def test_referenced_item(pizza_menu):
+    tree = order(pizza_menu, "two large pepperoni pizzas and a diet coke")
+    assert [referenced_item(t, pizza_menu, tree) for t in ("the coke", "the second one", "the pizza", "the first one",
+                                                          "blorp", "a pizza and a coke")] == [1, 1, 0, 0, None, None]
