@@ -82,7 +82,9 @@ def _said_fields(item: Any) -> dict[str, Any]:
 
 
 def _same_again(ctx: Ctx, parsed: ParsedInput) -> ParsedInput | None:
-    if parsed.new_items or parsed.modifications or not ctx.has("same_again"):
+    """The parser flags "same again" (``repeat_last``) without building the line; the keyword lists add other
+    languages and "another one"."""
+    if parsed.new_items or parsed.modifications or not (parsed.repeat_last or ctx.has("same_again")):
         return None
     tree = ctx.conv.order
     idx = ctx.conv.last_mentioned_item

@@ -453,6 +453,17 @@ def test_same_again_repeats_the_last_item(bagel_menu):
     assert second.fields == first.fields and second.item_type == "coffee"
 
 
+@pytest.mark.parametrize("text", ["same as before", "same as last time"])
+def test_the_parsers_repeat_last_repeats_the_last_item(bagel_menu, text):
+    """Phrases only the parser knows ("same as before" is no keyword): ParsedInput.repeat_last is acted on."""
+    s = Session(bagel_menu)
+    s.say("a large iced latte with oat milk")
+    out = s.say(text)
+    assert "[RULE] repair: same again: repeat item 1 (latte)" in out.trace and out.state_after == "Ordering"
+    first, second = s.conv.order.items.items
+    assert second.fields == first.fields and second.item_type == "coffee"
+
+
 def test_both_large_across_item_types(drive_menu):
     s = Session(drive_menu)
     s.say("a coke and fries")
