@@ -31,6 +31,8 @@ _STREET_RE = re.compile(r"\d|\b(?:street|st|avenue|ave|road|rd|boulevard|blvd|la
 # chunk kinds that carry no content of their own: a message made only of these says nothing to act on
 _GLUE = frozenset({"filler", "boundary", "yes", "no_answer", "def", "and", "or", "but", "wait"})
 _REFUSAL = frozenset({"yes", "no_answer", "neg", "cancel", "cancel_all", "modify", "checkout"})
+# an answer to another question, not a name: "pickup" answering "can I get a name?"
+_NOT_A_NAME = _REFUSAL | {"pickup", "delivery", "pay"}
 _ORDINAL_TEXT = {0: "first", 1: "second", 2: "third", 3: "fourth", -1: "last"}
 # a question about the menu, not an order ("is the blueberry bagel good", "do you have gluten free crust?")
 _QUESTION_RE = re.compile(r"^\s*(?:is|are|was|does|do you|did|what|what's|whats|which|how|why|when|where|who)\b"
@@ -376,6 +378,8 @@ class _Builder:
             if name:
                 out.customer_name = name
                 self.free_text = True
+            elif out.order_type or out.answers.get("method") or out.wants_checkout:
+                pass  # "pickup" answering "can I get a name?": that answer, not a name
             elif text.strip(" .!"):
                 self.leftovers.append(text.strip(" .!"))  # "no thanks", "I'd rather not say": asked again
 
@@ -383,7 +387,7 @@ class _Builder:
         """A free-text answer to "can I get a name?": not yes/no, not a refusal, not grammar words only."""
         kinds = {c.kind for c in self.chunks}
         name = _NAME_PREFIX_RE.sub("", text).strip(" .!")
-        if not name or len(name.split()) > 4 or re.search(r"\d", name) or kinds & _REFUSAL:
+        if not name or len(name.split()) > 4 or re.search(r"\d", name) or kinds & _NOT_A_NAME:
             return None
         if kinds <= _GLUE and not (len(name.split()) == 1 and name[0].isupper()):
             return None  # "that one", "me" - but "Will" (capitalised) may be a name

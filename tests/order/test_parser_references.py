@@ -57,3 +57,13 @@ def test_referenced_item(pizza_menu):
     tree = order(pizza_menu, "two large pepperoni pizzas and a diet coke")
     assert [referenced_item(t, pizza_menu, tree) for t in ("the coke", "the second one", "the pizza", "the first one",
                                                           "blorp", "a pizza and a coke")] == [1, 1, 0, 0, None, None]
+
+
+def test_pickup_answering_the_name_question_is_not_a_name(bagel_menu):
+    from mojodex_core.order.tree import PendingQuestion
+
+    tree = order(bagel_menu, "a large iced latte")
+    tree.pending = PendingQuestion(task="customer_name")
+    parsed = parse_deterministic("pickup", bagel_menu, tree)
+    assert (parsed.order_type, parsed.customer_name, parsed.unparsed) == ("pickup", None, [])
+    assert parse_deterministic("Dana", bagel_menu, tree).customer_name == "Dana"

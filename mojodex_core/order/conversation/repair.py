@@ -218,10 +218,11 @@ def _which_one(ctx: Ctx) -> ParsedInput | None:
 
 
 def _name_is_not_a_name(ctx: Ctx, parsed: ParsedInput) -> ParsedInput:
-    """"pickup" answering "what name?" is the order type, not a name called Pickup."""
+    """"c'est tout" or a menu word answering "what name?" is not a name (the parser knows English answers such as
+    "pickup" are not names; the keyword lists add the other languages)."""
     name = normalise(parsed.customer_name or "")
     control = [ctx.kw.get(k, ()) for k in ("yes", "no", "done", "needs_time", "never_mind", "not_right", "goodbye")]
-    if name and (only_phrases(name, *control) or parsed.order_type and name.replace(" ", "") in ("pickup", "delivery")
+    if name and (only_phrases(name, *control)
                  or any(m.phrase and normalise(m.phrase) == name for m in mentions(name, ctx.menu))):
         ctx.rule("repair", f"{parsed.customer_name!r} is not taken as a name")
         return parsed.model_copy(update={"customer_name": None})

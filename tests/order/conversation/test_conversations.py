@@ -464,6 +464,15 @@ def test_the_parsers_repeat_last_repeats_the_last_item(bagel_menu, text):
     assert second.fields == first.fields and second.item_type == "coffee"
 
 
+def test_pickup_answering_the_name_question_is_not_a_name(bagel_menu):
+    s = Session(bagel_menu)
+    out = s.run("a large iced latte", "delivery", "12 Main Street", "that's it")
+    assert out.reply == "Before I read it back: can I get a name for the order?"
+    out = s.say("pickup")
+    assert s.conv.order.customer_info.name is None and s.conv.order.delivery_method.order_type == "pickup"
+    assert out.reply == "Got it, for pickup. Can I get a name for the order?"
+
+
 def test_both_large_across_item_types(drive_menu):
     s = Session(drive_menu)
     s.say("a coke and fries")
