@@ -62,6 +62,7 @@ class _Segmenter(DoubtHandlers):
         self.qual_text = ""
         self.definite = False
         self.cancel_next = False
+        self.cancel_text = ""
         self.skip_to = -1
         self.dists: list[tuple[list[Frame], Frame, set[int]]] = []
         self.dist_texts: list[tuple[str, bool]] = []  # what was said, and whether it names two items
@@ -351,6 +352,7 @@ class _Segmenter(DoubtHandlers):
                 continue
             elif k == "cancel":
                 self.cancel_next = True
+                self.cancel_text = ch.text.lower()
                 continue
             elif k == "modify":
                 self.out.modify = True
@@ -379,7 +381,10 @@ class _Segmenter(DoubtHandlers):
             self.out.doubts.append(self.qual_text)
         if self.neg and not self.neg_any:
             self.out.bare_negation = True
-        self.out.cancel_dangling = self.cancel_next
+        # "forget it" takes the current item off; "never mind" alone takes back what was being said, not an item
+        self.out.cancel_dangling = self.cancel_next and self.cancel_text not in ("never mind", "nevermind")
+        if self.cancel_next and not self.out.cancel_dangling:
+            flags["never_mind"] = True
         for pos in distribute(self.dists):
             if self.dist_texts[pos][1]:  # "no ice in either": the value came before ("in all" is a total)
                 self.out.doubts.append(self.dist_texts[pos][0])

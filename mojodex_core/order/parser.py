@@ -446,6 +446,8 @@ def referenced_item(text: str, menu: Menu, tree: OrderTask) -> int | None:
 
 def _has_content(chunks: list[Any], seg: Segmentation) -> bool:
     glue = _GLUE | {"neg"} if seg.bare_negation else _GLUE
+    if seg.flags.get("never_mind"):  # "never mind" alone: nothing to act on, like "hold on"
+        glue = glue | {"cancel"}
     return any(c.kind not in glue for c in chunks)
 
 

@@ -67,3 +67,12 @@ def test_pickup_answering_the_name_question_is_not_a_name(bagel_menu):
     parsed = parse_deterministic("pickup", bagel_menu, tree)
     assert (parsed.order_type, parsed.customer_name, parsed.unparsed) == ("pickup", None, [])
     assert parse_deterministic("Dana", bagel_menu, tree).customer_name == "Dana"
+
+
+def test_never_mind_alone_cancels_nothing(pizza_menu):
+    tree = order(pizza_menu, "a large pizza and a coke")
+    parsed = parse_deterministic("never mind", pizza_menu, tree)
+    assert parsed.cancel_item_index is None and parsed.is_empty() and not parsed.unparsed
+    assert parsed.confidence == 0.5  # nothing to act on, like "hold on"
+    assert parse_deterministic("never mind the coke", pizza_menu, tree).cancel_item_index == 1
+    assert parse_deterministic("forget it", pizza_menu, tree).cancel_item_index is not None

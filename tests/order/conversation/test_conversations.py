@@ -473,6 +473,15 @@ def test_pickup_answering_the_name_question_is_not_a_name(bagel_menu):
     assert out.reply == "Got it, for pickup. Can I get a name for the order?"
 
 
+def test_never_mind_while_ordering_removes_nothing(pizza_menu):
+    s = Session(pizza_menu)
+    s.say("a large pizza and a coke")
+    out = s.say("never mind")  # the parser read it as "cancel the current item"
+    assert len(s.conv.order.items.active()) == 2
+    assert (out.transition, out.state_after, out.diff) == ("UTTERANCE_OK", "Ordering", [])
+    assert out.reply == "Is this for pickup or delivery?"
+
+
 def test_both_large_across_item_types(drive_menu):
     s = Session(drive_menu)
     s.say("a coke and fries")
