@@ -77,6 +77,8 @@ class _Segmenter(DoubtHandlers):
         frame = Frame(definite=self.definite, **kw)
         before = self._prev(self.at)
         frame.follows_with = before is not None and before.kind == "with"
+        joint = next((c for c in reversed(self.chunks[:self.at]) if c.kind not in ("filler", "def")), None)
+        frame.joined_by_and = joint is not None and joint.kind == "and"
         self.definite = False
         if prev is not None:
             frame.inherit = prev.anchor or prev.inherit

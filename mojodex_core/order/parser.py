@@ -87,7 +87,10 @@ class _Builder:
             explicit_number = frame.number is not None and not frame.article
             if frame.cancel:
                 idx, ambiguous = find_ref(tree, self.menu, item_type, fields) if tree is not None else (None, False)
-                if idx is not None:
+                if idx is not None and self.out.cancel_item_index not in (None, idx):
+                    # "remove the pizza and the coke": one removal is all the parse can hold - the rest is said
+                    self.leftovers.append(said_as(frame, self.menu, item_type))
+                elif idx is not None:
                     self.out.cancel_item_index = idx
                 elif ambiguous:  # "cancel the coke" with a diet coke and a cherry coke: which one?
                     self.leftovers.append(said_as(frame, self.menu, item_type))
@@ -151,7 +154,11 @@ class _Builder:
                 idx, ambiguous = find_ref(tree, self.menu, item_type, said)
             if idx is not None:
                 self.ref = idx
-                self._modify(idx, diff_fields(tree.items.items[idx], fields))
+                changes = diff_fields(tree.items.items[idx], fields)
+                if not changes and frame.joined_by_and and self.out.cancel_item_index not in (None, idx):
+                    # "remove the pizza and the coke": a second removal, which the parse can't hold - said
+                    self.leftovers.append(said_as(frame, self.menu, item_type))
+                self._modify(idx, changes)
                 return True
             if live and frame.has_noun:  # "no ice in the drink" with no drink ordered: not a new line
                 self.leftovers.append(said_as(frame, self.menu, item_type))
@@ -274,7 +281,10 @@ class _Builder:
                 self._reference_doubt(frame, said)
             return True
         if frame.cancel:
-            self.out.cancel_item_index = idx
+            if self.out.cancel_item_index not in (None, idx):
+                self.leftovers.append(said)  # a second removal: see frames()
+            else:
+                self.out.cancel_item_index = idx
             return True
         self.ref = idx
         item = tree.items.items[idx]

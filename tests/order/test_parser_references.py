@@ -76,3 +76,12 @@ def test_never_mind_alone_cancels_nothing(pizza_menu):
     assert parsed.confidence == 0.5  # nothing to act on, like "hold on"
     assert parse_deterministic("never mind the coke", pizza_menu, tree).cancel_item_index == 1
     assert parse_deterministic("forget it", pizza_menu, tree).cancel_item_index is not None
+
+
+def test_a_second_removal_is_flagged_not_dropped(pizza_menu):
+    """The parse holds one removal: "and the coke" is said, not silently kept (the conversation splits them)."""
+    tree = order(pizza_menu, "a large pizza and a coke and a sprite")
+    parsed = parse_deterministic("remove the pizza and the coke", pizza_menu, tree)
+    assert parsed.cancel_item_index == 0 and parsed.unparsed == ["coke"]  # flagged: the LLM or a question
+    kept = parse_deterministic("forget the pizza. Just the coke.", pizza_menu, tree)
+    assert kept.cancel_item_index == 0 and not kept.unparsed

@@ -482,6 +482,14 @@ def test_never_mind_while_ordering_removes_nothing(pizza_menu):
     assert out.reply == "Is this for pickup or delivery?"
 
 
+def test_remove_two_items_by_name_removes_both(pizza_menu):
+    s = Session(pizza_menu)
+    s.say("a large pizza and a coke and a sprite")
+    assert s.say("remove the pizza and the coke").transition == "BIG_CHANGE"
+    s.say("yes")
+    assert [it.fields["drink_type"] for _, it in s.conv.order.items.active()] == ["SPRITE"]
+
+
 def test_both_large_across_item_types(drive_menu):
     s = Session(drive_menu)
     s.say("a coke and fries")
