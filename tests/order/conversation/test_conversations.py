@@ -490,6 +490,16 @@ def test_remove_two_items_by_name_removes_both(pizza_menu):
     assert [it.fields["drink_type"] for _, it in s.conv.order.items.active()] == ["SPRITE"]
 
 
+def test_what_bagels_do_you_have_lists_the_bagels_while_thinking(bagel_menu):
+    s = Session(bagel_menu)
+    s.say("give me a minute")
+    out = s.say("what bagels do you have?")  # was "that's not on our menu" (the plural named nothing)
+    assert (out.transition, out.state_after, out.response_key) == ("MENU_QUESTION", "Thinking", "menu-kinds")
+    assert out.reply.startswith("Our bagel choices: plain, everything, sesame")
+    assert s.say("do you have sesame bagels?").response_key == "menu-in-stock"
+    assert s.say("which coffees do you have?").reply.startswith("Our coffee choices: drip coffee, latte")
+
+
 def test_both_large_across_item_types(drive_menu):
     s = Session(drive_menu)
     s.say("a coke and fries")
