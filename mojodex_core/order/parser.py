@@ -39,6 +39,11 @@ _QUESTION_RE = re.compile(r"^\s*(?:is|are|was|does|do you|did|what|what's|whats|
                           r"(?! are you| is it going|'s it going| you doing| are ya| is your)", re.IGNORECASE)
 _REQUEST_RE = re.compile(r"^\s*(?:can|could|may|would|will|i|i'd|id|i'll|ill|let me|please|and|yes|yeah)\b",
                          re.IGNORECASE)
+# a whole message that is a street address ("12 Rose Lane"), said without being asked: not "12 roses"
+_BARE_ADDRESS_RE = re.compile(r"^\s*(?:it'?s\s+|deliver(?: it)? to\s+)?(\d+[a-z]?\s+(?:[a-z'.\-]+\s+){1,4}"
+                              r"(?:street|st|avenue|ave|road|rd|boulevard|blvd|lane|ln|drive|dr|way|court|ct|place|pl|"
+                              r"terrace|circle|square|sq|parkway|pkwy|highway|hwy|close|crescent|mews))\.?\s*$",
+                              re.IGNORECASE)
 _ADDRESS_RE = re.compile(r"\b(?:deliver(?:ed)?(?: it)?|bring it|send it|delivery)\s+(?:to|at)\s+(.+)$",
                          re.IGNORECASE)
 
@@ -411,6 +416,9 @@ def parse_deterministic(text: str, menu: Menu, tree: OrderTask | None = None) ->
     anything said but not representable (see ``unparsed``) and structural doubts lower it - see
     docs/order_engine.md, "Confidence".
     """
+    bare_address = _BARE_ADDRESS_RE.match(text)
+    if bare_address:
+        return ParsedInput(address=bare_address.group(1).strip(), order_type="delivery")
     lex = get_lexicon(menu)
     clean, contacts = extract_contacts(text)
     chunks = lex.chunk(tokenize(clean))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from mojodex_core.order.menu import load_menu
 from mojodex_core.order.parser import parse_deterministic, referenced_item
 from mojodex_core.order.state import update_state
 from mojodex_core.order.tree import new_order
@@ -85,3 +88,12 @@ def test_a_second_removal_is_flagged_not_dropped(pizza_menu):
     assert parsed.cancel_item_index == 0 and parsed.unparsed == ["coke"]  # flagged: the LLM or a question
     kept = parse_deterministic("forget the pizza. Just the coke.", pizza_menu, tree)
     assert kept.cancel_item_index == 0 and not kept.unparsed
+
+
+def test_a_street_address_said_unasked_is_not_items(pizza_menu):
+    florist_menu = load_menu(Path(__file__).parent / "conversation" / "fixtures" / "florist.json")
+    tree = order(florist_menu, "a bouquet of roses")
+    parsed = parse_deterministic("12 Rose Lane", florist_menu, tree)  # not 12 bouquets of roses
+    assert (parsed.address, parsed.order_type, parsed.new_items, parsed.unparsed) == (
+        "12 Rose Lane", "delivery", [], [])
+    assert parse_deterministic("2 large pizzas", pizza_menu).new_items[0].fields["quantity"] == 2

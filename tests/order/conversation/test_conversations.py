@@ -500,6 +500,15 @@ def test_what_bagels_do_you_have_lists_the_bagels_while_thinking(bagel_menu):
     assert s.say("which coffees do you have?").reply.startswith("Our coffee choices: drip coffee, latte")
 
 
+def test_an_address_said_unasked_at_the_florist(florist_menu):
+    s = Session(florist_menu)
+    s.run("a bouquet of roses", "delivery")
+    out = s.say("12 Rose Lane")  # was read as 12 bouquets of roses
+    assert s.conv.order.delivery_method.address.street == "12 Rose Lane"
+    assert [it.fields.get("quantity") for it in s.conv.order.items.items] == [1]
+    assert out.errors == [] and "bouquet size" in out.reply  # the size question goes on (with its options)
+
+
 def test_both_large_across_item_types(drive_menu):
     s = Session(drive_menu)
     s.say("a coke and fries")
