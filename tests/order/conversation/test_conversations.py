@@ -414,6 +414,16 @@ def test_references_by_ordinal_and_type(pizza_menu):
     assert s.conv.order.items.items[2].fields["size"] == "LARGE"
 
 
+def test_make_the_second_one_large_changes_it_and_adds_nothing(pizza_menu):
+    """Once read as a new "large" item and repaired here; now the parser's own reading, applied as parsed."""
+    s = Session(pizza_menu)
+    s.say("a small pizza and a coke")
+    out = s.say("make the second one large")
+    assert [(it.item_type, it.fields.get("size")) for it in s.conv.order.items.items] == [
+        ("pizza", "SMALL"), ("drink", "LARGE")]
+    assert out.parsed["new_items"] == [] and out.transition == "UTTERANCE_OK"
+
+
 def test_ordinal_to_nothing_asks_which_one(pizza_menu):
     s = Session(pizza_menu)
     s.say("a large pizza and a coke")
