@@ -48,6 +48,7 @@ class Frame:
     split_child: bool = False  # started by a number/"the other": may be one part of "N pizzas, one with..."
     rest: bool = False  # "the rest": its number is what is left of the announced quantity
     after_and: bool = False  # started right after "and"
+    joined_by_and: bool = False  # "and" (or "and the") right before it: "remove the pizza and the coke"
     ordinal: int | None = None  # "the second one": 1 ("the last": -1)
     unknown_head: bool = False  # values followed by a word the menu doesn't know ("a big mac"): not an order line
     name_attrs: int = 0  # how many of its last values are part of that unknown name

@@ -62,6 +62,7 @@ class _Segmenter(DoubtHandlers):
         self.qual_text = ""
         self.definite = False
         self.cancel_next = False
+        self.cancel_text = ""
         self.skip_to = -1
         self.dists: list[tuple[list[Frame], Frame, set[int]]] = []
         self.dist_texts: list[tuple[str, bool]] = []  # what was said, and whether it names two items
@@ -76,6 +77,8 @@ class _Segmenter(DoubtHandlers):
         frame = Frame(definite=self.definite, **kw)
         before = self._prev(self.at)
         frame.follows_with = before is not None and before.kind == "with"
+        joint = next((c for c in reversed(self.chunks[:self.at]) if c.kind not in ("filler", "def")), None)
+        frame.joined_by_and = joint is not None and joint.kind == "and"
         self.definite = False
         if prev is not None:
             frame.inherit = prev.anchor or prev.inherit
@@ -152,6 +155,8 @@ class _Segmenter(DoubtHandlers):
         if cur is not None and kind is None and cur.attrs:  # "one plain and one everything, both toasted"
             common = set.intersection(*(types_of(a.senses) for a in cur.attrs))
             kind = next(iter(common)) if len(common) == 1 else None
+        if cur is None and not self.out.frames:  # "both large" opening a message: every item already ordered
+            self.out.flags["dist_order"] = (ch.text, ch.payload)
         if cur is None or kind is None:
             return
         group: list[Frame] = []
@@ -349,6 +354,7 @@ class _Segmenter(DoubtHandlers):
                 continue
             elif k == "cancel":
                 self.cancel_next = True
+                self.cancel_text = ch.text.lower()
                 continue
             elif k == "modify":
                 self.out.modify = True
@@ -377,7 +383,10 @@ class _Segmenter(DoubtHandlers):
             self.out.doubts.append(self.qual_text)
         if self.neg and not self.neg_any:
             self.out.bare_negation = True
-        self.out.cancel_dangling = self.cancel_next
+        # "forget it" takes the current item off; "never mind" alone takes back what was being said, not an item
+        self.out.cancel_dangling = self.cancel_next and self.cancel_text not in ("never mind", "nevermind")
+        if self.cancel_next and not self.out.cancel_dangling:
+            flags["never_mind"] = True
         for pos in distribute(self.dists):
             if self.dist_texts[pos][1]:  # "no ice in either": the value came before ("in all" is a total)
                 self.out.doubts.append(self.dist_texts[pos][0])

@@ -44,7 +44,8 @@ GRAMMAR: dict[str, dict[str, Any]] = {
     ),
     "modify": _kind(
         "make that", "make it", "make them", "make those", "make the", "change", "change it to", "switch",
-        "swap", "instead", "rather", "actually make", "update", "can you make",
+        "swap", "instead", "rather", "actually make", "update", "can you make", "should be", "should have been",
+        "was supposed to be", "is supposed to be",
     ),
     "yes": _kind(
         "yes", "yeah", "yep", "yup", "sure", "ok", "okay", "correct", "right", "absolutely", "definitely",

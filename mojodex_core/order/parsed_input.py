@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+from pydantic.json_schema import SkipJsonSchema
 
 
 class OrderParseError(RuntimeError):
@@ -41,6 +42,15 @@ class Modification(BaseModel):
     new_value: Any = None
 
 
+class ReferenceDoubt(BaseModel):
+    """A change asked of an item the parser could not find ("make the fourth one small" with two items, "make the
+    second one thin crust" when the second is a coke): what was said, and the values per item type that takes
+    them, so that the caller can ask "which one?" and apply the change to the answer."""
+
+    said: str
+    fields: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+
 class ParsedInput(BaseModel):
     """Structured reading of one customer message."""
 
@@ -59,6 +69,9 @@ class ParsedInput(BaseModel):
     customer_contact: str | None = None
     repeat_last: bool = Field(
         default=False, description="The customer asked for the last line again ('same again'); not built here."
+    )
+    reference: SkipJsonSchema[ReferenceDoubt | None] = Field(
+        default=None, description="Deterministic parser only (not in the LLM schema): a change by reference to no item."
     )
     confidence: float = Field(default=1.0, ge=0.0, le=1.0)
     unparsed: list[str] = Field(

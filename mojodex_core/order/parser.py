@@ -16,7 +16,7 @@ from typing import Any
 from .frames import Frame, Segmentation, segment
 from .lexicon import extract_contacts, get_lexicon, tokenize
 from .menu import Menu
-from .parsed_input import Modification, ParsedInput, ParsedItem
+from .parsed_input import Modification, ParsedInput, ParsedItem, ReferenceDoubt
 from .references import current_item, diff_fields, find_item, find_ref, fitting_types, live_items, positive, said_as
 from .resolve import name_conflicts, resolve_frame
 from .tree import OrderTask
@@ -31,12 +31,19 @@ _STREET_RE = re.compile(r"\d|\b(?:street|st|avenue|ave|road|rd|boulevard|blvd|la
 # chunk kinds that carry no content of their own: a message made only of these says nothing to act on
 _GLUE = frozenset({"filler", "boundary", "yes", "no_answer", "def", "and", "or", "but", "wait"})
 _REFUSAL = frozenset({"yes", "no_answer", "neg", "cancel", "cancel_all", "modify", "checkout"})
+# an answer to another question, not a name: "pickup" answering "can I get a name?"
+_NOT_A_NAME = _REFUSAL | {"pickup", "delivery", "pay"}
 _ORDINAL_TEXT = {0: "first", 1: "second", 2: "third", 3: "fourth", -1: "last"}
 # a question about the menu, not an order ("is the blueberry bagel good", "do you have gluten free crust?")
 _QUESTION_RE = re.compile(r"^\s*(?:is|are|was|does|do you|did|what|what's|whats|which|how|why|when|where|who)\b"
                           r"(?! are you| is it going|'s it going| you doing| are ya| is your)", re.IGNORECASE)
 _REQUEST_RE = re.compile(r"^\s*(?:can|could|may|would|will|i|i'd|id|i'll|ill|let me|please|and|yes|yeah)\b",
                          re.IGNORECASE)
+# a whole message that is a street address ("12 Rose Lane"), said without being asked: not "12 roses"
+_BARE_ADDRESS_RE = re.compile(r"^\s*(?:it'?s\s+|deliver(?: it)? to\s+)?(\d+[a-z]?\s+(?:[a-z'.\-]+\s+){1,4}"
+                              r"(?:street|st|avenue|ave|road|rd|boulevard|blvd|lane|ln|drive|dr|way|court|ct|place|pl|"
+                              r"terrace|circle|square|sq|parkway|pkwy|highway|hwy|close|crescent|mews))\.?\s*$",
+                              re.IGNORECASE)
 _ADDRESS_RE = re.compile(r"\b(?:deliver(?:ed)?(?: it)?|bring it|send it|delivery)\s+(?:to|at)\s+(.+)$",
                          re.IGNORECASE)
 
@@ -85,7 +92,10 @@ class _Builder:
             explicit_number = frame.number is not None and not frame.article
             if frame.cancel:
                 idx, ambiguous = find_ref(tree, self.menu, item_type, fields) if tree is not None else (None, False)
-                if idx is not None:
+                if idx is not None and self.out.cancel_item_index not in (None, idx):
+                    # "remove the pizza and the coke": one removal is all the parse can hold - the rest is said
+                    self.leftovers.append(said_as(frame, self.menu, item_type))
+                elif idx is not None:
                     self.out.cancel_item_index = idx
                 elif ambiguous:  # "cancel the coke" with a diet coke and a cherry coke: which one?
                     self.leftovers.append(said_as(frame, self.menu, item_type))
@@ -149,7 +159,11 @@ class _Builder:
                 idx, ambiguous = find_ref(tree, self.menu, item_type, said)
             if idx is not None:
                 self.ref = idx
-                self._modify(idx, diff_fields(tree.items.items[idx], fields))
+                changes = diff_fields(tree.items.items[idx], fields)
+                if not changes and frame.joined_by_and and self.out.cancel_item_index not in (None, idx):
+                    # "remove the pizza and the coke": a second removal, which the parse can't hold - said
+                    self.leftovers.append(said_as(frame, self.menu, item_type))
+                self._modify(idx, changes)
                 return True
             if live and frame.has_noun:  # "no ice in the drink" with no drink ordered: not a new line
                 self.leftovers.append(said_as(frame, self.menu, item_type))
@@ -208,6 +222,8 @@ class _Builder:
             del self.leftovers[len(self.leftovers) - len(left):]
         types = fitting_types(frame, self.menu)
         fits = [i for i in live_items(tree) if tree.items.items[i].item_type in types]
+        if self._over_the_order(frame, fits):
+            return
         if not fits:  # "large" at a shop where nothing ordered takes a size: a new line, as before
             item_type, fields, left = resolve_frame(frame, self.menu, self.notes)
             self.leftovers.extend(left)
@@ -229,6 +245,27 @@ class _Builder:
         else:
             self._modify(idx, fields)
 
+    def _over_the_order(self, frame: Frame, fits: list[int]) -> bool:
+        """ "both large" with a coke and fries ordered: the values go to every live item (the two of "both").
+        An item that can't take them, or a count that doesn't match, is a doubt: nothing is changed."""
+        tree = self.tree
+        said = self.seg.flags.get("dist_order")
+        if tree is None or said is None or len(self.seg.frames) != 1:
+            return False
+        text, count = said
+        live = live_items(tree)
+        if len(live) < 2:  # "both toasted" over one line of two bagels: that line, as any bare value
+            return False
+        if fits != live or (count is not None and len(live) != count):
+            self.leftovers.extend([text] + [a.text for a in frame.attrs])
+            return True
+        for idx in live:
+            _t, fields, left = resolve_frame(replace(frame, anchor=tree.items.items[idx].item_type), self.menu,
+                                             self.notes)
+            self.leftovers.extend(left)
+            self._modify(idx, diff_fields(tree.items.items[idx], fields))
+        return True
+
     def _ordinal(self, frame: Frame) -> bool:
         """ "make the second one thin crust", "the first one with lox", "forget the last one": item n of the
         live items (of the type, when named: "the second pizza"). Out of range: flagged."""
@@ -246,17 +283,34 @@ class _Builder:
                 self.out.cancel_item = f"{_ORDINAL_TEXT.get(n, str(n + 1))} item"
             else:
                 self.leftovers.append(said)
+                self._reference_doubt(frame, said)
             return True
         if frame.cancel:
-            self.out.cancel_item_index = idx
+            if self.out.cancel_item_index not in (None, idx):
+                self.leftovers.append(said)  # a second removal: see frames()
+            else:
+                self.out.cancel_item_index = idx
             return True
+        self.ref = idx
         item = tree.items.items[idx]
         _t, fields, left = resolve_frame(replace(frame, anchor=item.item_type, number=None), self.menu, self.notes)
         self.leftovers.extend(left)
         changes = diff_fields(item, fields)
         if changes:
             self._modify(idx, changes)
+        elif left:  # "make the second one thin crust" when the second is a coke: which one was meant?
+            self._reference_doubt(frame, said)
         return True
+
+    def _reference_doubt(self, frame: Frame, said: str) -> None:
+        """Keep the change asked of an item not found, per item type that takes all of it (see ReferenceDoubt)."""
+        per_type = {}
+        for item_type in self.menu.item_types:
+            _t, fields, left = resolve_frame(replace(frame, anchor=item_type, number=None), self.menu)
+            if fields and not left:
+                per_type[item_type] = fields
+        if per_type:
+            self.out.reference = ReferenceDoubt(said=said, fields=per_type)
 
     def _bare(self, frame: Frame) -> None:
         """A frame naming no item: "make it 3" (a quantity)."""
@@ -339,6 +393,8 @@ class _Builder:
             if name:
                 out.customer_name = name
                 self.free_text = True
+            elif out.order_type or out.answers.get("method") or out.wants_checkout:
+                pass  # "pickup" answering "can I get a name?": that answer, not a name
             elif text.strip(" .!"):
                 self.leftovers.append(text.strip(" .!"))  # "no thanks", "I'd rather not say": asked again
 
@@ -346,7 +402,7 @@ class _Builder:
         """A free-text answer to "can I get a name?": not yes/no, not a refusal, not grammar words only."""
         kinds = {c.kind for c in self.chunks}
         name = _NAME_PREFIX_RE.sub("", text).strip(" .!")
-        if not name or len(name.split()) > 4 or re.search(r"\d", name) or kinds & _REFUSAL:
+        if not name or len(name.split()) > 4 or re.search(r"\d", name) or kinds & _NOT_A_NAME:
             return None
         if kinds <= _GLUE and not (len(name.split()) == 1 and name[0].isupper()):
             return None  # "that one", "me" - but "Will" (capitalised) may be a name
@@ -360,6 +416,9 @@ def parse_deterministic(text: str, menu: Menu, tree: OrderTask | None = None) ->
     anything said but not representable (see ``unparsed``) and structural doubts lower it - see
     docs/order_engine.md, "Confidence".
     """
+    bare_address = _BARE_ADDRESS_RE.match(text)
+    if bare_address:
+        return ParsedInput(address=bare_address.group(1).strip(), order_type="delivery")
     lex = get_lexicon(menu)
     clean, contacts = extract_contacts(text)
     chunks = lex.chunk(tokenize(clean))
@@ -389,8 +448,24 @@ def parse_deterministic(text: str, menu: Menu, tree: OrderTask | None = None) ->
     return out
 
 
+def referenced_item(text: str, menu: Menu, tree: OrderTask) -> int | None:
+    """The one live item a message names by reference ("the coke", "the second one", "the pizza"), if any: the
+    answer to "which one do you mean?"."""
+    lex = get_lexicon(menu)
+    clean, _contacts = extract_contacts(text)
+    chunks = lex.chunk(tokenize(clean))
+    seg = segment(chunks, menu)
+    if len(seg.frames) != 1:
+        return None
+    builder = _Builder(menu, tree, seg, chunks)
+    builder.frames()
+    return builder.ref
+
+
 def _has_content(chunks: list[Any], seg: Segmentation) -> bool:
     glue = _GLUE | {"neg"} if seg.bare_negation else _GLUE
+    if seg.flags.get("never_mind"):  # "never mind" alone: nothing to act on, like "hold on"
+        glue = glue | {"cancel"}
     return any(c.kind not in glue for c in chunks)
 
 

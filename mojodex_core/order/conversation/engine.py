@@ -53,7 +53,8 @@ def _parse(ctx: Ctx) -> None:
     ctx.decision = classify(text, parsed, ctx.menu, ctx.lang, llm=ctx.llm, threshold=ctx.threshold)
     ctx.timings["supervisor"] += _ms(start)
     ctx.trace.append(ctx.decision.trace)
-    if ctx.decision.intent == "order_entry" and ctx.llm is not None and needs_llm(parsed, ctx.threshold):
+    if ctx.decision.intent == "order_entry" and ctx.llm is not None and needs_llm(parsed, ctx.threshold) and not (
+            parsed.repeat_last and not parsed.unparsed):  # "same again" alone: repair repeats the last line
         from mojodex_core.llm import LLMError
 
         start = perf_counter()

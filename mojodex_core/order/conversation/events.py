@@ -46,6 +46,7 @@ PREDICATES: dict[str, Callable[[Ctx], bool]] = {
     "needs_time": lambda c: bool(c.has("needs_time")) and not items_changed(c),
     "idle_words": lambda c: (bool(c.has("needs_time")) or c.only("yes", "no", "goodbye", "greeting"))
     and not items_changed(c),
+    "never_mind_alone": lambda c: c.only("never_mind") and not items_changed(c),
     "greeting": lambda c: c.only("greeting") and not items_changed(c) and not asked_twice(c),
     "yes_to_more": lambda c: c.conv.last_question == "next_step" and _says_yes(c),
     "unclear": low_confidence,
@@ -69,7 +70,7 @@ COMMON = (("OFF_TOPIC", "off_topic"), ("MENU_QUESTION", "menu_question"), ("CHAN
 UTTERANCE_EVENTS: dict[str, tuple[tuple[str, str], ...]] = {
     "Ordering": COMMON + (("E.OOS", "out_of_stock"), ("BIG_CHANGE", "unsafe"), ("USER_SAYS_DONE", "done"),
                           ("USER_NEEDS_TIME", "needs_time"), ("UTTERANCE_OK", "yes_to_more"),
-                          ("UTTERANCE_OK", "greeting"),
+                          ("UTTERANCE_OK", "greeting"), ("UTTERANCE_OK", "never_mind_alone"),
                           ("UTTERANCE_UNCLEAR", "unclear"), ("NO_PROGRESS", "asked_twice"),
                           ("UTTERANCE_OK", "always")),
     "Thinking": COMMON + (("E.OOS", "out_of_stock"), ("BIG_CHANGE", "unsafe"), ("USER_SAYS_DONE", "done"),

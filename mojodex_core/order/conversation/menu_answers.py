@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..menu import ItemTypeDef, Menu
+from ..references import name_field
 from .menu_index import Mention, mentions
 from .resources import has_phrase, join_list, keywords, money, normalise, say
 
@@ -78,6 +79,20 @@ def _options(menu: Menu, m: Mention, norm: str, lang: str) -> tuple[str, str]:
     return "menu-options", say(lang, "menu-options", item=tdef.label, fields="; ".join(fields))
 
 
+def _kinds(menu: Menu, named: list[Mention], norm: str, lang: str) -> tuple[str, str] | None:
+    """"what bagels do you have?": an item type named alone after "what/which" - its kinds (the values of the
+    field that names the item), unless a field or another topic ("what's in", "toppings") was asked about."""
+    topics = keywords(lang).get("question_topics", {})
+    if (len(named) != 1 or named[0].field is not None or not has_phrase(norm, topics.get("kinds", ()))
+            or _names_field(menu, norm) or has_phrase(norm, [p for p in topics.get("options", ()) if p != "which"])):
+        return None
+    tdef = menu.item_types[named[0].item_type]
+    field = name_field(menu, named[0].item_type)  # the parser's: names_item, else the "<x>_type" field
+    if field is None or not tdef.fields[field].values:
+        return None
+    return "menu-kinds", say(lang, "menu-kinds", item=tdef.label, values=join_list(lang, _values(tdef, field)))
+
+
 def answer_menu_question(text: str, menu: Menu, lang: str) -> list[tuple[str, str]]:
     """(response key, text) parts answering a menu question."""
     norm = normalise(text)
@@ -92,6 +107,9 @@ def answer_menu_question(text: str, menu: Menu, lang: str) -> list[tuple[str, st
     if types:  # "how much is a large pizza": the values of the item type named
         named = [x for x in named if x.item_type in types]
     m = next((x for x in named if x.field), named[0]) if topic != "options" else named[0]
+    kinds = _kinds(menu, named, norm, lang) if topic != "price" else None
+    if kinds is not None:
+        return [kinds]
     if topic == "price":
         return [_price(menu, m, lang)]
     if topic == "stock":

@@ -10,6 +10,7 @@ from typing import Any
 
 from rapidfuzz import fuzz, process
 
+from ..lexicon import singular
 from ..menu import FieldDef, Menu, ValueDef
 from ..tree import ItemTask
 from .resources import normalise
@@ -32,6 +33,11 @@ class _Index:
 _CACHE: dict[int, tuple[Menu, _Index]] = {}
 
 
+def _key(text: str) -> str:
+    """Normalised and singular, with the parser's stemmer: "what bagels" names the bagel as the parser reads it."""
+    return " ".join(singular(w) for w in normalise(text).split())
+
+
 def _value_phrases(value: ValueDef) -> list[str]:
     return [value.id, value.display, *value.synonyms]
 
@@ -51,13 +57,13 @@ def index(menu: Menu) -> _Index:
     for t_name, tdef in menu.item_types.items():
         m = Mention(t_name, None, None, tdef.label)
         for p in (tdef.label, *tdef.names, t_name):
-            _add(by_phrase, normalise(p), m)
+            _add(by_phrase, _key(p), m)
         names.setdefault(tdef.label, m)
         for f_name, fdef in tdef.fields.items():
             for v in fdef.values:
                 vm = Mention(t_name, f_name, v.id, v.display)
                 for p in _value_phrases(v):
-                    _add(by_phrase, normalise(p), vm)
+                    _add(by_phrase, _key(p), vm)
                 names.setdefault(v.display, vm)
     phrases = sorted(((p, ms) for p, ms in by_phrase.items() if p), key=lambda pm: (-len(pm[0]), pm[0]))
     built = _Index(phrases=phrases, names=names)
@@ -70,7 +76,7 @@ def index(menu: Menu) -> _Index:
 def mentions(text: str, menu: Menu) -> list[Mention]:
     """Menu things named in ``text`` (longest phrases first, no overlaps), in text order; a phrase naming
     several things ("large": a pizza size and a drink size) gives all of them."""
-    norm = f" {normalise(text)} "
+    norm = f" {_key(text)} "
     found: list[tuple[int, Mention]] = []
     for phrase, ms in index(menu).phrases:
         key = f" {phrase} "

@@ -5,12 +5,14 @@ The parser reads one message against the menu; some things only make sense again
 * bare yes/no (in any language of the keyword files) answering a yes/no item question or declining an
   optional one;
 * "same again" / "another one": the last mentioned item again;
-* references by ordinal or by type for changes and removals ("make the second one large", "remove the
-  pizza and the coke"): several removals become extra cancellations (``cancels``);
-* "both large": the values said apply to every live item that has that field.
+* several removals in one message ("remove the pizza and the coke"): the parse holds one removal, the others
+  become extra cancellations (``cancels``);
+* a change by reference to no item (the parser's ``ParsedInput.reference``): nothing is applied, the turn is
+  unclear (``lowConfidence`` -> Clarifying, "which one do you mean?") and the change is kept for the answer,
+  which the parser's ``referenced_item`` reads ("the coke", "the second one") or a number in the list.
 
-What the parse cannot represent is never dropped: a reference that resolves to nothing marks the turn
-unclear (``lowConfidence`` -> Clarifying).
+Changes by ordinal or by type ("make the second one large", "make the coke large") and "both large" over the
+order are the parser's: the conversation applies them as parsed.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from ..parsed_input import Modification, ParsedInput, ParsedItem
-from ..parser import parse_deterministic
+from ..parser import parse_deterministic, referenced_item
 from ..tree import OrderTask, PendingQuestion
 from .menu_index import mentions
 from .resources import has_phrase, normalise, only_phrases
@@ -80,7 +82,9 @@ def _said_fields(item: Any) -> dict[str, Any]:
 
 
 def _same_again(ctx: Ctx, parsed: ParsedInput) -> ParsedInput | None:
-    if parsed.new_items or parsed.modifications or not ctx.has("same_again"):
+    """The parser flags "same again" (``repeat_last``) without building the line; the keyword lists add other
+    languages and "another one"."""
+    if parsed.new_items or parsed.modifications or not (parsed.repeat_last or ctx.has("same_again")):
         return None
     tree = ctx.conv.order
     idx = ctx.conv.last_mentioned_item
@@ -172,90 +176,53 @@ def _removals(ctx: Ctx, parsed: ParsedInput) -> tuple[ParsedInput, list[int], bo
     return base, refs, unresolved
 
 
-def _modify_by_reference(ctx: Ctx, parsed: ParsedInput) -> tuple[ParsedInput, bool] | None:
-    """"make the second one large" (read by the parser as a new item): a change of the referenced item(s)."""
-    words = ctx.norm.split()
-    nouns = {w for m in mentions(ctx.text or "", ctx.menu) if m.field is None for w in normalise(m.phrase).split()}
-    ref_words = set(ctx.kw.get("reference_words", ())) | nouns
-    pairs = zip(words, words[1:], strict=False)
-    ordinal = any(w in ctx.kw.get("ordinals", {}) and nxt in ref_words for w, nxt in pairs)
-    named = any(m.field is None or ctx.menu.item_types[m.item_type].fields[m.field].names_item
-                for m in mentions(ctx.text or "", ctx.menu))
-    counted = any(w.isdigit() or w in ("a", "an", "un", "une") for w in words)
-    both = (bool(ctx.has("both")) and not named and not counted and len(parsed.new_items) <= 1
-            and len(ctx.conv.order.items.active()) >= 2)
-    if not (ordinal or both) or ctx.has("remove") or ctx.has("done"):
-        return None
-    values = parsed.new_items[0].fields if len(parsed.new_items) == 1 else dict(parsed.answers)
-    values = {k: v for k, v in values.items() if k != "quantity" and v is not None}
-    if not values:
-        return None
-    tree = ctx.conv.order
-    if both:
-        targets = [i for i, _ in tree.items.active()]
-    else:
-        refs, unresolved = _references(ctx, ctx.text or "")
-        if unresolved or not refs:
-            ctx.rule("repair", "ordinal reference to no item of the order")
-            ctx.pending_reference = {"kind": "reference", "values": values}
-            return ParsedInput(confidence=0.0), True
-        targets = refs[:1]
-    mods = _modifications(ctx, targets, values)
-    if not mods:
-        ctx.rule("repair", "the values said fit none of the items referred to")
-        ctx.pending_reference = {"kind": "reference", "values": values}
-        return ParsedInput(confidence=0.0), True
-    what = "both/all" if both else "ordinal"
-    ctx.rule("repair", f"{what} reference: {[(m.item_index, m.field) for m in mods]}")
-    return ParsedInput(modifications=mods, confidence=1.0), False
+def _reference_doubt(ctx: Ctx, parsed: ParsedInput) -> bool:
+    """The parser met a change by reference to no item ("make the fourth one small"): nothing is applied for it,
+    the change is kept for the answer to "which one do you mean?"."""
+    doubt = parsed.reference
+    if doubt is None:
+        return False
+    ctx.rule("repair", f"{doubt.said!r} refers to no item of the order: ask which one")
+    ctx.pending_reference = {"kind": "reference", "fields": doubt.fields}
+    return True
 
 
-def _modifications(ctx: Ctx, targets: list[int], values: dict[str, Any]) -> list[Modification]:
-    """The values that fit each target item, as modifications."""
-    mods = []
-    for idx in targets:
-        tdef = ctx.menu.item_types[ctx.conv.order.items.items[idx].item_type]
-        for name, value in values.items():
-            fdef = tdef.fields.get(name)
-            if fdef is None:
-                continue
-            try:
-                fdef.validate_value(value)
-            except ValueError:
-                continue
-            mods.append(Modification(item_index=idx, field=name, new_value=value))
-    return mods
+def _modifications(ctx: Ctx, idx: int, per_type: dict[str, dict[str, Any]]) -> list[Modification]:
+    """The values asked for that fit the item, as modifications."""
+    item = ctx.conv.order.items.items[idx]
+    return [Modification(item_index=idx, field=name, new_value=value)
+            for name, value in per_type.get(item.item_type, {}).items()]
 
 
 def _which_one(ctx: Ctx) -> ParsedInput | None:
     """The answer to "which one do you mean?": the change asked before, applied to the item named now
-    ("the coke", "the first one", "2")."""
+    ("the coke", "the first one" - read by the parser - or "2", the number in the question's list)."""
     proposal = ctx.conv.proposal
     if proposal is None or proposal.get("kind") != "reference":
         return None
-    live = [i for i, _ in ctx.conv.order.items.active()]
+    tree = ctx.conv.order
+    live = [i for i, _ in tree.items.active()]
     words = ctx.norm.split()
     number = next((int(w) for w in words if w.isdigit()), None)
     if number is not None and 1 <= number <= len(live) and len(words) <= 3:
-        refs = [live[number - 1]]
+        idx: int | None = live[number - 1]
     else:
-        refs, unresolved = _references(ctx, ctx.text or "")
-        if unresolved:
-            return None
-    if len(refs) != 1:
+        idx = referenced_item(ctx.text or "", ctx.menu, tree)
+    if idx is None:
         return None
-    mods = _modifications(ctx, refs, proposal.get("values", {}))
+    mods = _modifications(ctx, idx, proposal.get("fields", {}))
     if not mods:
         return None
-    ctx.rule("repair", f"which one: item {refs[0] + 1} gets {[m.field for m in mods]}")
+    ctx.rule("repair", f"which one: item {idx + 1} gets {[m.field for m in mods]}")
     return ParsedInput(modifications=mods, confidence=1.0)
 
 
 def _name_is_not_a_name(ctx: Ctx, parsed: ParsedInput) -> ParsedInput:
-    """"pickup" answering "what name?" is the order type, not a name called Pickup."""
+    """"c'est tout" or a menu word answering "what name?" is not a name (the parser knows English answers such as
+    "pickup" are not names; the keyword lists add the other languages)."""
     name = normalise(parsed.customer_name or "")
     control = [ctx.kw.get(k, ()) for k in ("yes", "no", "done", "needs_time", "never_mind", "not_right", "goodbye")]
-    if name and (only_phrases(name, *control) or parsed.order_type and name.replace(" ", "") in ("pickup", "delivery")
+    if name and (only_phrases(name, *control)
                  or any(m.phrase and normalise(m.phrase) == name for m in mentions(name, ctx.menu))):
         ctx.rule("repair", f"{parsed.customer_name!r} is not taken as a name")
         return parsed.model_copy(update={"customer_name": None})
@@ -279,10 +246,7 @@ def repair(ctx: Ctx) -> tuple[ParsedInput, list[int], bool]:
         if unresolved:  # nothing applied: the targeted question asks which item was meant
             return ParsedInput(confidence=0.0), [], True
         return base, refs, False
-    modified = _modify_by_reference(ctx, parsed)
-    if modified is not None:
-        return modified[0], [], modified[1]
-    return parsed, [], False
+    return parsed, [], _reference_doubt(ctx, parsed)
 
 
 def reparse_for_item(text: str, ctx: Ctx, idx: int) -> ParsedInput:

@@ -137,6 +137,9 @@ def test_thats_not_right_asks_which_item(bagel_menu):
                          "2) a plain bagel toasted?")
     out = s.say("the bagel should be sesame")
     assert out.state_after == "Ordering"
+    # the bagel is changed, not a second bagel added (the old parser added one and the test did not see it)
+    assert [(it.item_type, it.fields.get("bagel_type")) for _, it in s.conv.order.items.active()] == [
+        ("coffee", None), ("bagel", "sesame")]
 
 
 def test_removing_three_items_asks_first(bagel_menu):
@@ -404,9 +407,21 @@ def test_references_by_ordinal_and_type(pizza_menu):
     out = s.say("make the second one thin crust")
     assert s.conv.order.items.items[1].fields["style"] == ["THIN_CRUST"]
     assert s.conv.order.items.items[0].fields["style"] == []
-    assert any("ordinal reference" in t for t in out.trace)
+    # the parser resolves the reference itself: the conversation applies the parse as it is
+    assert out.parsed["modifications"] == [{"item_index": 1, "item_type": None, "field": "style",
+                                            "new_value": ["THIN_CRUST"]}]
     s.say("make the coke large")
     assert s.conv.order.items.items[2].fields["size"] == "LARGE"
+
+
+def test_make_the_second_one_large_changes_it_and_adds_nothing(pizza_menu):
+    """Once read as a new "large" item and repaired here; now the parser's own reading, applied as parsed."""
+    s = Session(pizza_menu)
+    s.say("a small pizza and a coke")
+    out = s.say("make the second one large")
+    assert [(it.item_type, it.fields.get("size")) for it in s.conv.order.items.items] == [
+        ("pizza", "SMALL"), ("drink", "LARGE")]
+    assert out.parsed["new_items"] == [] and out.transition == "UTTERANCE_OK"
 
 
 def test_ordinal_to_nothing_asks_which_one(pizza_menu):
@@ -446,6 +461,62 @@ def test_same_again_repeats_the_last_item(bagel_menu):
     s.say("same again")
     first, second = s.conv.order.items.items
     assert second.fields == first.fields and second.item_type == "coffee"
+
+
+@pytest.mark.parametrize("text", ["same as before", "same as last time"])
+def test_the_parsers_repeat_last_repeats_the_last_item(bagel_menu, text):
+    """Phrases only the parser knows ("same as before" is no keyword): ParsedInput.repeat_last is acted on."""
+    s = Session(bagel_menu)
+    s.say("a large iced latte with oat milk")
+    out = s.say(text)
+    assert "[RULE] repair: same again: repeat item 1 (latte)" in out.trace and out.state_after == "Ordering"
+    first, second = s.conv.order.items.items
+    assert second.fields == first.fields and second.item_type == "coffee"
+
+
+def test_pickup_answering_the_name_question_is_not_a_name(bagel_menu):
+    s = Session(bagel_menu)
+    out = s.run("a large iced latte", "delivery", "12 Main Street", "that's it")
+    assert out.reply == "Before I read it back: can I get a name for the order?"
+    out = s.say("pickup")
+    assert s.conv.order.customer_info.name is None and s.conv.order.delivery_method.order_type == "pickup"
+    assert out.reply == "Got it, for pickup. Can I get a name for the order?"
+
+
+def test_never_mind_while_ordering_removes_nothing(pizza_menu):
+    s = Session(pizza_menu)
+    s.say("a large pizza and a coke")
+    out = s.say("never mind")  # the parser read it as "cancel the current item"
+    assert len(s.conv.order.items.active()) == 2
+    assert (out.transition, out.state_after, out.diff) == ("UTTERANCE_OK", "Ordering", [])
+    assert out.reply == "Is this for pickup or delivery?"
+
+
+def test_remove_two_items_by_name_removes_both(pizza_menu):
+    s = Session(pizza_menu)
+    s.say("a large pizza and a coke and a sprite")
+    assert s.say("remove the pizza and the coke").transition == "BIG_CHANGE"
+    s.say("yes")
+    assert [it.fields["drink_type"] for _, it in s.conv.order.items.active()] == ["SPRITE"]
+
+
+def test_what_bagels_do_you_have_lists_the_bagels_while_thinking(bagel_menu):
+    s = Session(bagel_menu)
+    s.say("give me a minute")
+    out = s.say("what bagels do you have?")  # was "that's not on our menu" (the plural named nothing)
+    assert (out.transition, out.state_after, out.response_key) == ("MENU_QUESTION", "Thinking", "menu-kinds")
+    assert out.reply.startswith("Our bagel choices: plain, everything, sesame")
+    assert s.say("do you have sesame bagels?").response_key == "menu-in-stock"
+    assert s.say("which coffees do you have?").reply.startswith("Our coffee choices: drip coffee, latte")
+
+
+def test_an_address_said_unasked_at_the_florist(florist_menu):
+    s = Session(florist_menu)
+    s.run("a bouquet of roses", "delivery")
+    out = s.say("12 Rose Lane")  # was read as 12 bouquets of roses
+    assert s.conv.order.delivery_method.address.street == "12 Rose Lane"
+    assert [it.fields.get("quantity") for it in s.conv.order.items.items] == [1]
+    assert out.errors == [] and "bouquet size" in out.reply  # the size question goes on (with its options)
 
 
 def test_both_large_across_item_types(drive_menu):

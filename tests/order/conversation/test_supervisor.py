@@ -100,6 +100,15 @@ def test_llm_parse_fallback_for_a_low_confidence_order(llm: ScriptedLLMServer, p
     assert s.conv.order.items.items[0].fields["toppings"] == [{"name": "HAM"}]
 
 
+def test_same_again_is_not_sent_to_the_llm_parser(llm: ScriptedLLMServer, provider, records, bagel_menu):
+    """The parse's only doubt is repeat_last (confidence 0.5): the conversation repeats the line itself."""
+    s = Session(bagel_menu, llm=provider)
+    s.say("a large iced latte")
+    out = s.say("same as before")
+    assert records == [] and out.state_after == "Ordering"
+    assert [it.fields["drink_type"] for it in s.conv.order.items.items] == ["latte", "latte"]
+
+
 def test_llm_failure_falls_back_to_not_understandable(llm: ScriptedLLMServer, llm_settings, pizza_menu):
     llm.script(HTTPError(503))
     down = LLMProvider(dataclasses.replace(llm_settings, max_retries=0))

@@ -1,0 +1,99 @@
+"""Parser readings the conversation layer relies on: changes by reference over the order."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mojodex_core.order.menu import load_menu
+from mojodex_core.order.parser import parse_deterministic, referenced_item
+from mojodex_core.order.state import update_state
+from mojodex_core.order.tree import new_order
+
+
+def order(menu, *texts):
+    tree = new_order(menu.id, menu.currency)
+    for text in texts:
+        tree, _ = update_state(tree, parse_deterministic(text, menu, tree), menu)
+    return tree
+
+
+def mods(parsed):
+    return [(m.item_index, m.field, m.new_value) for m in parsed.modifications]
+
+
+def test_both_values_over_the_items_already_ordered(drive_menu):
+    tree = order(drive_menu, "a coke and fries")
+    parsed = parse_deterministic("both large", drive_menu, tree)
+    assert mods(parsed) == [(0, "size", "large"), (1, "size", "large")]
+    assert parsed.confidence == 1.0 and not parsed.unparsed
+
+
+def test_both_over_an_item_that_cannot_take_the_value_is_flagged(bagel_menu):
+    tree = order(bagel_menu, "a sesame bagel toasted with cream cheese and a hot latte")
+    parsed = parse_deterministic("both large", bagel_menu, tree)
+    assert not parsed.modifications and parsed.unparsed
+
+
+def test_should_be_is_a_change_of_the_item_named(bagel_menu):
+    tree = order(bagel_menu, "a large iced latte and a plain bagel toasted")
+    parsed = parse_deterministic("the bagel should be sesame", bagel_menu, tree)
+    assert mods(parsed) == [(1, "bagel_type", "sesame")] and not parsed.new_items and not parsed.unparsed
+
+
+def test_ordinal_to_no_item_keeps_the_change_asked_for(pizza_menu):
+    tree = order(pizza_menu, "a large pizza and a coke")
+    parsed = parse_deterministic("make the fourth one small", pizza_menu, tree)
+    assert parsed.unparsed == ["the fourth one"] and not parsed.modifications
+    assert parsed.reference is not None and parsed.reference.said == "the fourth one"
+    assert parsed.reference.fields == {"pizza": {"size": "SMALL"}, "drink": {"size": "SMALL"}}
+    assert "reference" not in parsed.model_json_schema()["properties"]  # never asked of the LLM
+
+
+def test_ordinal_to_an_item_the_values_do_not_fit(pizza_menu):
+    tree = order(pizza_menu, "two large pepperoni pizzas and a diet coke")
+    parsed = parse_deterministic("make the second one thin crust", pizza_menu, tree)
+    assert not parsed.modifications and parsed.unparsed
+    assert parsed.reference is not None and parsed.reference.fields == {"pizza": {"style": ["THIN_CRUST"]}}
+
+
+def test_referenced_item(pizza_menu):
+    tree = order(pizza_menu, "two large pepperoni pizzas and a diet coke")
+    assert [referenced_item(t, pizza_menu, tree) for t in ("the coke", "the second one", "the pizza", "the first one",
+                                                          "blorp", "a pizza and a coke")] == [1, 1, 0, 0, None, None]
+
+
+def test_pickup_answering_the_name_question_is_not_a_name(bagel_menu):
+    from mojodex_core.order.tree import PendingQuestion
+
+    tree = order(bagel_menu, "a large iced latte")
+    tree.pending = PendingQuestion(task="customer_name")
+    parsed = parse_deterministic("pickup", bagel_menu, tree)
+    assert (parsed.order_type, parsed.customer_name, parsed.unparsed) == ("pickup", None, [])
+    assert parse_deterministic("Dana", bagel_menu, tree).customer_name == "Dana"
+
+
+def test_never_mind_alone_cancels_nothing(pizza_menu):
+    tree = order(pizza_menu, "a large pizza and a coke")
+    parsed = parse_deterministic("never mind", pizza_menu, tree)
+    assert parsed.cancel_item_index is None and parsed.is_empty() and not parsed.unparsed
+    assert parsed.confidence == 0.5  # nothing to act on, like "hold on"
+    assert parse_deterministic("never mind the coke", pizza_menu, tree).cancel_item_index == 1
+    assert parse_deterministic("forget it", pizza_menu, tree).cancel_item_index is not None
+
+
+def test_a_second_removal_is_flagged_not_dropped(pizza_menu):
+    """The parse holds one removal: "and the coke" is said, not silently kept (the conversation splits them)."""
+    tree = order(pizza_menu, "a large pizza and a coke and a sprite")
+    parsed = parse_deterministic("remove the pizza and the coke", pizza_menu, tree)
+    assert parsed.cancel_item_index == 0 and parsed.unparsed == ["coke"]  # flagged: the LLM or a question
+    kept = parse_deterministic("forget the pizza. Just the coke.", pizza_menu, tree)
+    assert kept.cancel_item_index == 0 and not kept.unparsed
+
+
+def test_a_street_address_said_unasked_is_not_items(pizza_menu):
+    florist_menu = load_menu(Path(__file__).parent / "conversation" / "fixtures" / "florist.json")
+    tree = order(florist_menu, "a bouquet of roses")
+    parsed = parse_deterministic("12 Rose Lane", florist_menu, tree)  # not 12 bouquets of roses
+    assert (parsed.address, parsed.order_type, parsed.new_items, parsed.unparsed) == (
+        "12 Rose Lane", "delivery", [], [])
+    assert parse_deterministic("2 large pizzas", pizza_menu).new_items[0].fields["quantity"] == 2
