@@ -82,6 +82,7 @@ Rules:
 - payment method goes to answers["method"] as one of in_store, cash_delivery, card_link.
 - repeat_last: true when the customer asks for the previous line again ("same again"); then add nothing yourself.
 - confidence: your confidence in [0, 1]; unparsed: words you could not map to the menu.
+- reasoning: first, one short sentence saying why you read the message this way (it is logged, never shown).
 
 {_order_block(tree)}"""
     return [{"role": "system", "content": system}, {"role": "user", "content": text}]

@@ -73,6 +73,10 @@ class ParsedInput(BaseModel):
     reference: SkipJsonSchema[ReferenceDoubt | None] = Field(
         default=None, description="Deterministic parser only (not in the LLM schema): a change by reference to no item."
     )
+    reasoning: str | None = Field(
+        default=None,
+        description="LLM parser only: one sentence on why the message was read this way (the reasoning trace).",
+    )
     confidence: float = Field(default=1.0, ge=0.0, le=1.0)
     unparsed: list[str] = Field(
         default_factory=list, description="Spans of words that could not be resolved against the menu."

@@ -60,8 +60,9 @@ def _parse(ctx: Ctx) -> None:
         start = perf_counter()
         try:
             parsed = parse_with_llm(text, ctx.menu, tree, ctx.llm)
-            ctx.trace.append(f"[TOOL_CALL] order_parse: deterministic parse unsure, LLM parse with confidence "
-                             f"{parsed.confidence:.2f}")
+            # The model's own "why" when it gave one; else the seed's fallback (what was called, and how).
+            why = (parsed.reasoning or "").strip()[:200] or "deterministic parse unsure"
+            ctx.trace.append(f"[TOOL_CALL] order_parse: {why} (LLM parse, confidence {parsed.confidence:.2f})")
         except (OrderParseError, LLMError) as exc:
             ctx.rule("parser", f"LLM parse failed ({type(exc).__name__}), deterministic parse kept")
         ctx.timings["parse"] += _ms(start)

@@ -91,6 +91,19 @@ def test_llm_order_entry_then_llm_parse(llm: ScriptedLLMServer, provider, record
     assert out.reply == "Any toppings on the large pizza?"  # menu text, not model text
 
 
+def test_the_llm_parse_gives_its_reason_to_the_trace(llm: ScriptedLLMServer, provider, pizza_menu):
+    llm.script(Reply(json={"intent": "order_entry", "reason": "orders a pizza in Spanish"}),
+               Reply(json={"reasoning": "grande means large", "confidence": 0.9,
+                           "new_items": [{"item_type": "pizza", "fields": {"size": "LARGE"}}]}))
+    s = Session(pizza_menu, llm=provider)
+    out = s.say("quiero una grande de queso")
+    assert any(t.startswith("[TOOL_CALL] order_intent:") and "orders a pizza in Spanish" in t for t in out.trace)
+    assert any(t.startswith("[TOOL_CALL] order_parse: grande means large") for t in out.trace), out.trace
+    assert "grande means large" not in out.reply  # the reasoning is never shown
+    prompt = llm.requests[-1]["messages"][0]["content"]
+    assert "reasoning:" in prompt
+
+
 def test_llm_parse_fallback_for_a_low_confidence_order(llm: ScriptedLLMServer, provider, pizza_menu):
     llm.script(Reply(json={"new_items": [{"item_type": "pizza", "fields": {"size": "LARGE", "toppings": [
         {"name": "HAM"}]}}], "confidence": 0.9}))
