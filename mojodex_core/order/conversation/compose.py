@@ -123,7 +123,7 @@ def ask(ctx: Ctx, *, lead: str | None = None) -> None:
         conv.next_step_offered = True
     conv.last_question, conv.question_count = step.key, count
     ctx.rule("next_action", _describe(tree, step))
-    if lead:
+    if lead and count < 3:  # a question asked with its options already has its own lead
         text = say(ctx.lang, lead, question=lower_first(text))
         key = lead
     ctx.say(key, text)

@@ -598,3 +598,14 @@ def test_greetings_are_not_off_topic(pizza_menu):
     assert (second.state_after, second.response_key) == ("Clarifying", "clarify-generic")
     assert second.reply == 'Sorry, I didn\'t quite get that - could you say it again, for example "one small pizza"?'
     assert s.conv.off_topic_count == 0
+
+
+def test_a_question_asked_with_its_options_gets_no_second_lead(bagel_menu):
+    """The third ask already starts with "Just to be sure"; entering Confirming must not put
+    "Before I read it back:" in front of it ("...: just to be sure: pickup or delivery?")."""
+    s = Session(bagel_menu)
+    s.say("an everything bagel toasted with lox")
+    s.say("and a large iced latte")  # pickup or delivery asked twice now, no answer
+    out = s.say("that's all")
+    assert out.state_after == "Confirming"
+    assert out.reply == say("en", "ask-order-type-options")
