@@ -120,6 +120,7 @@ def build_llm(
             fallback_model=settings.llm.fallback_model,
             timeout_s=settings.llm.timeout_s,
             max_retries=settings.llm.max_retries,
+            **({"structured_mode": settings.extra["structured_mode"]} if "structured_mode" in settings.extra else {}),
             **overrides,
         ),
         recorder=DbLLMCallRecorder(session_factory),

@@ -342,7 +342,10 @@ def settings_for_local_model(settings: Settings, server: LocalModelServer) -> Se
     llm = dataclasses.replace(settings.llm, base_url=server.base_url, api_key="local", model=LOCAL_MODEL_NAME)
     # The small model does not follow the tag protocol by itself: constrain it by grammar.
     # A bounded reply keeps a turn to seconds on a laptop CPU.
-    return dataclasses.replace(settings, llm=llm, extra={**settings.extra, "use_grammar": True, "max_tokens": 400})
+    # Structured output (titles, order parses and intents) as a schema-derived grammar, which
+    # llama-cpp-python's server supports and which keeps the tiny model to valid JSON.
+    extra = {**settings.extra, "use_grammar": True, "max_tokens": 400, "structured_mode": "grammar"}
+    return dataclasses.replace(settings, llm=llm, extra=extra)
 
 
 def maybe_start_local_llm(settings: Settings) -> LocalModel:

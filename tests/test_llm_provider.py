@@ -324,6 +324,18 @@ def test_structured_auto_downgrades_to_json_object(llm: ScriptedLLMServer, provi
     assert provider.structured_mode_in_use == "json_object"
 
 
+def test_structured_auto_downgrades_on_a_500_naming_json_schema(llm: ScriptedLLMServer, llm_settings):
+    """llama-cpp-python's server answers json_schema with a 500 whose body names the field."""
+    provider = make(llm_settings, max_retries=0)
+    llm.script(
+        HTTPError(500, message="response_format.type: Input should be 'text' or 'json_object', input: 'json_schema'"),
+        Reply(json={"product": "tea", "quantity": 1}),
+    )
+    assert provider.structured(MESSAGES, Order, label="order").product == "tea"
+    assert llm.requests[1]["response_format"]["type"] == "json_object"
+    assert provider.structured_mode_in_use == "json_object"
+
+
 def test_structured_explicit_json_schema_mode_does_not_downgrade(llm: ScriptedLLMServer, llm_settings):
     provider = make(llm_settings, structured_mode="json_schema")
     llm.script(HTTPError(400, message="response_format json_schema not supported"))

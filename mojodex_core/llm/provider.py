@@ -173,11 +173,13 @@ class LLMProvider:
                     cancel=cancel,
                     options=options,
                 )
-            except LLMRequestRejected as exc:
+            except (LLMRequestRejected, LLMUnavailable) as exc:
+                # Some servers refuse json_schema with a 400/422, others (llama-cpp-python's) with a
+                # 500 whose body names the field: either way, JSON mode is the way from now on.
                 if (
                     self.settings.structured_mode == "auto"
                     and mode == "json_schema"
-                    and exc.status_code in (400, 422)
+                    and exc.status_code in (400, 422, 500)
                     and so.mentions_unsupported_format(exc.detail)
                 ):
                     self._json_schema_unsupported = True

@@ -76,6 +76,30 @@ def test_a_real_turn_through_the_local_model(database_url, local_model_server): 
 
 
 @pytest.mark.timeout(400)
+def test_structured_output_from_the_local_model(database_url, local_model_server):  # noqa: ANN001
+    """Titles, order parses and intents use structured output: the local model must give valid JSON
+    (the server refuses OpenAI's json_schema format with a 500; the platform uses its grammar mode)."""
+    from pydantic import BaseModel
+
+    from backend.context import build_llm
+    from mojodex_core.db import make_engine, make_session_factory
+
+    class Title(BaseModel):
+        title: str
+        summary: str
+
+    settings = settings_for_local_model(live_settings(database_url, None), local_model_server)
+    llm = build_llm(settings, make_session_factory(make_engine(database_url)), first_token_timeout_s=120)
+    assert llm.settings.structured_mode == "grammar"
+    value = llm.structured(
+        [{"role": "user", "content": "Give a title and a one-line summary for: weekly team sync moved to Friday."}],
+        Title, label="TITLE_SUMMARY", max_tokens=120,
+    )
+    assert isinstance(value, Title)
+    llm.close()
+
+
+@pytest.mark.timeout(400)
 def test_the_real_server_killed_is_restarted_and_the_turn_answered(database_url, local_model_server):  # noqa: ANN001
     """Runs last in this module: it kills the shared server, which comes back on the same port."""
     import os
