@@ -18,7 +18,15 @@ from mojodex_core.db.models import OrderSession
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.order_runtime import service
 from mojodex_core.order_runtime.intake import CLIENT_EVENTS, OrderFinished, accept_event
-from mojodex_core.order_runtime.menus import MenuInvalid, MenuNotFound, StockError, set_stock, store_menu, validate_menu
+from mojodex_core.order_runtime.menus import (
+    MenuInvalid,
+    MenuNotFound,
+    StockError,
+    check_stock_item,
+    set_stock,
+    store_menu,
+    validate_menu,
+)
 
 log = logging.getLogger("mojodex.orders")
 
@@ -157,6 +165,14 @@ class OrderEventResource(Resource):
             session_id = execution.session_id
             if row.state == "Idle":
                 raise ApiError(409, "this order is finished (the conversation is Idle): start a new one")
+            if item is not None:
+                # What is out of stock must be on this order's menu: the turn proposes alternatives from it.
+                try:
+                    check_stock_item(current.menus.base_menu(db, row.menu_ref), **item)
+                except MenuNotFound as exc:
+                    raise ApiError(409, f"the menu of this order is not available: {exc}") from exc
+                except StockError as exc:
+                    raise bad_request(str(exc), field=f"item.{exc.field}") from exc
         if event == "barge_in":
             current.runner.cancel(session_id)  # the reply being produced is dropped
         try:

@@ -172,19 +172,7 @@ def set_stock(
     db: DbSession, menu: Menu, item_type: str, field: str | None, value: str | None, in_stock: bool
 ) -> None:
     """Records an item type (or a value of one of its fields) out of / back in stock."""
-    item = menu.item_type(item_type)
-    if item is None:
-        raise StockError("item_type", f"menu {menu.id!r} has no item type {item_type!r}")
-    if value is not None and field is None:
-        raise StockError("field", "field is required with value")
-    if field is not None:
-        fdef = item.fields.get(field)
-        if fdef is None:
-            raise StockError("field", f"item type {item_type!r} has no field {field!r}")
-        if value is None:
-            raise StockError("value", "value is required with field")
-        if fdef.value(value) is None:
-            raise StockError("value", f"field {field!r} of {item_type!r} has no value {value!r}")
+    check_stock_item(menu, item_type, field, value)
     row = db.scalar(
         select(MenuStock).where(
             MenuStock.menu_id == menu.id,
@@ -198,3 +186,24 @@ def set_stock(
         db.add(row)
     row.in_stock = in_stock
     db.flush()
+
+
+def check_stock_item(menu: Menu, item_type: object, field: object, value: object) -> None:
+    """What a stock change or an out_of_stock event names must be on the menu: an item type, or a
+    value of one of its fields (StockError naming the offending key otherwise)."""
+    for key, given in (("item_type", item_type), ("field", field), ("value", value)):
+        if given is not None and not isinstance(given, str):
+            raise StockError(key, f"{key} must be a string")
+    item = menu.item_type(item_type)
+    if item is None:
+        raise StockError("item_type", f"menu {menu.id!r} has no item type {item_type!r}")
+    if value is not None and field is None:
+        raise StockError("field", "field is required with value")
+    if field is not None:
+        fdef = item.fields.get(field)
+        if fdef is None:
+            raise StockError("field", f"item type {item_type!r} has no field {field!r}")
+        if value is None:
+            raise StockError("value", "value is required with field")
+        if fdef.value(value) is None:
+            raise StockError("value", f"field {field!r} of {item_type!r} has no value {value!r}")

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import func, select
 
 from mojodex_core.db.models import StoredMenu
-from tests.order_platform._helpers import customer, items, open_order
+from tests.order_platform._helpers import customer, items, message_count, open_order
 from tests.order_platform.florist_menu import FLORIST_MENU, FLORIST_TASK
 
 
@@ -174,5 +174,21 @@ def test_order_event_validation(orders):
         assert post({"event": "dance"}).status_code == 400
         assert post({"event": "out_of_stock"}).status_code == 400
         assert post({"event": "silence", "item": {"item_type": "bagel"}}).status_code == 400
+        # What is out of stock must be on the order's menu, with string names: nothing is stored otherwise
+        # (a user test crashed the turn with an unknown field, and echoed unknown item names to the customer).
+        before = message_count(orders, chat.session_id)
+        for item, bad in (
+            ({"item_type": "nope"}, "item.item_type"),
+            ({"item_type": "bagel\u0000"}, "item.item_type"),
+            ({"item_type": "bagel", "field": "nope", "value": "x"}, "item.field"),
+            ({"item_type": "bagel", "field": 123, "value": ["a"]}, "item.field"),
+            ({"item_type": "bagel", "field": "bagel_type", "value": "granite"}, "item.value"),
+        ):
+            response = post({"event": "out_of_stock", "item": item})
+            assert response.status_code == 400, (item, response.text)
+            assert response.json()["field"] == bad
+        assert message_count(orders, chat.session_id) == before
+        assert post({"event": "out_of_stock", "item": {"item_type": "bagel", "field": "bagel_type",
+                                                       "value": "sesame"}}).status_code == 200
     finally:
         chat.close()
