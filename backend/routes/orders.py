@@ -23,6 +23,7 @@ from mojodex_core.order_runtime.menus import (
     MenuNotFound,
     StockError,
     check_stock_item,
+    item_types_in_use,
     set_stock,
     store_menu,
     validate_menu,
@@ -69,7 +70,18 @@ class MenuResource(Resource):
             menu = validate_menu(data)
         except MenuInvalid as exc:
             raise ApiError(400, str(exc), errors=exc.errors) from exc
-        with platform().db() as db:
+        current = platform()
+        shipped = current.settings.tasks_config_dir / "menus" / f"{menu.id}.json"
+        if shipped.exists():
+            # An upload would shadow the shipped file for readers while running orders keep the file's
+            # menu: two menus under one id. Upload under another id instead.
+            raise ApiError(409, f"menu id {menu.id!r} is a shipped menu (tasks_config/menus/{menu.id}.json): "
+                                "upload it under another id", field="id")
+        with current.db() as db:
+            removed = item_types_in_use(db, menu.id) - set(menu.item_types)
+            if removed:
+                raise ApiError(409, f"live orders on menu {menu.id!r} still have {', '.join(sorted(removed))}: "
+                                    "keep these item types (mark them out of stock instead)", field="item_types")
             created = store_menu(db, menu)
         log.info("menu %s %s by admin", menu.id, "created" if created else "replaced")
         return {"menu_id": menu.id, "created": created, "item_types": sorted(menu.item_types)}, 200

@@ -11,7 +11,7 @@ import json
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -37,7 +37,7 @@ class ValueDef(BaseModel):
     id: str
     label: str | None = None
     synonyms: list[str] = Field(default_factory=list)
-    price: float = 0.0  # surcharge per unit of the item ("per extra")
+    price: float = Field(default=0.0, ge=0)  # surcharge per unit of the item ("per extra")
     in_stock: bool = True
 
     @property
@@ -149,9 +149,9 @@ class ItemTypeDef(BaseModel):
     label: str
     names: list[str] = Field(default_factory=list)  # nouns naming the item ("pizza", "pie")
     fields: dict[str, FieldDef]
-    base_price: float = 0.0
+    base_price: float = Field(default=0.0, ge=0)
     size_field: str | None = None
-    size_prices: dict[str, float] = Field(default_factory=dict)  # replaces base_price per size
+    size_prices: dict[str, Annotated[float, Field(ge=0)]] = Field(default_factory=dict)  # replaces base_price
     available: bool = True
     min_qty: int = 1
     max_qty: int = 20
@@ -199,9 +199,10 @@ class Menu(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    id: str
-    name: str
-    currency: str = "USD"
+    # An id names the menu in URLs, task specs and Redis keys: letters, digits, '_' and '-' only.
+    id: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    name: str = Field(min_length=1, max_length=200)
+    currency: str = Field(default="USD", pattern=r"^[A-Z]{3}$")  # ISO 4217 code
     item_types: dict[str, ItemTypeDef]
     qualifiers: dict[str, list[str]] = Field(default_factory=dict)  # EXTRA -> ["extra", "more"]
     # shop vocabulary that is not an entity: words safe to ignore here ("crust", "dough" at a pizzeria)...

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session as DbSession
 
-from mojodex_core.db.models import MenuStock, StoredMenu
+from mojodex_core.db.models import MenuStock, OrderSession, StoredMenu
 from mojodex_core.order.menu import Menu, MenuError, load_menu
 from mojodex_core.task_spec.fields import is_menu_id
 
@@ -207,3 +207,16 @@ def check_stock_item(menu: Menu, item_type: object, field: object, value: object
             raise StockError("value", "value is required with field")
         if fdef.value(value) is None:
             raise StockError("value", f"field {field!r} of {item_type!r} has no value {value!r}")
+
+
+def item_types_in_use(db: DbSession, menu_id: str) -> set[str]:
+    """Item types of the live (not Idle) orders taken on this menu: a replacement must keep them."""
+    used: set[str] = set()
+    rows = db.scalars(
+        select(OrderSession.conversation).where(OrderSession.menu_id == menu_id, OrderSession.state != "Idle")
+    )
+    for conversation in rows:
+        for item in ((conversation or {}).get("order") or {}).get("items", {}).get("items", []):
+            if item.get("status") != "skipped":
+                used.add(item.get("item_type"))
+    return used

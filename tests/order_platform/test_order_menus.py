@@ -38,6 +38,16 @@ MALFORMED = [
     ("bad-default", _broken(lambda m: m["item_types"]["vase"]["fields"]["material"].update(default="gold")),
      "item_types.vase.fields.material", "not on the menu"),
     ("missing-id", _broken(lambda m: m.pop("id")), "id", "Field required"),
+    # Seen by a user test: accepted before, then a ticket totalled $-7.00, or ids unfit for URLs and keys.
+    ("negative-base-price", _broken(lambda m: m["item_types"]["vase"].update(base_price=-5)),
+     "item_types.vase.base_price", "greater than or equal to 0"),
+    ("negative-surcharge", _broken(lambda m: m["item_types"]["vase"]["fields"]["material"]["values"][0].update(
+        price=-1)), "item_types.vase.fields.material.values", "greater than or equal to 0"),
+    ("nul-in-id", _broken(lambda m: m.update(id="tea\u0000shop")), "id", "pattern"),
+    ("path-id", _broken(lambda m: m.update(id="../evil")), "id", "pattern"),
+    ("long-id", _broken(lambda m: m.update(id="x" * 5000)), "id", "pattern"),
+    ("bad-currency", _broken(lambda m: m.update(currency="ZZZZ")), "currency", "pattern"),
+    ("huge-name", _broken(lambda m: m.update(name="n" * 200_000)), "name", "at most 200"),
 ]
 
 
@@ -190,5 +200,34 @@ def test_order_event_validation(orders):
         assert message_count(orders, chat.session_id) == before
         assert post({"event": "out_of_stock", "item": {"item_type": "bagel", "field": "bagel_type",
                                                        "value": "sesame"}}).status_code == 200
+    finally:
+        chat.close()
+
+
+def test_a_shipped_menu_id_cannot_be_uploaded(orders):
+    menu = copy.deepcopy(FLORIST_MENU)
+    menu["id"] = "bagel_shop"
+    before = stored_menus(orders)
+    response = put_menu(orders, menu)
+    assert response.status_code == 409 and "shipped menu" in response.json()["error"]
+    assert stored_menus(orders) == before
+
+
+def test_a_replacement_must_keep_the_item_types_of_live_orders(orders):
+    menu = copy.deepcopy(FLORIST_MENU)
+    menu["id"] = "florist_live"
+    assert put_menu(orders, menu).status_code == 200
+    spec = dict(FLORIST_TASK, name_for_system="order_florist_live", menu="florist_live")
+    assert orders.admin().put(orders.base_url + "/task", json=spec, timeout=10).status_code == 200
+    chat = open_order(orders.new_user(tasks=["order_florist_live"]), "order_florist_live")
+    try:
+        chat.say("a glass vase")
+        assert any(i["item_type"] == "vase" for i in items(chat.order()["order"]))
+        without_vases = copy.deepcopy(menu)
+        without_vases["item_types"].pop("vase")
+        response = put_menu(orders, without_vases)
+        assert response.status_code == 409 and "vase" in response.json()["error"], response.text
+        assert chat.client.ok("GET", "/order", params={"user_task_execution_pk": chat.pk})  # still readable
+        assert put_menu(orders, menu).status_code == 200  # a replacement keeping them is fine
     finally:
         chat.close()
