@@ -52,10 +52,11 @@ def _instant(name: str, raw: str, *, end: bool) -> datetime:
             moment = datetime(day.year, day.month, day.day, tzinfo=UTC)
             return moment + timedelta(days=1) if end else moment
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
+        moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    except (ValueError, OverflowError):  # OverflowError: the day after 9999-12-31, or an offset past it
         message = f"{name} must be a date (YYYY-MM-DD) or an ISO 8601 datetime, got {raw!r}"
         raise UsageParamError(name, message) from None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    return moment
 
 
 def parse_usage_query(args: Mapping[str, str]) -> UsageQuery:

@@ -86,6 +86,8 @@ def test_a_range_outside_the_calls_is_empty(live):
     ({"to": "2026-13-40"}, "to"),
     ({"from": "2026-02-02", "to": "2026-02-01"}, "to"),
     ({"limit": "5"}, "limit"),
+    ({"to": "9999-12-31"}, "to"),  # the day after overflows: was a 500
+    ({"from": "0001-01-01T00:00:00+01:00"}, "from"),  # before year 1 in UTC
 ])
 def test_bad_parameters_are_400_with_the_field(live, params, field):
     response = live.admin().get(live.base_url + "/usage", params=params, timeout=30)
