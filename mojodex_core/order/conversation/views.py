@@ -58,8 +58,12 @@ def build_ticket(conversation: Conversation, menu: Menu) -> dict:
     currency = tree.currency or menu.currency
     lines = []
     for idx, it in tree.items.active():
+        summary = it.summary or it.label
+        # The ticket line gives the quantity itself ("2 x ..."): not twice when the summary has it too.
+        summary = summary.removeprefix(f"{it.quantity} x ").removeprefix(f"{it.quantity} ") if it.quantity != 1 \
+            else summary
         lines.append({
-            "index": idx, "item_type": it.item_type, "quantity": it.quantity, "summary": it.summary or it.label,
+            "index": idx, "item_type": it.item_type, "quantity": it.quantity, "summary": summary,
             "unit_price": it.unit_price, "line_total": it.line_total, "fields": dict(it.fields),
         })
     dm = tree.delivery_method

@@ -609,3 +609,16 @@ def test_a_question_asked_with_its_options_gets_no_second_lead(bagel_menu):
     out = s.say("that's all")
     assert out.state_after == "Confirming"
     assert out.reply == say("en", "ask-order-type-options")
+
+
+def test_the_ticket_gives_each_quantity_once(bagel_menu):
+    """Seen by a user: '2 x 2 x sesame bagel toasted' (the summary already held the quantity)."""
+    from mojodex_core.order.conversation import build_ticket
+
+    s = Session(bagel_menu)
+    s.say("two sesame bagels toasted with butter")
+    s.say("and an iced latte")
+    ticket = build_ticket(s.conv, bagel_menu)
+    assert "2 x sesame bagel toasted with butter - $6.00" in ticket["text"]
+    assert "2 x 2" not in ticket["text"]
+    assert ticket["lines"][0]["summary"] == "sesame bagel toasted with butter"
