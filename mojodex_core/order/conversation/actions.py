@@ -57,7 +57,9 @@ def ask_targeted_question(ctx: Ctx) -> None:
         items = [f"{n}) {item_text(it)}" for n, (_, it) in enumerate(tree.items.active(), 1)]
         ctx.rule("clarify", "a reference to no item of the order: ask which one")
         ctx.say("clarify-reference", say(ctx.lang, "clarify-reference", items=join_list(ctx.lang, items, "word-or")))
-    elif unparsed and (step.key in ("order", "next_step", "more") or step.key.startswith("item:")):
+    elif unparsed and (step.key in ("order", "next_step", "more") or step.key.startswith("item:")
+                       or ctx.parsed.new_items or ctx.parsed.modifications):
+        # Words not understood in an order are said back, whatever the next question: never dropped.
         asked = "unparsed"
         words = " ".join(unparsed)
         near = closest(words, ctx.menu)

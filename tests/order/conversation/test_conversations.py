@@ -622,3 +622,12 @@ def test_the_ticket_gives_each_quantity_once(bagel_menu):
     assert "2 x sesame bagel toasted with butter - $6.00" in ticket["text"]
     assert "2 x 2" not in ticket["text"]
     assert ticket["lines"][0]["summary"] == "sesame bagel toasted with butter"
+
+
+def test_words_not_understood_are_said_back_whatever_comes_next(drive_menu):
+    """Seen by a user: 'a big mac and a large fries' answered 'Got it, a large fries. Just to be sure:
+    pickup or delivery?' - the big mac dropped without a word."""
+    s = Session(drive_menu)
+    out = s.say("a big mac and a large fries")
+    assert out.state_after == "Clarifying"
+    assert "big mac" in out.reply and "large fries" in out.reply, out.reply
