@@ -43,6 +43,10 @@ PREDICATES: dict[str, Callable[[Ctx], bool]] = {
     "out_of_stock": lambda c: c.diff is not None and any(e.kind == "out_of_stock" for e in c.diff.errors),
     "unsafe": unsafe_change,
     "done": _done,
+    # Done while clarifying: the read-back only when no item still misses a required field (else the
+    # read-back would ask the unanswered question a third time: Thinking's pattern hint instead).
+    "done_items_complete": lambda c: _done(c) and not any(
+        it.get_missing_fields() for _, it in c.conv.order.items.active()),
     "needs_time": lambda c: bool(c.has("needs_time")) and not items_changed(c),
     "idle_words": lambda c: (bool(c.has("needs_time")) or c.only("yes", "no", "goodbye", "greeting"))
     and not items_changed(c),
@@ -77,7 +81,9 @@ UTTERANCE_EVENTS: dict[str, tuple[tuple[str, str], ...]] = {
                           ("USER_NEEDS_TIME", "idle_words"), ("UTTERANCE_UNCLEAR", "unclear"),
                           ("USER_STARTS_ORDER", "always")),
     "Clarifying": COMMON + (("USER_SAYS_NEVER_MIND", "never_mind"), ("E.OOS", "out_of_stock"),
-                            ("BIG_CHANGE", "unsafe"), ("USER_CLARIFIES_OK", "clarified"), ("STILL_UNCLEAR", "always")),
+                            ("BIG_CHANGE", "unsafe"), ("USER_SAYS_DONE", "done_items_complete"),
+                            ("USER_CLARIFIES_OK", "clarified"),
+                            ("STILL_UNCLEAR", "always")),
     "Confirming": COMMON + (("E.OOS", "out_of_stock"), ("BIG_CHANGE", "unsafe"),
                             ("USER_SAYS_NOT_RIGHT", "not_right"), ("USER_CONFIRMS", "confirms"),
                             ("USER_WANTS_CHANGES", "unsolicited_change"), ("NO_PROGRESS", "asked_twice"),

@@ -71,6 +71,8 @@ TABLE: tuple[Row, ...] = (
     Row(ANY, "CHANGE_REJECTED", None, STAY, "drop_pending_change", "ext"),
     # ---- situations the seed table leaves open ----
     Row("Ordering", "NO_PROGRESS", "askedTwice", "Clarifying", "ask_targeted_question", "ext"),
+    Row("Clarifying", "USER_SAYS_DONE", "hasOrder", "Confirming", "summarize", "ext"),
+    Row("Clarifying", "USER_SAYS_DONE", "!hasOrder", "Thinking", "give_pattern_hint", "ext"),
     Row("Thinking", "USER_SAYS_DONE", "hasOrder", "Confirming", "summarize", "ext"),
     Row("Thinking", "USER_SAYS_DONE", "!hasOrder", "Thinking", "give_pattern_hint", "ext"),
     Row("Thinking", "USER_NEEDS_TIME", None, "Thinking", "set_thinking", "ext"),

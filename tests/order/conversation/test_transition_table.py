@@ -124,13 +124,17 @@ SCENARIOS = {
     32: lambda m: ordering(m, two=True).run("remove the latte and the mocha", "yes"),
     33: lambda m: ordering(m, two=True).run("remove the latte and the mocha", "no"),
     34: lambda m: ordering(m, order=False).run("a plain bagel", "pickup", "pickup"),
-    35: lambda m: thinking(m, order=True).say("that's it"),
-    36: lambda m: thinking(m).say("that's it"),
-    37: lambda m: thinking(m).say("still looking"),
-    38: lambda m: thinking(m).say("a latte with glorp"),
-    39: lambda m: confirming(m, readback=False).say("Dana"),
-    40: lambda m: confirming(m, readback=False).say("yes"),
-    41: lambda m: confirming(m, readback=False).run("Dana", "pickup", "pickup"),
+    # Done while clarifying, every item complete (seen by a user: "actually no lox" not understood, then
+    # "that's it" sent them to Thinking instead of the read-back).
+    35: lambda m: ordering(m).run("pickup", "make it glorp", "that's it"),
+    36: lambda m: clarifying(m, order=False).say("that's it"),
+    37: lambda m: thinking(m, order=True).say("that's it"),
+    38: lambda m: thinking(m).say("that's it"),
+    39: lambda m: thinking(m).say("still looking"),
+    40: lambda m: thinking(m).say("a latte with glorp"),
+    41: lambda m: confirming(m, readback=False).say("Dana"),
+    42: lambda m: confirming(m, readback=False).say("yes"),
+    43: lambda m: confirming(m, readback=False).run("Dana", "pickup", "pickup"),
 }
 
 
