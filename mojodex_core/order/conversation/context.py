@@ -84,9 +84,10 @@ def items_changed(ctx: Ctx) -> bool:
 def removed_count(ctx: Ctx) -> int:
     if ctx.tentative is None:
         return 0
-    before = {i for i, _ in ctx.conv.order.items.active()}
+    before = {i: it.quantity for i, it in ctx.conv.order.items.active()}
     after = {i for i, _ in ctx.tentative.items.active()}
-    return len(before - after)
+    # Items, not lines: "remove the pizzas" on a line of two pizzas removes two items.
+    return sum(quantity for i, quantity in before.items() if i not in after)
 
 
 # -- guards (named in the table) -----------------------------------------------------------------------

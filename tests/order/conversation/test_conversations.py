@@ -631,3 +631,14 @@ def test_words_not_understood_are_said_back_whatever_comes_next(drive_menu):
     out = s.say("a big mac and a large fries")
     assert out.state_after == "Clarifying"
     assert "big mac" in out.reply and "large fries" in out.reply, out.reply
+
+
+def test_removing_a_line_of_two_items_asks_first(pizza_menu):
+    """Seen by a user: 'remove the pizzas' took two pizzas (one line) away without asking."""
+    s = Session(pizza_menu)
+    s.say("two large pepperoni pizzas and a diet coke")
+    out = s.say("remove the pizzas")
+    assert out.conversation.pending_change is not None, out.reply
+    assert any(it.item_type == "pizza" and it.status != "skipped" for it in s.conv.order.items.items)
+    s.say("yes")
+    assert not any(it.item_type == "pizza" and it.status != "skipped" for it in s.conv.order.items.items)
