@@ -337,6 +337,9 @@ class InstructTurn:
                                "tool_name": tool_execution.tool_name}
                 payload = {"text": answer.text, "message_pk": answer.message_pk, **answer.data}
             elif reply.kind == "execution" and (reply.draft or reply.title):
+                if not (reply.draft or "").strip():
+                    # A version with no body is no result: the turn fails visibly and can be retried.
+                    raise TurnFailed("The assistant returned an empty draft. Please retry.")
                 answer, payload = self._store_draft(db, context, execution, reply)
             else:
                 text = (reply.text or "").strip()

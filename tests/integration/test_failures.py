@@ -187,6 +187,22 @@ def test_an_answer_with_nothing_to_show_is_an_error(live, llm):
     assert "empty answer" in error["error"] and error["user_message_pk"] == sent["message_pk"]
 
 
+def test_a_draft_with_an_empty_body_is_an_error_and_no_version(live, llm):
+    """Seen by a user: a draft_message with produced_text '' was stored as a version and completed the task."""
+    client = live.new_user()
+    pk, session_id = new_execution(client)
+    socket = client.socket(session_id)
+    try:
+        llm.script(Reply("<execution><title>Minutes</title><draft>  </draft></execution>"))
+        send(client, pk, session_id, "write the minutes")
+        error = socket.wait_event("error")[0]
+    finally:
+        socket.close()
+    assert "empty draft" in error["error"] and error["retryable"] is True
+    assert not socket.named("draft_message")
+    assert client.ok("GET", "/user_task_execution", params={"user_task_execution_pk": pk})["status"] != "completed"
+
+
 def test_a_failure_while_announcing_the_start_still_fails_the_message(live, llm, monkeypatch):
     # Before the fix, an error publishing user_task_execution_start (after the message was
     # committed as "processing") escaped the turn: no error event, the message stuck forever.
