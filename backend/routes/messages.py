@@ -74,6 +74,12 @@ class UserMessageResource(Resource):
             if order_state == "Idle":
                 # Idle is final: refuse before anything is stored (no message row, no event).
                 raise ApiError(409, "this order is finished (the conversation is Idle): start a new one")
+            taken = db.scalar(select(Message.event_name).where(
+                Message.session_id == session_id, Message.message_id == message_id))
+            if taken is not None and taken != "user_message":
+                # The id of a text edit (or another kind of message): a repeat would silently drop this text.
+                raise ApiError(409, "message_id is already used by another kind of message of this session",
+                               field="message_id")
         accepted = accept_user_message(
             current.session_factory,
             current.events,

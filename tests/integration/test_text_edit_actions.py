@@ -162,6 +162,15 @@ def test_a_message_id_of_a_chat_message_is_refused_and_a_deleted_execution_is_go
         "produced_text_version_pk": version_pk, "text_edit_action_pk": action["text_edit_action_pk"],
         "message_id": "chat-1"})
     assert clash.status_code == 409 and clash.json()["field"] == "message_id"
+    # And the other way round (seen by a user: the chat text was silently dropped, 200 with the edit's message).
+    llm.script(Reply("<execution><title>T</title><draft>Shorter.</draft></execution>"))
+    client.ok("POST", "/text_edit_action", json={
+        "produced_text_version_pk": version_pk, "text_edit_action_pk": action["text_edit_action_pk"],
+        "message_id": "edit-1"})
+    live.wait_idle()
+    reuse = client.call("PUT", "/user_message", json={
+        "session_id": session_id, "user_task_execution_pk": pk, "text": "hi", "message_id": "edit-1"})
+    assert reuse.status_code == 409 and reuse.json()["field"] == "message_id"
     client.ok("DELETE", "/user_task_execution", params={"user_task_execution_pk": pk})
     assert client.call("GET", "/text_edit_action", params={"produced_text_version_pk": version_pk}).status_code == 404
-    assert version_count(live, draft["produced_text_pk"]) == 1
+    assert version_count(live, draft["produced_text_pk"]) == 2  # the draft and the edit-1 version
