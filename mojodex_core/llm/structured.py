@@ -46,10 +46,26 @@ def request_options(mode: str, model: type[BaseModel]) -> tuple[dict[str, Any], 
     if mode == "json_object":
         return {"response_format": {"type": "json_object", "schema": schema}}, schema_instruction(schema)
     if mode == "grammar":
-        return {"extra_body": {"response_format": {"type": "json_object", "schema": schema}}}, (
+        # Length bounds become one grammar rule per repetition in llama.cpp's schema converter: a
+        # 255-character title gave "failed to parse grammar" and then a crashed server. The server
+        # gets the schema without them; pydantic still checks them (a violation gets the retry).
+        relaxed = without_length_bounds(schema)
+        return {"extra_body": {"response_format": {"type": "json_object", "schema": relaxed}}}, (
             schema_instruction(schema)
         )
     raise ValueError(f"unknown structured mode {mode!r}")
+
+
+_LENGTH_BOUNDS = frozenset({"maxLength", "minLength", "maxItems", "minItems"})
+
+
+def without_length_bounds(schema: Any) -> Any:
+    """A copy of a JSON schema with its string and array length bounds removed."""
+    if isinstance(schema, dict):
+        return {k: without_length_bounds(v) for k, v in schema.items() if k not in _LENGTH_BOUNDS}
+    if isinstance(schema, list):
+        return [without_length_bounds(v) for v in schema]
+    return schema
 
 
 def schema_instruction(schema: dict[str, Any]) -> str:

@@ -79,14 +79,14 @@ def test_a_real_turn_through_the_local_model(database_url, local_model_server): 
 def test_structured_output_from_the_local_model(database_url, local_model_server):  # noqa: ANN001
     """Titles, order parses and intents use structured output: the local model must give valid JSON
     (the server refuses OpenAI's json_schema format with a 500; the platform uses its grammar mode)."""
-    from pydantic import BaseModel
+    from pydantic import BaseModel, Field
 
     from backend.context import build_llm
     from mojodex_core.db import make_engine, make_session_factory
 
-    class Title(BaseModel):
-        title: str
-        summary: str
+    class Title(BaseModel):  # length bounds as the title job has: they once crashed the server's grammar
+        title: str = Field(max_length=255)
+        summary: str = Field(max_length=1000)
 
     settings = settings_for_local_model(live_settings(database_url, None), local_model_server)
     llm = build_llm(settings, make_session_factory(make_engine(database_url)), first_token_timeout_s=120)
@@ -96,6 +96,7 @@ def test_structured_output_from_the_local_model(database_url, local_model_server
         Title, label="TITLE_SUMMARY", max_tokens=120,
     )
     assert isinstance(value, Title)
+    assert local_model_server.alive()
     llm.close()
 
 
