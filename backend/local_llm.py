@@ -124,6 +124,9 @@ def llama_server_command(model_file: Path, port: int, n_ctx: int) -> list[str]:
         "--port", str(port),
         "--chat_format", "chatml-function-calling",
         "--n_ctx", str(n_ctx),
+        # By default a new request interrupts the one streaming: a title job asked at the same time
+        # as a turn left that turn with an empty answer. Requests wait for each other instead.
+        "--interrupt_requests", "False",
     ]
 
 
