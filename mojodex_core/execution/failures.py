@@ -14,6 +14,7 @@ from sqlalchemy.orm import sessionmaker
 from mojodex_core.db import transaction
 from mojodex_core.db.models import Message
 from mojodex_core.execution.events import EventPublisher
+from mojodex_core.llm import LLMCancelled, LLMError, LLMNotConfigured
 
 log = logging.getLogger("mojodex.turn")
 
@@ -79,3 +80,29 @@ def fail_or_mark(factory: sessionmaker[DbSession], events: EventPublisher, **kwa
     except Exception:  # storing the error failed too: at least never leave the message "processing"
         log.exception("could not record the failure of message_pk=%s", kwargs.get("message_pk"))
         mark_failed(factory, kwargs["message_pk"], str(kwargs["reason"]))  # type: ignore[arg-type]
+
+
+INTERNAL_ERROR = "The assistant failed to answer because of an internal error. Please retry."
+
+
+def failure_reason(
+    exc: BaseException,
+    *,
+    shown: tuple[type[BaseException], ...] = (),
+    cancelled: str = "The turn was cancelled.",
+    no_llm: str | None = None,
+    crashed: str = INTERNAL_ERROR,
+    what: str = "turn",
+    where: str = "",
+) -> str:
+    """The sentence a user sees for a turn that failed with ``exc``, the same way for every kind of
+    turn: LLM errors and the turn's own ``shown`` errors say themselves; anything else is a crash,
+    logged with its traceback and shown as ``crashed``."""
+    if isinstance(exc, LLMCancelled):
+        return cancelled
+    if isinstance(exc, LLMNotConfigured) and no_llm is not None:
+        return no_llm
+    if isinstance(exc, (LLMError, *shown)):
+        return str(exc)
+    log.error("%s crashed %s", what, where, exc_info=exc)
+    return crashed

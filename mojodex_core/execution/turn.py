@@ -30,7 +30,7 @@ from mojodex_core.db.models import (
 )
 from mojodex_core.execution.chaining import previous_task_context
 from mojodex_core.execution.events import EventPublisher
-from mojodex_core.execution.failures import fail_or_mark, mark_failed
+from mojodex_core.execution.failures import fail_or_mark, failure_reason, mark_failed
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.execution.produced_text import append_version, latest_version, version_payload
 from mojodex_core.execution.prompt import (
@@ -50,7 +50,7 @@ from mojodex_core.execution.tool_loop import (
     prompt_tools,
 )
 from mojodex_core.execution.tool_runs import record_approval_request, resumable
-from mojodex_core.llm import LLMCancelled, LLMError, LLMNotConfigured, LLMProvider
+from mojodex_core.llm import LLMNotConfigured, LLMProvider
 from mojodex_core.tags import ParsedReply
 from mojodex_core.task_view import displayed_data_for
 
@@ -174,15 +174,9 @@ class InstructTurn:
         except Exception as exc:  # every failure ends the turn the same visible way
             if timed_out.is_set():
                 reason = f"The assistant took too long to answer (over {self._turn_timeout_s:.0f} s). Please retry."
-            elif isinstance(exc, LLMCancelled):
-                reason = "The turn was cancelled."
-            elif isinstance(exc, LLMNotConfigured):
-                reason = self._no_llm_message
-            elif isinstance(exc, (LLMError, TurnFailed)):
-                reason = str(exc)
             else:
-                log.exception("turn crashed session=%s message_pk=%s", job.session_id, job.message_pk)
-                reason = "The assistant failed to answer because of an internal error. Please retry."
+                reason = failure_reason(exc, shown=(TurnFailed,), no_llm=self._no_llm_message,
+                                        where=f"session={job.session_id} message_pk={job.message_pk}")
             self._fail_or_mark(context, reason)
         finally:
             watchdog.cancel()

@@ -30,10 +30,10 @@ from mojodex_core.db.models import (
     UserTaskExecution,
 )
 from mojodex_core.execution.events import EventPublisher, Publication
-from mojodex_core.execution.failures import fail_or_mark, mark_failed
+from mojodex_core.execution.failures import fail_or_mark, failure_reason, mark_failed
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.execution.reasoning import append_trace
-from mojodex_core.llm import LLMCancelled, LLMError
+from mojodex_core.llm import LLMCancelled
 from mojodex_core.order.conversation import (
     Conversation,
     ConversationEnded,
@@ -102,13 +102,8 @@ class OrderTurn:
         return outcome
 
     def _fail(self, context: OrderTurnContext, exc: Exception) -> None:
-        if isinstance(exc, LLMCancelled):
-            reason = "The turn was cancelled."
-        elif isinstance(exc, (LLMError, TurnFailed)):
-            reason = str(exc)
-        else:
-            log.exception("order turn crashed session=%s message_pk=%s", context.session_id, context.message_pk)
-            reason = "The assistant failed to answer because of an internal error. Please retry."
+        reason = failure_reason(exc, shown=(TurnFailed,), what="order turn",
+                                where=f"session={context.session_id} message_pk={context.message_pk}")
         fail_or_mark(
             self._factory, self._events, session_id=context.session_id, message_pk=context.message_pk,
             message_id=context.message_id, user_task_execution_pk=context.user_task_execution_pk, reason=reason,

@@ -28,10 +28,11 @@ from mojodex_core.db.models import (
 )
 from mojodex_core.execution.coalescer import TokenCoalescer
 from mojodex_core.execution.events import EventPublisher
+from mojodex_core.execution.failures import failure_reason
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.execution.produced_text import append_version, version_payload
 from mojodex_core.execution.prompt import PromptError
-from mojodex_core.llm import LLMCancelled, LLMError, LLMNotConfigured, LLMProvider
+from mojodex_core.llm import LLMNotConfigured, LLMProvider
 from mojodex_core.tags import ParsedReply, TagStreamParser
 from mojodex_core.text_edit.prompt import edit_messages
 
@@ -95,15 +96,12 @@ class TextEditTurn:
             log.info("text edit done session=%s message_pk=%s action=%s", context.session_id, context.message_pk,
                      context.text_edit_action_pk)
         except Exception as exc:
-            if isinstance(exc, LLMCancelled):
-                reason = "The edit was cancelled or took too long. Please retry."
-            elif isinstance(exc, LLMNotConfigured):
-                reason = NO_LLM
-            elif isinstance(exc, (LLMError, EditFailed)):
-                reason = str(exc)
-            else:
-                log.exception("text edit crashed session=%s message_pk=%s", context.session_id, context.message_pk)
-                reason = "The edit failed because of an internal error. Please retry."
+            reason = failure_reason(
+                exc, shown=(EditFailed,), no_llm=NO_LLM, what="text edit",
+                cancelled="The edit was cancelled or took too long. Please retry.",
+                crashed="The edit failed because of an internal error. Please retry.",
+                where=f"session={context.session_id} message_pk={context.message_pk}",
+            )
             self._fail(context, reason)
         finally:
             timer.cancel()
