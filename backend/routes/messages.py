@@ -15,7 +15,7 @@ from backend.errors import ApiError, bad_request
 from backend.routes._input import field, json_body, owned_execution, owned_session, query_int
 from mojodex_core.db.models import Message, OrderSession, Task, UserTask
 from mojodex_core.execution.dispatch import UnsupportedTaskType
-from mojodex_core.execution.intake import FORM_MESSAGE_ID, MAX_TEXT_CHARS, accept_user_message
+from mojodex_core.execution.intake import FORM_MESSAGE_ID, MAX_TEXT_CHARS, MessageIdTaken, accept_user_message
 from mojodex_core.execution.jobs import TurnJob
 
 log = logging.getLogger("mojodex.messages")
@@ -74,20 +74,17 @@ class UserMessageResource(Resource):
             if order_state == "Idle":
                 # Idle is final: refuse before anything is stored (no message row, no event).
                 raise ApiError(409, "this order is finished (the conversation is Idle): start a new one")
-            taken = db.scalar(select(Message.event_name).where(
-                Message.session_id == session_id, Message.message_id == message_id))
-            if taken is not None and taken != "user_message":
-                # The id of a text edit (or another kind of message): a repeat would silently drop this text.
-                raise ApiError(409, "message_id is already used by another kind of message of this session",
-                               field="message_id")
-        accepted = accept_user_message(
-            current.session_factory,
-            current.events,
-            session_id=session_id,
-            user_task_execution_pk=pk,
-            text=text,
-            message_id=message_id,
-        )
+        try:
+            accepted = accept_user_message(
+                current.session_factory,
+                current.events,
+                session_id=session_id,
+                user_task_execution_pk=pk,
+                text=text,
+                message_id=message_id,
+            )
+        except MessageIdTaken as exc:
+            raise ApiError(409, str(exc), field="message_id") from exc
         if accepted.run:
             current.runner.submit(TurnJob(session_id=session_id, message_pk=accepted.message_pk))
             current.request_title_summary(pk, session_id)  # first input only; submitted, never awaited

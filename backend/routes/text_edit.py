@@ -7,14 +7,13 @@ import uuid
 
 from flask import g
 from flask_restful import Resource
-from sqlalchemy import select
 
 from backend.auth import user_required
 from backend.context import platform
 from backend.errors import ApiError, bad_request, not_found
 from backend.routes._input import field, json_body, query_int
 from mojodex_core.db.models import Message, ProducedText, ProducedTextVersion, TextEditAction, UserTaskExecution
-from mojodex_core.execution.intake import FORM_MESSAGE_ID, accept_user_message
+from mojodex_core.execution.intake import FORM_MESSAGE_ID, MessageIdTaken, accept_user_message
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.text_edit.store import action_view, actions_for_text_type, applies_to
 from mojodex_core.text_edit.turn import EVENT_NAME
@@ -78,17 +77,15 @@ class TextEditActionResource(Resource):
                 raise bad_request("this text edit action does not apply to this text's type",
                                   field="text_edit_action_pk")
             session_id, pk = execution.session_id, execution.user_task_execution_pk
-            taken = db.scalar(select(Message.event_name).where(
-                Message.session_id == session_id, Message.message_id == message_id))
-            if taken is not None and taken != EVENT_NAME:
-                raise ApiError(409, "message_id is already used by another message of this session",
-                               field="message_id")
             text = action_view(action, g.user.language_code)["name"]
-        accepted = accept_user_message(
-            current.session_factory, current.events, session_id=session_id, user_task_execution_pk=pk,
-            text=text, message_id=message_id, event_name=EVENT_NAME,
-            data={"produced_text_version_pk": version_pk, "text_edit_action_pk": action_pk},
-        )
+        try:
+            accepted = accept_user_message(
+                current.session_factory, current.events, session_id=session_id, user_task_execution_pk=pk,
+                text=text, message_id=message_id, event_name=EVENT_NAME,
+                data={"produced_text_version_pk": version_pk, "text_edit_action_pk": action_pk},
+            )
+        except MessageIdTaken as exc:
+            raise ApiError(409, str(exc), field="message_id") from exc
         if accepted.run:
             current.runner.submit(TurnJob(session_id=session_id, message_pk=accepted.message_pk))
         log.info("text edit %s (%s) accepted on version %s, run=%s", accepted.message_pk, message_id, version_pk,

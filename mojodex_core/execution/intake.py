@@ -67,6 +67,13 @@ class Accepted:
     run: bool  # whether a turn must be started for it
 
 
+class MessageIdTaken(ValueError):
+    """The message_id is already used by another kind of message of the session."""
+
+    def __init__(self, message_id: str) -> None:
+        super().__init__(f"message_id {message_id!r} is already used by another kind of message of this session")
+
+
 def accept_user_message(
     factory: sessionmaker[DbSession],
     events: EventPublisher,
@@ -86,6 +93,10 @@ def accept_user_message(
                     select(Message).where(Message.session_id == session_id, Message.message_id == message_id)
                 )
                 if existing is not None:
+                    if existing.event_name != event_name:
+                        # The id of another kind of message (a text edit, a chat message): answering
+                        # with that one would silently drop this text.
+                        raise MessageIdTaken(message_id)
                     if existing.status == "failed":
                         existing.status = "pending"
                         existing.error = None
