@@ -14,6 +14,14 @@ from pathlib import Path
 from typing import Mapping
 from urllib.parse import urlparse
 
+from mojodex_core.security_config import (
+    RateLimitSettings,
+    SecurityConfigError,
+    load_cors_origins,
+    load_rate_limits,
+    secret_weakness,
+)
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 VAR_DIR = PROJECT_ROOT / "var"
 DEFAULT_DATABASE_URL = f"sqlite:///{VAR_DIR / 'mojodex.db'}"
@@ -66,6 +74,11 @@ class Settings:
     tool_max_calls: int = 3
     # Default time a tool may run (a task's tool config may set its own timeout_s).
     tool_timeout_s: float = 10.0
+    # Security (mojodex_core/security_config.py, docs/security.md): rate limits, the origins
+    # allowed besides the server's own, how often open sockets' tokens are checked again.
+    rate_limits: RateLimitSettings = field(default_factory=RateLimitSettings)
+    cors_origins: tuple[str, ...] = ()
+    socket_auth_recheck_s: float = 2.0
 
     @property
     def is_sqlite(self) -> bool:
@@ -140,6 +153,7 @@ def _secret(env: Mapping[str, str], name: str, embedded: bool, var_dir: Path) ->
     if raw:
         if len(raw) < 16:
             raise ConfigError(f"{name}: must be at least 16 characters long")
+        _refuse_weak(name, raw)
         return raw
     if not embedded:
         raise ConfigError(f"{name}: is required (set it, or run the embedded default with `make run`)")
@@ -148,6 +162,7 @@ def _secret(env: Mapping[str, str], name: str, embedded: bool, var_dir: Path) ->
         stored = path.read_text().strip()
         if len(stored) < 16:
             raise ConfigError(f"{name}: {path} holds less than 16 characters (delete it to generate a new one)")
+        _refuse_weak(name, stored, f" ({path}: delete it to generate a new one)")
         return stored
     var_dir.mkdir(parents=True, exist_ok=True)
     value = secrets.token_urlsafe(32)
@@ -157,6 +172,14 @@ def _secret(env: Mapping[str, str], name: str, embedded: bool, var_dir: Path) ->
         # Printed once, on the run that creates it; later runs read it from var/.
         print(f"Generated admin secret (stored in {path}): {value}", flush=True)
     return value
+
+
+def _refuse_weak(name: str, value: str, where: str = "") -> None:
+    # The admin secret guards every admin route: a guessable one is refused at start-up.
+    if name == "MOJODEX_ADMIN_SECRET":
+        weakness = secret_weakness(value)
+        if weakness:
+            raise ConfigError(f"{name}: {weakness}{where}")
 
 
 def normalise_database_url(url: str) -> str:
@@ -192,6 +215,12 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         max_retries=_int(env, "MOJODEX_LLM_MAX_RETRIES", 3, 0, 10),
     )
     tasks_dir = Path(env.get("MOJODEX_TASKS_CONFIG_DIR") or PROJECT_ROOT / "tasks_config")
+    port = _int(env, "MOJODEX_PORT", 5001, 1, 65535)
+    try:
+        rate_limits = load_rate_limits(env, _bool(env, "MOJODEX_RATE_LIMITS_ENABLED", True))
+        cors_origins = load_cors_origins(env, embedded, port)
+    except SecurityConfigError as exc:
+        raise ConfigError(str(exc)) from None
     return Settings(
         database_url=database_url,
         redis_url=_url(env, "REDIS_URL", ("redis", "rediss", "unix")),
@@ -199,7 +228,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         admin_secret=_secret(env, "MOJODEX_ADMIN_SECRET", embedded, var_dir),
         secret_key=_secret(env, "MOJODEX_SECRET_KEY", embedded, var_dir),
         host=env.get("MOJODEX_HOST") or "127.0.0.1",
-        port=_int(env, "MOJODEX_PORT", 5001, 1, 65535),
+        port=port,
         embedded=embedded,
         tasks_config_dir=tasks_dir,
         log_level=log_level,
@@ -214,6 +243,9 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         tool_mode=_choice(env, "MOJODEX_LLM_TOOL_MODE", "auto", ("auto", "tags", "functions")),
         tool_max_calls=_int(env, "MOJODEX_TOOL_MAX_CALLS", 3, 0, 20),
         tool_timeout_s=_float(env, "MOJODEX_TOOL_TIMEOUT_S", 10.0, 0.1, 600.0),
+        rate_limits=rate_limits,
+        cors_origins=cors_origins,
+        socket_auth_recheck_s=_float(env, "MOJODEX_SOCKET_AUTH_RECHECK_S", 2.0, 0.1, 300.0),
     )
 
 
