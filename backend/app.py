@@ -13,7 +13,9 @@ from sqlalchemy import or_, select
 from sqlalchemy.exc import OperationalError
 
 from backend.context import Platform
+from backend.cors import install_cors, socket_origin_check
 from backend.errors import JsonErrorApi, register_app_errors
+from backend.rate_limits import install_rate_limits
 from backend.routes import register_routes
 from backend.socket_events import register_socket_events
 from mojodex_core.config import PROJECT_ROOT
@@ -34,18 +36,21 @@ def create_app(platform: Platform) -> tuple[Flask, SocketIO]:
     app.config["MAX_CONTENT_LENGTH"] = 2 * 1024 * 1024
     app.extensions["mojodex"] = platform
     register_app_errors(app)
+    install_cors(app, platform.settings.cors_origins)
+    install_rate_limits(app, platform.settings)
     api = JsonErrorApi(app)
     register_routes(api)
     socketio = SocketIO(
         app,
         async_mode="threading",
-        cors_allowed_origins="*",
+        cors_allowed_origins=socket_origin_check(platform.settings.cors_origins),
+        cors_credentials=False,
         ping_interval=10,
         ping_timeout=20,
         logger=False,
         engineio_logger=False,
     )
-    register_socket_events(socketio, platform)
+    app.extensions["mojodex_socket_tokens"] = register_socket_events(socketio, platform)
     # Final events reach clients through the session's room, named after the session id.
     platform.events.set_transport(lambda session_id, name, payload: socketio.emit(name, payload, to=session_id))
     resume_unfinished_turns(platform)

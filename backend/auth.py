@@ -1,4 +1,8 @@
-"""Who is calling: a user (Bearer token) or the admin (shared secret)."""
+"""Who is calling: a user (Bearer token) or the admin (shared secret).
+
+Failed authentications are counted per client address and per token prefix; past the limit
+the caller gets 429 before its credentials are even looked at (backend/rate_limits.py).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from flask import g, request
 
 from backend.context import platform
 from backend.errors import ApiError
+from backend.rate_limits import client_address, rate_limits
 from mojodex_core.users import user_for_token
 
 
@@ -31,13 +36,36 @@ def authenticate_token(token: str):  # noqa: ANN201
         return user
 
 
+def is_admin_secret(given: str) -> bool:
+    expected = platform().settings.admin_secret
+    return bool(given) and hmac.compare_digest(given.encode(), expected.encode())
+
+
+def require_user(token: str):  # noqa: ANN201
+    """The token's user, or 401 (counted as a failed authentication), or 429 past the limit."""
+    limits, address = rate_limits(), client_address()
+    limits.before_authentication(address, token)
+    user = authenticate_token(token)
+    if user is None:
+        limits.authentication_failed(address, token)
+        raise ApiError(401, "missing or invalid token")
+    return user
+
+
+def require_admin(given: str) -> None:
+    """Every admin request counts against the admin limit; a wrong secret is a failed authentication."""
+    limits, address = rate_limits(), client_address()
+    limits.before_authentication(address, given)
+    limits.admin_request(address)
+    if not is_admin_secret(given):
+        limits.authentication_failed(address, given)
+        raise ApiError(403, "admin secret required")
+
+
 def user_required(fn: Callable) -> Callable:
     @wraps(fn)
     def wrapper(*args, **kwargs):  # noqa: ANN002, ANN003
-        user = authenticate_token(token_from_header(request.headers.get("Authorization")))
-        if user is None:
-            raise ApiError(401, "missing or invalid token")
-        g.user = user
+        g.user = require_user(token_from_header(request.headers.get("Authorization")))
         return fn(*args, **kwargs)
 
     return wrapper
@@ -46,10 +74,7 @@ def user_required(fn: Callable) -> Callable:
 def admin_required(fn: Callable) -> Callable:
     @wraps(fn)
     def wrapper(*args, **kwargs):  # noqa: ANN002, ANN003
-        given = token_from_header(request.headers.get("Authorization"))
-        expected = platform().settings.admin_secret
-        if not given or not hmac.compare_digest(given.encode(), expected.encode()):
-            raise ApiError(403, "admin secret required")
+        require_admin(token_from_header(request.headers.get("Authorization")))
         return fn(*args, **kwargs)
 
     return wrapper

@@ -182,6 +182,29 @@ def users_grant(email: str, task_names: tuple[str, ...], all_tasks: bool) -> Non
     click.echo(f"granted {len(granted)} task(s) to {email}: {', '.join(granted) or '(already had them)'}")
 
 
+@users.command("revoke-token")
+@click.option("--token", default=None, help="The token to revoke (as the user sends it).")
+@click.option("--user", "email", default=None, help="A user's email: revokes every token of this user.")
+def users_revoke_token(token: str | None, email: str | None) -> None:
+    """Revoke a token, or every token of a user. REST refuses it at once; the server closes its open
+    sockets within MOJODEX_SOCKET_AUTH_RECHECK_S seconds (2 by default)."""
+    from mojodex_core.db import transaction
+    from mojodex_core.users import UserError, revoke_tokens
+
+    if (token is None) == (email is None):
+        _fail("give either --token TOKEN or --user EMAIL")
+    try:
+        with transaction(_session_factory()) as session:
+            revoked = revoke_tokens(session, token=token, email=email)
+            labels = [f"{row.label} (created {row.created_at:%Y-%m-%d})" for row in revoked]
+    except UserError as exc:
+        _fail(str(exc))
+    if not revoked:
+        click.echo("nothing to revoke: " + ("the token was revoked already" if token else f"{email} has no live token"))
+        return
+    click.echo(f"revoked {len(revoked)} token(s): {', '.join(labels)}")
+
+
 @users.command("demo")
 @click.option("--email", default="demo@mojodex.local", show_default=True)
 def users_demo(email: str) -> None:

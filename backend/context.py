@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import logging
+import threading
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterator
 
 from flask import current_app
@@ -56,6 +57,8 @@ class Platform:
     tickets: TicketDelivery | None = None
     # Background jobs (title and summary); None when there is no LLM or they are turned off.
     jobs: JobRunner | None = None
+    # Set by close(): background loops of this platform (e.g. the socket token check) end.
+    stopping: threading.Event = field(default_factory=threading.Event)
 
     @contextmanager
     def db(self) -> Iterator[DbSession]:
@@ -90,6 +93,7 @@ class Platform:
         return len(jobs)
 
     def close(self) -> None:
+        self.stopping.set()
         self.runner.shutdown(wait=False)
         if self.tickets is not None:
             self.tickets.shutdown()

@@ -1,44 +1,67 @@
-"""Socket.IO: authenticated connections that join their own sessions' rooms."""
+"""Socket.IO: authenticated connections that join their own sessions' rooms.
+
+A connection authenticates with its token; failed attempts count against the same rate
+limits as REST (backend/rate_limits.py). The token is checked again at every
+`start_session` and every few seconds while the socket is open (backend/socket_auth.py).
+"""
 
 from __future__ import annotations
 
 import logging
 
 from flask import request
-from flask_socketio import SocketIO, emit, join_room
+from flask_socketio import ConnectionRefusedError, SocketIO, emit, join_room
 
 from backend.auth import token_from_header
 from backend.context import Platform
+from backend.errors import DATABASE_UNAVAILABLE, ApiError, database_unavailable, describe_database_error
+from backend.rate_limits import client_address, rate_limits
+from backend.socket_auth import SocketTokens, replay_sender
 from mojodex_core.db.models import Session
-from mojodex_core.users import user_for_token
+from mojodex_core.users import hash_token, live_token_hashes, user_for_token
 
 log = logging.getLogger("mojodex.socket")
 
 
-def register_socket_events(socketio: SocketIO, platform: Platform) -> None:
+def register_socket_events(socketio: SocketIO, platform: Platform) -> SocketTokens:
     users_by_sid: dict[str, str] = {}
+    tokens = SocketTokens(socketio, platform, platform.settings.socket_auth_recheck_s)
 
     @socketio.on("connect")
     def on_connect(auth=None):  # noqa: ANN001, ANN202
         token = ""
         if isinstance(auth, dict):
             token = token_from_header(str(auth.get("token") or ""))
-        with platform.db() as db:
-            user = user_for_token(db, token)
-            user_id = user.user_id if user else None
+        limits, address = rate_limits(), client_address()
+        try:
+            limits.before_authentication(address, token)
+            with platform.db() as db:
+                user = user_for_token(db, token)
+                user_id = user.user_id if user else None
+        except ApiError as exc:  # throttled
+            raise ConnectionRefusedError(exc.message, exc.body()) from None
+        except Exception as exc:
+            if not database_unavailable(exc):
+                raise
+            log.error("socket refused: %s (%s)", DATABASE_UNAVAILABLE, describe_database_error(exc))
+            raise ConnectionRefusedError(DATABASE_UNAVAILABLE, {"error": DATABASE_UNAVAILABLE}) from None
         if user_id is None:
+            limits.authentication_failed(address, token)
             log.info("socket refused: missing or invalid token")
-            return False
+            raise ConnectionRefusedError("missing or invalid token", {"error": "missing or invalid token"})
         users_by_sid[request.sid] = user_id
+        tokens.add(request.sid, hash_token(token))
         return True
 
     @socketio.on("disconnect")
     def on_disconnect(*_args):  # noqa: ANN002, ANN202
         users_by_sid.pop(request.sid, None)
+        tokens.remove(request.sid)
 
     @socketio.on("start_session")
     def on_start_session(data=None):  # noqa: ANN001, ANN202
-        user_id = users_by_sid.get(request.sid)
+        sid = request.sid
+        user_id = users_by_sid.get(sid)
         data = data if isinstance(data, dict) else {}
         session_id = data.get("session_id")
         try:
@@ -47,17 +70,30 @@ def register_socket_events(socketio: SocketIO, platform: Platform) -> None:
             return {"error": "last_seq must be an integer"}
         if not isinstance(session_id, str) or not session_id:
             return {"error": "session_id is required"}
-        with platform.db() as db:
-            session = db.get(Session, session_id)
-            owned = session is not None and session.user_id == user_id
+        token_hash = tokens.token_hash(sid)
+        try:
+            with platform.db() as db:
+                revoked = token_hash is None or token_hash not in live_token_hashes(db, [token_hash])
+                session = None if revoked else db.get(Session, session_id)
+                owned = session is not None and session.user_id == user_id
+        except Exception as exc:
+            if not database_unavailable(exc):
+                raise
+            log.error("start_session: %s (%s)", DATABASE_UNAVAILABLE, describe_database_error(exc))
+            return {"error": DATABASE_UNAVAILABLE}
+        if revoked:
+            tokens.end(sid, delay_s=0.2)  # after this acknowledgement
+            return {"error": "token revoked"}
         if not owned:
             return {"error": "session not found"}
-        sid = request.sid
+        send = replay_sender(socketio, sid, lambda name, payload: emit(name, payload, to=sid))
         replayed = platform.events.join_and_replay(
             session_id,
             last_seq,
             join=lambda: join_room(session_id, sid=sid),
-            send=lambda name, payload: emit(name, payload, to=sid),
+            send=send,
         )
         log.info("socket %s joined session %s after seq %d (%d replayed)", sid, session_id, last_seq, replayed)
         return {"session_id": session_id, "replayed": replayed}
+
+    return tokens

@@ -6,6 +6,8 @@ import hashlib
 import re
 import secrets
 import uuid
+from collections.abc import Iterable
+from datetime import UTC, datetime
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session as DbSession
@@ -56,6 +58,41 @@ def user_for_token(db: DbSession, token: str) -> User | None:
         .where(ApiToken.token_hash == hash_token(token), ApiToken.revoked_at.is_(None))
     ).scalar_one_or_none()
     return row
+
+
+def revoke_tokens(db: DbSession, *, token: str | None = None, email: str | None = None) -> list[ApiToken]:
+    """Revokes one token (given in clear) or every live token of a user; returns the rows revoked
+    now (a token revoked already is not revoked again). REST refuses a revoked token at once;
+    open sockets are closed by the server's next check (MOJODEX_SOCKET_AUTH_RECHECK_S)."""
+    if (token is None) == (email is None):
+        raise UserError("give either a token or a user's email")
+    query = select(ApiToken).where(ApiToken.revoked_at.is_(None))
+    if token is not None:
+        if not token.strip() or db.scalar(select(ApiToken.api_token_pk).where(
+                ApiToken.token_hash == hash_token(token.strip()))) is None:
+            raise UserError("token: no such token")
+        query = query.where(ApiToken.token_hash == hash_token(token.strip()))
+    else:
+        query = query.where(ApiToken.user_id == find_user(db, email).user_id)
+    rows = list(db.scalars(query.with_for_update()))
+    now = datetime.now(UTC)
+    for row in rows:
+        row.revoked_at = now
+    db.flush()
+    return rows
+
+
+def live_token_hashes(db: DbSession, token_hashes: Iterable[str], chunk: int = 500) -> set[str]:
+    """Which of these token hashes still authenticate (not revoked, user not deleted)."""
+    wanted = sorted(set(token_hashes))
+    live: set[str] = set()
+    for start in range(0, len(wanted), chunk):
+        live.update(db.scalars(
+            select(ApiToken.token_hash).where(
+                ApiToken.token_hash.in_(wanted[start:start + chunk]), ApiToken.revoked_at.is_(None)
+            )
+        ))
+    return live
 
 
 def find_user(db: DbSession, email: str) -> User:

@@ -12,6 +12,7 @@ from sqlalchemy import select
 from backend.auth import user_required
 from backend.context import platform
 from backend.errors import ApiError, bad_request
+from backend.rate_limits import limit_message_sends
 from backend.routes._input import field, json_body, owned_execution, owned_session, query_int
 from mojodex_core.db.models import Message, OrderSession, Task, UserTask
 from mojodex_core.execution.dispatch import UnsupportedTaskType
@@ -42,6 +43,7 @@ def message_view(message: Message) -> dict:
 class UserMessageResource(Resource):
     method_decorators = [user_required]
 
+    @limit_message_sends
     def put(self):  # noqa: ANN201
         body = json_body()
         session_id = field(body, "session_id", str)

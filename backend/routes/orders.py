@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hmac
 import logging
 from functools import wraps
 from typing import Callable
@@ -10,7 +9,14 @@ from typing import Callable
 from flask import g, request
 from flask_restful import Resource
 
-from backend.auth import admin_required, authenticate_token, token_from_header, user_required
+from backend.auth import (
+    admin_required,
+    is_admin_secret,
+    require_admin,
+    require_user,
+    token_from_header,
+    user_required,
+)
 from backend.context import platform
 from backend.errors import ApiError, bad_request, not_found
 from backend.routes._input import execution_task, field, json_body, owned_execution, query_int
@@ -38,14 +44,11 @@ def user_or_admin(fn: Callable) -> Callable:
     @wraps(fn)
     def wrapper(*args, **kwargs):  # noqa: ANN002, ANN003
         given = token_from_header(request.headers.get("Authorization"))
-        expected = platform().settings.admin_secret
-        if given and hmac.compare_digest(given.encode(), expected.encode()):
+        if is_admin_secret(given):
+            require_admin(given)  # counted against the admin limit
             g.user = None
             return fn(*args, **kwargs)
-        user = authenticate_token(given)
-        if user is None:
-            raise ApiError(401, "missing or invalid token")
-        g.user = user
+        g.user = require_user(given)
         return fn(*args, **kwargs)
 
     return wrapper

@@ -13,7 +13,7 @@ from mojodex_core.order_runtime.store import DatabaseOnlyStore, RedisStateStore,
 from mojodex_core.order_runtime.tickets import sign, verify
 from tests.order_platform.florist_menu import FLORIST_MENU
 
-BASE_ENV = {"MOJODEX_ADMIN_SECRET": "a" * 20, "MOJODEX_SECRET_KEY": "b" * 20}
+BASE_ENV = {"MOJODEX_ADMIN_SECRET": "admin-secret-0123456789abcdef", "MOJODEX_SECRET_KEY": "b" * 20}
 
 
 def test_order_settings_have_defaults_and_are_validated():

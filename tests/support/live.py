@@ -25,6 +25,7 @@ from backend.app import create_app
 from backend.context import Platform, build_platform
 from mojodex_core.config import LLMConfig, Settings
 from mojodex_core.db import transaction
+from mojodex_core.security_config import RateLimitSettings
 from mojodex_core.task_loader import store_spec
 from mojodex_core.task_spec import validate_spec
 from mojodex_core.users import create_user, grant, issue_token
@@ -98,6 +99,10 @@ TEST_TASK = {
 }
 
 _counter = itertools.count(1)
+GENEROUS_RATE_LIMITS = RateLimitSettings(
+    auth_failures_per_address="100000/minute", auth_failures_per_token_prefix="100000/minute",
+    admin="100000/minute", message_sends="100000/minute",
+)
 
 
 class Client:
@@ -229,6 +234,8 @@ def live_settings(database_url: str, llm_base_url: str | None) -> Settings:
         # The title/summary job makes its own LLM call after a first input: off here so scripted
         # tests get exactly the calls they script; tests/integration/test_title_summary.py turns it on.
         extra={"title_summary_jobs": False},
+        # Generous: the suite's many users share one address; tests/security/ sets tight ones.
+        rate_limits=GENEROUS_RATE_LIMITS,
     )
 
 

@@ -1,0 +1,145 @@
+"""Rate limits: failed authentications, admin routes, message sends (docs/security.md).
+
+Flask-Limiter holds the counters: in Redis when REDIS_URL is set (shared by every server
+process), in memory otherwise. The checks are made where the caller is known (after the
+token lookup, in the Socket.IO connect handler), so they go through the limiter's
+strategy (`Limiter.limiter`) rather than through route decorators, and every refusal is
+the same 429 {"error": ..., "retry_after": s} with a Retry-After header.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from functools import wraps
+from typing import Callable
+
+from flask import Flask, current_app, g, request
+from flask_limiter import Limiter
+from limits import RateLimitItem, parse_many
+
+from backend.errors import ApiError
+from mojodex_core.config import Settings
+
+log = logging.getLogger("mojodex.ratelimit")
+
+EXTENSION = "mojodex_rate_limits"
+TOKEN_PREFIX_CHARS = 8
+STORAGE_ERROR_LOG_EVERY_S = 60.0
+
+
+def client_address() -> str:
+    return request.remote_addr or "unknown"
+
+
+class RateLimits:
+    def __init__(self, app: Flask, settings: Settings) -> None:
+        config = settings.rate_limits
+        self.enabled = config.enabled
+        self.storage_uri = settings.redis_url or "memory://"
+        self.limiter = Limiter(
+            key_func=client_address,
+            app=app,
+            storage_uri=self.storage_uri,
+            # Redis: fail fast rather than hold a request while the storage is down.
+            storage_options={"socket_timeout": 2, "socket_connect_timeout": 2} if settings.redis_url else {},
+            strategy="moving-window",
+            enabled=config.enabled,
+        )
+        self.rules: dict[str, list[RateLimitItem]] = {
+            "auth_failures_per_address": parse_many(config.auth_failures_per_address),
+            "auth_failures_per_token_prefix": parse_many(config.auth_failures_per_token_prefix),
+            "admin": parse_many(config.admin),
+            "message_sends": parse_many(config.message_sends),
+        }
+        self._storage_error_logged_at = 0.0
+        self._lock = threading.Lock()
+
+    # --- the checks
+    def before_authentication(self, address: str, token: str) -> None:
+        """Refuses a caller (by address, or by token prefix) that failed to authenticate too often."""
+        self._check("auth_failures_per_address", "too many failed authentications from this address", address)
+        if token:
+            self._check("auth_failures_per_token_prefix", "too many failed authentications with this token",
+                        token[:TOKEN_PREFIX_CHARS])
+
+    def authentication_failed(self, address: str, token: str) -> None:
+        self._hit("auth_failures_per_address", None, address)
+        if token:
+            self._hit("auth_failures_per_token_prefix", None, token[:TOKEN_PREFIX_CHARS])
+
+    def admin_request(self, address: str) -> None:
+        self._hit("admin", "too many admin requests", address)
+
+    def message_sent(self, user_id: str) -> None:
+        self._hit("message_sends", "too many messages; wait before sending more", user_id)
+
+    # --- the limiter
+    def _check(self, rule: str, message: str, key: str) -> None:
+        if not self.enabled:
+            return
+        for item in self.rules[rule]:
+            if not self._guarded(lambda item=item: self.limiter.limiter.test(item, rule, key), True):
+                self._refuse(rule, message, item, key)
+
+    def _hit(self, rule: str, message: str | None, key: str) -> None:
+        if not self.enabled:
+            return
+        for item in self.rules[rule]:
+            allowed = self._guarded(lambda item=item: self.limiter.limiter.hit(item, rule, key), True)
+            if not allowed and message is not None:
+                self._refuse(rule, message, item, key)
+
+    def _refuse(self, rule: str, message: str, item: RateLimitItem, key: str) -> None:
+        stats = self._guarded(lambda: self.limiter.limiter.get_window_stats(item, rule, key), None)
+        wait = max(1, math.ceil(stats.reset_time - time.time())) if stats else item.get_expiry()
+        log.warning("rate limit %s (%s) reached for %s; retry after %d s", rule, item, _shown(rule, key), wait)
+        raise ApiError(429, message, headers={"Retry-After": str(wait)}, retry_after=wait)
+
+    def _guarded(self, call: Callable, fallback):  # noqa: ANN001, ANN202
+        """The storage being down (Redis) must not take the API down: the limit is skipped, said once a minute."""
+        try:
+            return call()
+        except Exception as exc:  # noqa: BLE001 - any storage failure
+            with self._lock:
+                now = time.monotonic()
+                if now - self._storage_error_logged_at > STORAGE_ERROR_LOG_EVERY_S:
+                    self._storage_error_logged_at = now
+                    log.error("rate limit storage %s unreachable (%s: %s); limits are not enforced meanwhile",
+                              self.storage_uri.split("@")[-1], type(exc).__name__, str(exc)[:200])
+            return fallback
+
+
+def _shown(rule: str, key: str) -> str:
+    # A token prefix is a quarter of a secret: log its first characters only.
+    return f"token {key[:3]}..." if rule == "auth_failures_per_token_prefix" else key
+
+
+def install_rate_limits(app: Flask, settings: Settings) -> RateLimits:
+    limits = RateLimits(app, settings)
+    app.extensions[EXTENSION] = limits
+    if limits.enabled:
+        log.info("rate limits on (%s storage): failed auth %s per address, %s per token prefix; admin %s; "
+                 "messages %s per user", "Redis" if settings.redis_url else "memory",
+                 settings.rate_limits.auth_failures_per_address, settings.rate_limits.auth_failures_per_token_prefix,
+                 settings.rate_limits.admin, settings.rate_limits.message_sends)
+    else:
+        log.warning("rate limits are off (MOJODEX_RATE_LIMITS_ENABLED=0)")
+    return limits
+
+
+def rate_limits(app: Flask | None = None) -> RateLimits:
+    return (app or current_app).extensions[EXTENSION]
+
+
+def limit_message_sends(fn: Callable) -> Callable:
+    """A route method's limit per signed-in user (goes inside user_required, which sets g.user)."""
+
+    @wraps(fn)
+    def wrapper(*args, **kwargs):  # noqa: ANN002, ANN003
+        rate_limits().message_sent(g.user.user_id)
+        return fn(*args, **kwargs)
+
+    return wrapper
