@@ -20,6 +20,7 @@ from backend.routes import register_routes
 from backend.socket_events import register_socket_events
 from mojodex_core.config import PROJECT_ROOT
 from mojodex_core.db.models import Message
+from mojodex_core.execution.events import RETRYING_EVENT
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.order_runtime import ORDER_EVENT
 
@@ -101,7 +102,14 @@ def _resume(platform: Platform, booted_at: datetime) -> None:
         for row in rows:
             row.status = "pending"
         jobs = [TurnJob(session_id=r.session_id, message_pk=r.message_pk) for r in rows]
+        executions = {r.message_pk: r.user_task_execution_fk for r in rows}
     for job in jobs:
+        # The turn may have streamed part of its answer before the crash: clients drop that
+        # partial text when they see this event, and the resumed turn streams from the start.
+        platform.events.publish(job.session_id, RETRYING_EVENT, {
+            "session_id": job.session_id, "message_pk": job.message_pk,
+            "user_task_execution_pk": executions[job.message_pk],
+        })
         platform.runner.submit(job)
     if jobs:
         log.info("resumed %d unanswered message(s)", len(jobs))

@@ -38,6 +38,9 @@ function connectSocket() {
   state.socket = io(api, { auth: { token: state.token }, transports: ["websocket"] });
   state.socket.on("connect", () => { if (state.execution) joinSession(); });
   state.socket.onAny((event, payload) => handleEvent(event, payload));
+  // Refused (bad token, too many failures, database down) or ended (token revoked): say why.
+  state.socket.on("connect_error", (error) => showError((error.data && error.data.error) || error.message));
+  state.socket.on("token_revoked", (payload) => showError(`${payload.error}: sign in with a new token`));
 }
 
 function joinSession() {
@@ -137,6 +140,11 @@ function handleEvent(event, payload) {
     showOrder(payload);
   } else if (event === "order_ticket") {
     addMessage("assistant", (payload.ticket && payload.ticket.text) || "Order ticket created");
+  } else if (event === "mojo_message_retrying") {
+    // The server restarted mid-answer and answers again from the start: drop the partial text.
+    if (state.streaming) { state.streaming.remove(); state.streaming = null; }
+    $("draft-title").textContent = ""; $("draft-body").textContent = "";
+    if (state.producedTextPk) showVersion(state.versionIndex);
   } else if (event === "error") {
     if (state.streaming) { state.streaming.remove(); state.streaming = null; }
     addMessage("error", payload.error);

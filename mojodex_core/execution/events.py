@@ -28,6 +28,8 @@ log = logging.getLogger("mojodex.events")
 
 # Events after which a turn streams tokens; no turn streams after the others.
 TURN_OPENING_EVENTS = ("user_message_reception", "user_task_execution_start")
+# Sent before a turn resumed after a restart: clients drop the partial answer of that message.
+RETRYING_EVENT = "mojo_message_retrying"
 # More token events than one turn can send (180 s at one event per 30 ms is 6,000).
 TOKEN_SEQ_HEADROOM = 10_000
 

@@ -43,3 +43,31 @@ def test_a_late_resume_leaves_messages_accepted_since_start_up_alone(live, llm):
     assert llm.requests == []
     with live.db() as db:  # leave no half-done message for the next tests
         db.get(Message, message_pk).status = "failed"
+
+
+def test_a_resumed_turn_first_tells_clients_to_drop_the_partial_answer(live, llm):
+    # The process died mid-turn after streaming tokens: the resumed turn streams from the start,
+    # so clients must first be told to drop what they have (before: no such event).
+    client = live.new_user()
+    pk, session_id = new_execution(client)
+    message_pk = _unanswered(live, pk, session_id, "processing")
+    socket = client.socket(session_id)
+    try:
+        llm.script(Reply(QUESTION))
+        resume_unfinished_turns(live.platform)
+        socket.wait_event("mojo_message")
+        live.wait_idle()
+        names = [name for name, _ in socket.events]
+        assert names[0] == "mojo_message_retrying", names
+        retrying = socket.named("mojo_message_retrying")
+        assert retrying == [{"session_id": session_id, "message_pk": message_pk, "user_task_execution_pk": pk,
+                             "seq": retrying[0]["seq"]}]
+        later = [payload["seq"] for name, payload in socket.events[1:]]
+        assert later and min(later) > retrying[0]["seq"]
+        # A client joining later gets it in the replay too, before the answer.
+        late = client.socket(session_id)
+        replayed = [name for name, _ in late.events]
+        late.close()
+        assert replayed.index("mojo_message_retrying") < replayed.index("mojo_message")
+    finally:
+        socket.close()
