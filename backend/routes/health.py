@@ -3,6 +3,7 @@ from __future__ import annotations
 from flask_restful import Resource
 
 from backend.context import platform
+from backend.errors import DATABASE_UNAVAILABLE
 from mojodex_core.db import ping
 
 
@@ -30,4 +31,7 @@ class HealthResource(Resource):
         else:
             checks["llm"] = "configured" if current.llm is not None else "not configured"
         healthy = all(v in ("ok", "not configured", "configured") for v in checks.values())
-        return {"status": "ok" if healthy else "error", **checks}, 200 if healthy else 503
+        body = {"status": "ok" if healthy else "error", **checks}
+        if checks["database"] != "ok":
+            body["error"] = DATABASE_UNAVAILABLE  # the same words as every other route's 503
+        return body, 200 if healthy else 503

@@ -62,6 +62,8 @@ def test_every_route_answers_503_with_one_log_line(dead_database_url, caplog):
                 assert (response.status_code, response.json()) == (503, {"error": "database unavailable"}), path
                 assert response.headers.get("Retry-After")
                 reached += 1
+        health = requests.get(server.base_url + "/health", timeout=30)
+        assert health.status_code == 503 and health.json()["error"] == "database unavailable"
         api_lines = [r for r in caplog.records if r.name == "mojodex.api"]
         assert len(api_lines) == reached
         assert all(r.exc_info is None and r.levelno == logging.ERROR for r in api_lines)

@@ -191,6 +191,7 @@ class SocketRecorder:
 class LiveServer:
     base_url: str
     platform: Platform
+    app: Any = None
 
     def db(self):  # noqa: ANN201
         return transaction(self.platform.session_factory)
@@ -259,7 +260,7 @@ def start_live_server(
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    return LiveServer(f"http://127.0.0.1:{server.server_port}", platform), server, thread
+    return LiveServer(f"http://127.0.0.1:{server.server_port}", platform, app), server, thread
 
 
 @contextmanager

@@ -1,0 +1,142 @@
+"""Rate limits (Flask-Limiter): failed authentications per address and per token prefix, admin
+routes, message sends per user; 429 {"error": ...} with Retry-After. Before: 474 token guesses
+a second and 500 admin-secret guesses in 0.6 s, never throttled."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import secrets
+import uuid
+
+import pytest
+import requests
+import socketio
+
+from backend.rate_limits import rate_limits
+from mojodex_core.security_config import RateLimitSettings
+from tests.integration._helpers import new_execution
+from tests.support.live import GENEROUS_RATE_LIMITS, live_settings, serving
+
+REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+def _server(database_url: str, redis_url: str | None = None, **limits: str):  # noqa: ANN202
+    settings = live_settings(database_url, None)
+    rules = dataclasses.replace(GENEROUS_RATE_LIMITS, **limits) if limits else RateLimitSettings()
+    return serving(dataclasses.replace(settings, rate_limits=rules, redis_url=redis_url))
+
+
+def _guess(base_url: str, token: str) -> requests.Response:
+    return requests.get(base_url + "/user_task", headers={"Authorization": f"Bearer {token}"}, timeout=30)
+
+
+def _assert_throttled(response: requests.Response, message: str) -> None:
+    assert response.status_code == 429, response.text
+    body = response.json()
+    assert body["error"] == message
+    wait = int(response.headers["Retry-After"])
+    assert 1 <= wait <= 60 and body["retry_after"] == wait
+
+
+def test_default_limits_throttle_token_guesses_per_address(database_url):
+    with _server(database_url) as live:  # the production defaults: 20 failures a minute per address
+        statuses = [_guess(live.base_url, secrets.token_urlsafe(32)).status_code for _ in range(30)]
+        assert statuses == [401] * 20 + [429] * 10
+        client = live.new_user()  # a valid token from that address waits too: nothing is checked meanwhile
+        _assert_throttled(client.call("GET", "/user_task"), "too many failed authentications from this address")
+
+
+def test_default_limits_throttle_guesses_sharing_a_token_prefix(database_url):
+    with _server(database_url) as live:  # 10 failures a minute per token prefix
+        prefix = secrets.token_urlsafe(6)[:8]
+        statuses = [_guess(live.base_url, prefix + secrets.token_urlsafe(30)).status_code for _ in range(12)]
+        assert statuses == [401] * 10 + [429] * 2
+        _assert_throttled(_guess(live.base_url, prefix + "x" * 30), "too many failed authentications with this token")
+        assert _guess(live.base_url, secrets.token_urlsafe(32)).status_code == 401  # another prefix: not yet
+
+
+def test_admin_secret_guesses_and_admin_requests_are_throttled(database_url):
+    with _server(database_url, auth_failures_per_address="5/minute", admin="8/minute") as live:
+        wrong = requests.Session()
+        wrong.headers["Authorization"] = "wrong-admin-secret-" + uuid.uuid4().hex
+        statuses = [wrong.get(live.base_url + "/task", timeout=30).status_code for _ in range(7)]
+        assert statuses == [403] * 5 + [429] * 2
+    with _server(database_url, admin="8/minute") as live:
+        admin = live.admin()
+        statuses = [admin.get(live.base_url + "/usage", timeout=30).status_code for _ in range(10)]
+        assert statuses == [200] * 8 + [429] * 2
+        _assert_throttled(admin.get(live.base_url + "/task", timeout=30), "too many admin requests")
+
+
+def test_message_sends_are_limited_per_user(database_url):
+    with _server(database_url, message_sends="3/minute") as live:
+        first, second = live.new_user(), live.new_user()
+
+        def send(client, pk: int, session_id: str) -> requests.Response:  # noqa: ANN001
+            return client.call("PUT", "/user_message", json={
+                "session_id": session_id, "user_task_execution_pk": pk, "text": "hello",
+                "message_id": uuid.uuid4().hex})
+
+        pk, session_id = new_execution(first)
+        statuses = [send(first, pk, session_id).status_code for _ in range(5)]
+        assert statuses == [200] * 3 + [429] * 2
+        _assert_throttled(send(first, pk, session_id), "too many messages; wait before sending more")
+        assert first.call("GET", "/message", params={"session_id": session_id}).status_code == 200  # reads go on
+        other_pk, other_session = new_execution(second)
+        assert send(second, other_pk, other_session).status_code == 200  # per user, not global
+        live.wait_idle()
+        with live.db() as db:  # the refused sends stored nothing
+            from mojodex_core.db.models import Message
+
+            assert db.query(Message).filter_by(session_id=session_id, sender="user").count() == 3
+
+
+def test_socket_handshakes_with_bad_tokens_count_as_failures(database_url):
+    with _server(database_url, auth_failures_per_address="3/minute") as live:
+        refusals = []
+        for _ in range(5):
+            client = socketio.Client(reconnection=False)
+            client.on("connect_error", refusals.append)
+            with pytest.raises(socketio.exceptions.ConnectionError):
+                client.connect(live.base_url, auth={"token": secrets.token_urlsafe(32)}, transports=["websocket"],
+                               wait_timeout=10)
+        assert [r["message"] for r in refusals] == ["missing or invalid token"] * 3 + [
+            "too many failed authentications from this address"] * 2
+        assert refusals[-1]["data"]["retry_after"] >= 1
+        _assert_throttled(_guess(live.base_url, "x" * 40), "too many failed authentications from this address")
+
+
+def test_rate_limits_can_be_turned_off(database_url):
+    off = dataclasses.replace(RateLimitSettings(), enabled=False)
+    with serving(dataclasses.replace(live_settings(database_url, None), rate_limits=off)) as live:
+        assert {_guess(live.base_url, secrets.token_urlsafe(32)).status_code for _ in range(40)} == {401}
+
+
+def _redis_reachable() -> bool:
+    try:
+        import redis
+
+        return bool(redis.Redis.from_url(REDIS_URL, socket_timeout=1).ping())
+    except Exception:  # noqa: BLE001
+        return False
+
+
+@pytest.mark.skipif(not _redis_reachable(), reason="no Redis at TEST_REDIS_URL")
+def test_with_redis_the_counts_are_shared_by_every_server_process(database_url):
+    with _server(database_url, REDIS_URL, auth_failures_per_address="4/minute") as first, \
+            _server(database_url, REDIS_URL, auth_failures_per_address="4/minute") as second:
+        limits = rate_limits(first.app)
+        assert limits.storage_uri == REDIS_URL
+        limits.limiter.reset()  # counts left in this Redis database by an earlier run
+        assert [_guess(first.base_url, secrets.token_urlsafe(32)).status_code for _ in range(2)] == [401, 401]
+        assert [_guess(second.base_url, secrets.token_urlsafe(32)).status_code for _ in range(3)] == [401, 401, 429]
+
+
+def test_an_unreachable_redis_leaves_the_api_working_unthrottled(database_url, caplog):
+    with _server(database_url, "redis://127.0.0.1:1/0", auth_failures_per_address="2/minute") as live:
+        assert {_guess(live.base_url, secrets.token_urlsafe(32)).status_code for _ in range(5)} == {401}
+        client = live.new_user()
+        assert client.call("GET", "/user_task").status_code == 200
+    lines = [r for r in caplog.records if r.name == "mojodex.ratelimit" and "unreachable" in r.getMessage()]
+    assert len(lines) == 1  # said once, not per request
