@@ -4,14 +4,19 @@ one line per request and no traceback (before: 500 and ~111 traceback lines per 
 from __future__ import annotations
 
 import logging
+import os
+import uuid
 
 import pytest
 import requests
 import socketio
+from sqlalchemy import create_engine, text
 
+from mojodex_core.config import normalise_database_url
+from mojodex_core.db.migrate import upgrade
 from tests.foundation.conftest import valid_spec
 from tests.security._servers import bare_server
-from tests.support.live import ADMIN_SECRET, live_settings
+from tests.support.live import ADMIN_SECRET, live_settings, serving
 
 USER = {"Authorization": "Bearer some-user-token-0123456789abcdef"}
 ADMIN = {"Authorization": ADMIN_SECRET}
@@ -82,3 +87,35 @@ def test_a_socket_is_refused_with_database_unavailable(dead_database_url, caplog
         assert refusals == [{"message": "database unavailable", "data": {"error": "database unavailable"}}]
         assert len([r for r in caplog.records if "database unavailable" in r.getMessage()]) == 1
         assert not [r for r in caplog.records if r.exc_info], "no traceback in the log"
+
+
+POSTGRES_URL = os.environ.get("TEST_DATABASE_URL")
+
+
+@pytest.mark.skipif(not POSTGRES_URL, reason="needs TEST_DATABASE_URL (a Postgres server to create a database on)")
+def test_a_database_stopped_while_serving_turns_every_route_into_503(caplog):
+    # A temporary database, migrated, served, then taken away under the running server.
+    admin_url = normalise_database_url(POSTGRES_URL)
+    name = f"tmp_down_{uuid.uuid4().hex[:10]}"
+    admin_engine = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin_engine.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    url = admin_url.rsplit("/", 1)[0] + f"/{name}"
+    try:
+        upgrade(url)
+        with serving(live_settings(url, None)) as live:
+            client = live.new_user()
+            assert client.call("GET", "/user_task").status_code == 200
+            with admin_engine.connect() as conn:
+                conn.execute(text(f'DROP DATABASE "{name}" WITH (FORCE)'))
+            caplog.clear()
+            with caplog.at_level(logging.INFO):
+                for path in ("/user_task", "/message", "/user_task_execution"):
+                    response = client.call("GET", path)
+                    assert (response.status_code, response.json()) == (503, {"error": "database unavailable"})
+            lines = [r for r in caplog.records if r.name == "mojodex.api"]
+            assert len(lines) == 3 and not [r for r in caplog.records if r.exc_info]
+    finally:
+        with admin_engine.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin_engine.dispose()
