@@ -11,6 +11,7 @@ from flask import Flask, redirect
 from flask_socketio import SocketIO
 from sqlalchemy import or_, select
 from sqlalchemy.exc import OperationalError
+from werkzeug.middleware.proxy_fix import ProxyFix
 
 from backend.context import Platform
 from backend.cors import install_cors, socket_origin_check
@@ -52,6 +53,10 @@ def create_app(platform: Platform) -> tuple[Flask, SocketIO]:
         engineio_logger=False,
     )
     app.extensions["mojodex_socket_tokens"] = register_socket_events(socketio, platform)
+    if platform.settings.trusted_proxies:
+        # Outside the Socket.IO middleware, so handshakes see the client's address too.
+        n = platform.settings.trusted_proxies
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n)
     # Final events reach clients through the session's room, named after the session id.
     platform.events.set_transport(lambda session_id, name, payload: socketio.emit(name, payload, to=session_id))
     resume_unfinished_turns(platform)

@@ -79,6 +79,9 @@ class Settings:
     rate_limits: RateLimitSettings = field(default_factory=RateLimitSettings)
     cors_origins: tuple[str, ...] = ()
     socket_auth_recheck_s: float = 2.0
+    # Reverse proxies in front of the server whose X-Forwarded-* headers are trusted (0: none,
+    # the client address is the TCP peer). Rate limits count per this client address.
+    trusted_proxies: int = 0
 
     @property
     def is_sqlite(self) -> bool:
@@ -246,6 +249,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         rate_limits=rate_limits,
         cors_origins=cors_origins,
         socket_auth_recheck_s=_float(env, "MOJODEX_SOCKET_AUTH_RECHECK_S", 2.0, 0.1, 300.0),
+        trusted_proxies=_int(env, "MOJODEX_TRUSTED_PROXIES", 0, 0, 5),
     )
 
 

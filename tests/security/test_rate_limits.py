@@ -140,3 +140,22 @@ def test_an_unreachable_redis_leaves_the_api_working_unthrottled(database_url, c
         assert client.call("GET", "/user_task").status_code == 200
     lines = [r for r in caplog.records if r.name == "mojodex.ratelimit" and "unreachable" in r.getMessage()]
     assert len(lines) == 1  # said once, not per request
+
+
+@pytest.mark.parametrize("trusted_proxies", [0, 1])
+def test_the_client_address_comes_from_a_trusted_proxy_only(database_url, trusted_proxies):
+    settings = dataclasses.replace(
+        live_settings(database_url, None), trusted_proxies=trusted_proxies,
+        rate_limits=dataclasses.replace(GENEROUS_RATE_LIMITS, auth_failures_per_address="3/minute"),
+    )
+    with serving(settings) as live:
+        def guess(forwarded_for: str) -> int:
+            return requests.get(live.base_url + "/user_task", timeout=30, headers={
+                "Authorization": f"Bearer {secrets.token_urlsafe(32)}", "X-Forwarded-For": forwarded_for}).status_code
+
+        statuses = [guess(f"203.0.113.{i}") for i in range(5)]  # five addresses, as a proxy would say
+        if trusted_proxies:
+            assert statuses == [401] * 5  # each address has its own count
+            assert [guess("203.0.113.99") for _ in range(4)] == [401] * 3 + [429]
+        else:
+            assert statuses == [401] * 3 + [429] * 2  # a forged header changes nothing
