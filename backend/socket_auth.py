@@ -115,7 +115,7 @@ def replay_sender(socketio: SocketIO, sid: str, emit: Callable[[str, Any], None]
     try:
         if server.transport(sid) != "polling":
             return emit
-        eio_socket = server.eio._get_socket(server.manager.eio_sid_from_sid(sid, "/"))
+        eio_socket = server.eio.sockets[server.manager.eio_sid_from_sid(sid, "/")]
     except Exception:  # noqa: BLE001 - gone or unknown: nothing to pace
         return emit
     sent = 0
