@@ -28,6 +28,7 @@ log = logging.getLogger("mojodex.ratelimit")
 EXTENSION = "mojodex_rate_limits"
 TOKEN_PREFIX_CHARS = 8
 STORAGE_ERROR_LOG_EVERY_S = 60.0
+BREACH_LOG_EVERY_S = 60.0
 
 
 def client_address() -> str:
@@ -55,6 +56,7 @@ class RateLimits:
             "message_sends": parse_many(config.message_sends),
         }
         self._storage_error_logged_at = 0.0
+        self._breaches_logged: dict[tuple[str, str], float] = {}
         self._lock = threading.Lock()
 
     # --- the checks
@@ -95,8 +97,22 @@ class RateLimits:
     def _refuse(self, rule: str, message: str, item: RateLimitItem, key: str) -> None:
         stats = self._guarded(lambda: self.limiter.limiter.get_window_stats(item, rule, key), None)
         wait = max(1, math.ceil(stats.reset_time - time.time())) if stats else item.get_expiry()
-        log.warning("rate limit %s (%s) reached for %s; retry after %d s", rule, item, _shown(rule, key), wait)
+        if self._first_breach(rule, key):
+            log.warning("rate limit %s (%s) reached for %s; refused for %d s (said once a minute)",
+                        rule, item, _shown(rule, key), wait)
         raise ApiError(429, message, headers={"Retry-After": str(wait)}, retry_after=wait)
+
+    def _first_breach(self, rule: str, key: str) -> bool:
+        """One log line per throttled caller a minute: a guessing client must not flood the log."""
+        now = time.monotonic()
+        with self._lock:
+            if len(self._breaches_logged) > 10_000:
+                self._breaches_logged.clear()
+            last = self._breaches_logged.get((rule, key))
+            if last is not None and now - last < BREACH_LOG_EVERY_S:
+                return False
+            self._breaches_logged[(rule, key)] = now
+            return True
 
     def _guarded(self, call: Callable, fallback):  # noqa: ANN001, ANN202
         """The storage being down (Redis) must not take the API down: the limit is skipped, said once a minute."""

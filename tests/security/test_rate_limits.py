@@ -39,10 +39,12 @@ def _assert_throttled(response: requests.Response, message: str) -> None:
     assert 1 <= wait <= 60 and body["retry_after"] == wait
 
 
-def test_default_limits_throttle_token_guesses_per_address(database_url):
+def test_default_limits_throttle_token_guesses_per_address(database_url, caplog):
     with _server(database_url) as live:  # the production defaults: 20 failures a minute per address
         statuses = [_guess(live.base_url, secrets.token_urlsafe(32)).status_code for _ in range(30)]
         assert statuses == [401] * 20 + [429] * 10
+        breaches = [r for r in caplog.records if r.name == "mojodex.ratelimit" and "reached" in r.getMessage()]
+        assert len(breaches) == 1  # ten refusals, one log line
         client = live.new_user()  # a valid token from that address waits too: nothing is checked meanwhile
         _assert_throttled(client.call("GET", "/user_task"), "too many failed authentications from this address")
 
