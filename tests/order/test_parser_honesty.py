@@ -476,10 +476,21 @@ def test_honesty_set_split_is_the_documented_hash(honesty):
     for entry in data["entries"]:
         held = int(hashlib.sha256(entry["id"].encode()).hexdigest(), 16) % 3 == 0
         assert entry["part"] == ("heldout" if held else "tune"), entry["id"]
-    assert honesty["n"] == len(data["entries"]) >= 150
+    heldout2 = json.loads((REPO / "tests" / "order" / "data" / "honesty_heldout2.json").read_text())
+    assert all(entry["part"] == "heldout2" for entry in heldout2["entries"])
+    assert len(heldout2["entries"]) >= 200
+    assert honesty["n"] == len(data["entries"]) + len(heldout2["entries"])
+    assert len(data["entries"]) >= 150
 
 
 def test_bench_ends_with_a_machine_readable_line(capsys):
     assert _bench().main([]) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert last.startswith("silent_wrong_rate_tune=") and " exact_heldout=" in last and " n=" in last
+    assert " silent_wrong_rate_heldout2=" in last and " exact_heldout2=" in last
+
+
+def test_bench_never_lists_a_heldout2_entry(capsys):
+    # heldout2 is a clean held-out: only its aggregates may be read, never its individual outcomes
+    assert _bench().main(["--part", "both", "--show", "10000"]) == 0
+    assert "[h2" not in capsys.readouterr().out
