@@ -16,23 +16,12 @@ from typing import Any
 from .frames import Frame, Segmentation, segment
 from .lexicon import extract_contacts, get_lexicon, tokenize
 from .menu import Menu
+from .parse_intents import GLUE, read_intents
 from .parsed_input import Modification, ParsedInput, ParsedItem, ReferenceDoubt
 from .references import current_item, diff_fields, find_item, find_ref, fitting_types, live_items, positive, said_as
 from .resolve import name_conflicts, resolve_frame
 from .tree import OrderTask
 
-_NAME_RE = re.compile(r"\b(?:my name is|my name's|name is|name's|call me|under the name(?: of)?)\s+"
-                      r"([a-z][a-z'\-]*(?:\s+[a-z][a-z'\-]*)?)", re.IGNORECASE)
-_NAME_PREFIX_RE = re.compile(r"^\s*(?:it'?s|it is|this is|i'?m|i am|for|under|name'?s|my name is|"
-                             r"the name is|put it under)\s+", re.IGNORECASE)
-_STREET_RE = re.compile(r"\d|\b(?:street|st|avenue|ave|road|rd|boulevard|blvd|lane|ln|drive|dr|way|court|ct|"
-                        r"place|pl|highway|hwy|parkway|pkwy|terrace|circle|square|sq|alley|row|apt|apartment|"
-                        r"suite|unit|floor|building|plaza|close|crescent|mews)\b\.?", re.IGNORECASE)
-# chunk kinds that carry no content of their own: a message made only of these says nothing to act on
-_GLUE = frozenset({"filler", "boundary", "yes", "no_answer", "def", "and", "or", "but", "wait"})
-_REFUSAL = frozenset({"yes", "no_answer", "neg", "cancel", "cancel_all", "modify", "checkout"})
-# an answer to another question, not a name: "pickup" answering "can I get a name?"
-_NOT_A_NAME = _REFUSAL | {"pickup", "delivery", "pay"}
 _ORDINAL_TEXT = {0: "first", 1: "second", 2: "third", 3: "fourth", -1: "last"}
 # a question about the menu, not an order ("is the blueberry bagel good", "do you have gluten free crust?")
 _QUESTION_RE = re.compile(r"^\s*(?:is|are|was|does|do you|did|what|what's|whats|which|how|why|when|where|who)\b"
@@ -44,8 +33,6 @@ _BARE_ADDRESS_RE = re.compile(r"^\s*(?:it'?s\s+|deliver(?: it)? to\s+)?(\d+[a-z]
                               r"(?:street|st|avenue|ave|road|rd|boulevard|blvd|lane|ln|drive|dr|way|court|ct|place|pl|"
                               r"terrace|circle|square|sq|parkway|pkwy|highway|hwy|close|crescent|mews))\.?\s*$",
                               re.IGNORECASE)
-_ADDRESS_RE = re.compile(r"\b(?:deliver(?:ed)?(?: it)?|bring it|send it|delivery)\s+(?:to|at)\s+(.+)$",
-                         re.IGNORECASE)
 
 
 class _Builder:
@@ -336,79 +323,6 @@ class _Builder:
                 self.leftovers.append("instead")  # "make it pepperoni instead": replace the ham, or add? not guessed
             self.out.modifications.append(Modification(item_index=idx, field=k, new_value=v))
 
-    def intents(self, text: str, contacts: list[str]) -> None:
-        flags, out, tree = self.seg.flags, self.out, self.tree
-        pending = tree.pending if tree is not None else None
-        # frames that produced nothing (a bare house number, "one") don't make this an order message
-        no_frames = not (out.new_items or out.modifications or out.cancel_item_index is not None
-                         or any(k != "method" for k in out.answers))
-        if flags.get("cancel_all"):
-            out.wants_cancel = True
-        elif self.seg.cancel_dangling and out.cancel_item_index is None:
-            out.cancel_item_index = current_item(tree)  # "forget it", "cancel that"
-        if flags.get("pickup"):
-            out.order_type = "pickup"
-        if flags.get("delivery"):
-            out.order_type = "delivery"
-        m = _ADDRESS_RE.search(text)
-        if m:
-            out.address, out.order_type = m.group(1).strip(" .!"), "delivery"
-        if flags.get("checkout"):
-            out.wants_checkout = True
-        if flags.get("pay"):
-            method = flags["pay"]
-            if (method == "cash_delivery" and tree is not None and tree.delivery_method.order_type == "pickup"
-                    and "deliver" not in text.lower()):
-                method = "in_store"  # "cash" on a pickup order: paid at the counter
-            out.answers["method"] = method
-        if contacts:
-            out.customer_contact = contacts[0]
-        m = _NAME_RE.search(text)
-        if m:
-            out.customer_name = m.group(1).strip().title()
-        if pending is None:
-            return
-        said_yes = bool(flags.get("yes"))
-        said_no = bool(flags.get("no_answer")) or (self.seg.bare_negation and no_frames)
-        if pending.task == "item" and pending.field and pending.field not in out.answers:
-            item = tree.items.items[pending.item_index or 0] if tree is not None else None
-            fdef = self.menu.item_types[item.item_type].fields.get(pending.field) if item else None
-            if fdef is not None and fdef.kind == "bool" and (said_yes or said_no) and no_frames:
-                out.answers[pending.field] = said_yes and not said_no
-            elif pending.optional and said_no:
-                out.answers[pending.field] = None
-        elif pending.task == "checkout" and said_yes and not said_no:
-            out.wants_checkout = True
-        elif pending.task == "address" and no_frames and not out.address and not said_no:
-            cleaned = re.sub(r"^\s*(?:it'?s|deliver(?: it)? to|to|at)\s+", "", text, flags=re.IGNORECASE)
-            cleaned = cleaned.strip(" .!")
-            if cleaned and _STREET_RE.search(cleaned):  # "yes", "sure" are not a street
-                self.free_text = True
-                out.address = cleaned
-                out.order_type = out.order_type or "delivery"
-            elif cleaned:
-                self.leftovers.append(cleaned)
-        elif pending.task == "customer_name" and no_frames and not out.customer_name:
-            name = self._name(text)
-            if name:
-                out.customer_name = name
-                self.free_text = True
-            elif out.order_type or out.answers.get("method") or out.wants_checkout:
-                pass  # "pickup" answering "can I get a name?": that answer, not a name
-            elif text.strip(" .!"):
-                self.leftovers.append(text.strip(" .!"))  # "no thanks", "I'd rather not say": asked again
-
-    def _name(self, text: str) -> str | None:
-        """A free-text answer to "can I get a name?": not yes/no, not a refusal, not grammar words only."""
-        kinds = {c.kind for c in self.chunks}
-        name = _NAME_PREFIX_RE.sub("", text).strip(" .!")
-        if not name or len(name.split()) > 4 or re.search(r"\d", name) or kinds & _NOT_A_NAME:
-            return None
-        if kinds <= _GLUE and not (len(name.split()) == 1 and name[0].isupper()):
-            return None  # "that one", "me" - but "Will" (capitalised) may be a name
-        return name.title()
-
-
 def parse_deterministic(text: str, menu: Menu, tree: OrderTask | None = None) -> ParsedInput:
     """Parse one customer message against ``menu``; ``tree`` gives answers/modifications their target.
 
@@ -425,7 +339,7 @@ def parse_deterministic(text: str, menu: Menu, tree: OrderTask | None = None) ->
     seg = segment(chunks, menu)
     builder = _Builder(menu, tree, seg, chunks)
     builder.frames()
-    builder.intents(text, contacts)
+    read_intents(builder, text, contacts)
     out = builder.out
     out.repeat_last = bool(seg.flags.get("repeat"))
     if seg.flags.get("all_items") and len(live_items(tree)) + len(seg.frames) >= 2:
@@ -463,7 +377,7 @@ def referenced_item(text: str, menu: Menu, tree: OrderTask) -> int | None:
 
 
 def _has_content(chunks: list[Any], seg: Segmentation) -> bool:
-    glue = _GLUE | {"neg"} if seg.bare_negation else _GLUE
+    glue = GLUE | {"neg"} if seg.bare_negation else GLUE
     if seg.flags.get("never_mind"):  # "never mind" alone: nothing to act on, like "hold on"
         glue = glue | {"cancel"}
     return any(c.kind not in glue for c in chunks)
