@@ -40,8 +40,17 @@ class DoubtHandlers(ChunkRules):
         self._end_neg()
         if self.out.frames:
             self.correcting = True
+            if all(c.kind in ("filler", "boundary", "wait") for c in self.chunks[i + 1:]):
+                self.out.doubts.append(ch.text)  # "a large pizza, hold on": a pause - the order isn't finished
         else:
             self.out.opens_with_correction = True  # "actually a pepsi": instead of, or as well?
+
+    def on_but(self, i: int, ch: Chunk) -> None:
+        """ "with everything but anchovies", "ham but mushrooms": "but" straight before a value, with no
+        negation, is an exception or a contrast the parse can't tell apart - a doubt, not an addition."""
+        nxt = self._next(i)
+        if nxt is not None and nxt.kind == "menu":
+            self.out.doubts.append(f"{ch.text} {nxt.text}")
 
     def on_half(self, i: int, ch: Chunk) -> None:
         """ "a dozen bagels, half with butter": a part of an even announced quantity (split later);

@@ -60,6 +60,7 @@ class _Segmenter(DoubtHandlers):
         self.neg_any = False
         self.qual: str | None = None
         self.qual_text = ""
+        self.qual_counts = False
         self.definite = False
         self.cancel_next = False
         self.cancel_text = ""
@@ -188,6 +189,8 @@ class _Segmenter(DoubtHandlers):
         qual, self.qual = self.qual, None
         cur = self.cur
         if anchors and not (cur and cur.anchor and self._prefers_attribute(cur, ch)):
+            if qual is not None and not self.qual_counts:  # "a double espresso": an amount of an item
+                self.out.doubts.append(f"{self.qual_text} {ch.text}")
             self._on_anchor(ch, anchors, values, self.neg)
             return
         negated = self.neg
@@ -303,6 +306,8 @@ class _Segmenter(DoubtHandlers):
                 if self.neg and self.neg_count:
                     self._end_neg()  # "no pickles extra onions": a qualifier starts a positive request
                 self.qual, self.qual_text = ch.payload, ch.text
+                before = self._prev(i)  # "two more cokes": a count of further items, not an amount
+                self.qual_counts = before is not None and before.kind == "num" and before.text not in ("a", "an")
                 continue
             elif k == "neg":
                 if not self.neg:
@@ -347,6 +352,8 @@ class _Segmenter(DoubtHandlers):
                 if self.cur is not None and self.cur.anchor:
                     self.cur.and_mark = len(self.cur.attrs)
             elif k in ("but", "boundary"):
+                if k == "but" and not self.neg:
+                    self.on_but(i, ch)
                 self._end_neg()
                 self.cross_dist = None
             elif k == "def":
