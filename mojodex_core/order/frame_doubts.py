@@ -94,6 +94,15 @@ class DoubtHandlers(ChunkRules):
         if cur is not None and cur.anchor is None and cur.attrs and i > 0 and self.chunks[i - 1].kind == "menu":
             cur.report_only = True
 
+    def on_answer_no(self, i: int, ch: Chunk) -> bool:
+        """ "no, not toasted": a "no" followed by a comma answers; it negates nothing after the comma
+        (which would otherwise flip "not toasted" back to toasted)."""
+        if ch.text.lower() != "no" or i + 1 >= len(self.chunks) or self.chunks[i + 1].text != ",":
+            return False
+        self.chunks[i] = ch._replace(kind="no_answer")
+        self.out.flags["no_answer"] = True
+        return True
+
     def on_dangling_neg(self, i: int, ch: Chunk) -> None:
         """ "a large pizza with no": a negation with nothing after it, once something was ordered."""
         nxt = self._next(i)

@@ -309,6 +309,8 @@ class _Segmenter(DoubtHandlers):
                 before = self._prev(i)  # "two more cokes": a count of further items, not an amount
                 self.qual_counts = before is not None and before.kind == "num" and before.text not in ("a", "an")
                 continue
+            elif k == "neg" and self.on_answer_no(i, ch):
+                pass
             elif k == "neg":
                 if not self.neg:
                     self.neg, self.neg_count = True, 0

@@ -16,6 +16,7 @@ from typing import Any
 from .frames import Frame, Segmentation, segment
 from .lexicon import extract_contacts, get_lexicon, tokenize
 from .menu import Menu
+from .parse_checks import unused_negations
 from .parse_intents import GLUE, read_intents
 from .parsed_input import Modification, ParsedInput, ParsedItem, ReferenceDoubt
 from .references import current_item, diff_fields, find_item, find_ref, fitting_types, live_items, positive, said_as
@@ -340,6 +341,7 @@ def parse_deterministic(text: str, menu: Menu, tree: OrderTask | None = None) ->
     builder = _Builder(menu, tree, seg, chunks)
     builder.frames()
     read_intents(builder, text, contacts)
+    builder.leftovers.extend(unused_negations(chunks, builder.out))
     out = builder.out
     out.repeat_last = bool(seg.flags.get("repeat"))
     if seg.flags.get("all_items") and len(live_items(tree)) + len(seg.frames) >= 2:

@@ -72,3 +72,26 @@ def test_but_before_a_negation_is_fine(bagel_menu):
     parsed, tree = run(bagel_menu, "a plain bagel with lox but no red onion")
     assert not flagged(parsed)
     assert live(tree)[0].fields["excluded_extras"] == ["red onion"]
+
+
+# -- a negation must leave a trace ---------------------------------------------------------------
+def test_a_negated_item_noun_is_not_dropped(drive_menu):
+    parsed, _tree = run(drive_menu, "a number 1 with no fries")
+    assert flagged(parsed)
+
+
+def test_actually_no_value_is_not_taken_as_the_value_again(bagel_menu):
+    parsed, tree = run(bagel_menu, "a garlic bagel with jam", "actually no jam")
+    assert flagged(parsed) or live(tree)[0].fields.get("excluded_spread") == ["jam"]
+
+
+def test_no_comma_answers_and_does_not_flip_the_next_value(bagel_menu):
+    parsed, tree = run(bagel_menu, "an onion bagel", "no, not toasted")
+    assert not flagged(parsed)
+    assert live(tree)[0].fields["toasted"] is False
+
+
+def test_instead_of_replaces_without_a_doubt(drive_menu):
+    parsed, tree = run(drive_menu, "a number 1 combo with a lemonade instead of coke")
+    assert not flagged(parsed)
+    assert live(tree)[0].fields["combo_drink"] == "lemonade"

@@ -1,0 +1,41 @@
+"""Checks of a finished parse against what was said: structural doubts no single frame can see.
+
+Each returns the words to report in ``ParsedInput.unparsed`` (which lowers confidence), so that the
+platform asks instead of silently taking a parse that dropped or guessed part of the message.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .parsed_input import ParsedInput
+
+
+def _negative(field: str, value: Any) -> bool:
+    return field.startswith("excluded_") or value is False or value is None
+
+
+def says_no(out: ParsedInput) -> bool:
+    """The parse holds something negative: an exclusion, a false flag, a removal or a declined question."""
+    if out.cancel_item_index is not None or out.cancel_item or out.wants_cancel:
+        return True
+    if any(_negative(k, v) for item in out.new_items for k, v in item.fields.items()):
+        return True
+    if any(_negative(m.field, m.new_value) for m in out.modifications):
+        return True
+    return any(_negative(k, v) for k, v in out.answers.items())
+
+
+def unused_negations(chunks: list[Any], out: ParsedInput) -> list[str]:
+    """ "a combo with no fries", "actually no cream cheese" that changed nothing: a negation of something
+    said (not a bare "no" answering a question) that left no trace in the parse. "instead of" replaces
+    rather than negates; "actually no" is a correction unless a value follows it straight away."""
+    if says_no(out):
+        return []
+    for i, ch in enumerate(chunks[:-1]):
+        nxt = chunks[i + 1]
+        words = ch.text.lower().split()
+        negates = ch.kind == "neg" and words[0] != "instead" or ch.kind == "wait" and words[-1] == "no"
+        if negates and nxt.kind in ("menu", "unknown"):
+            return [f"{ch.text} {nxt.text}"]
+    return []
