@@ -98,6 +98,9 @@ class _Builder:
             if before is not None and frame.follows_with and item_type in self.menu.item_types[
                     before.anchor or before.inherit or item_type].includes:
                 self.leftovers.append(said_as(frame, self.menu, item_type))  # "a number 3 with curly fries"
+            if self._with_elsewhere(frame, before, item_type):
+                self.leftovers.append(said_as(frame, self.menu, item_type))  # "a bagel with honey" (a coffee's)
+                continue
             target = current_item(tree)
             target_it = tree.items.items[target] if tree is not None and target is not None else None
             if self._as_change(n, frame, item_type, fields, live):
@@ -131,6 +134,16 @@ class _Builder:
                     tree.items.items[i].item_type == item_type for i in live):
                 self.leftovers.append(said_as(frame, self.menu, item_type))  # "actually a pepsi": instead of the coke?
             self.out.new_items.append(ParsedItem(item_type=item_type, fields=fields))
+
+    @staticmethod
+    def _with_elsewhere(frame: Frame, before: Frame | None, item_type: str) -> bool:
+        """ "a sesame bagel with honey" where honey only sweetens a coffee: a bare value said "with" an item
+        that can't take it is no order of its own (no article, number, noun or item name, unlike "with coke")
+        - it was meant for that item."""
+        owner = before.anchor or before.inherit if before is not None else None
+        names = any(s.names_item and s.item_type == item_type for a in frame.attrs for s in a.senses)
+        return (frame.follows_with and owner is not None and owner != item_type and not frame.article
+                and frame.number is None and not frame.has_noun and not names)
 
     def _as_change(self, n: int, frame: Frame, item_type: str, fields: dict[str, Any], live: list[int]) -> bool:
         """A change of an item already ordered, named by a reference: "make the pizza thin crust", "change the

@@ -95,3 +95,16 @@ def test_instead_of_replaces_without_a_doubt(drive_menu):
     parsed, tree = run(drive_menu, "a number 1 combo with a lemonade instead of coke")
     assert not flagged(parsed)
     assert live(tree)[0].fields["combo_drink"] == "lemonade"
+
+
+# -- a value said "with" an item that can't take it ---------------------------------------------
+def test_a_with_value_of_another_item_type_is_not_a_new_line(bagel_menu):
+    parsed, tree = run(bagel_menu, "a plain bagel with hazelnut")  # hazelnut sweetens a coffee here
+    assert flagged(parsed)
+    assert [it.item_type for it in live(tree)] == ["bagel"]
+
+
+def test_with_an_item_name_is_still_an_item(drive_menu):
+    parsed, tree = run(drive_menu, "a veggie burger with root beer")
+    assert not flagged(parsed)
+    assert [it.item_type for it in live(tree)] == ["burger", "drink"]
