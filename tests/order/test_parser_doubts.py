@@ -108,3 +108,25 @@ def test_with_an_item_name_is_still_an_item(drive_menu):
     parsed, tree = run(drive_menu, "a veggie burger with root beer")
     assert not flagged(parsed)
     assert [it.item_type for it in live(tree)] == ["burger", "drink"]
+
+
+# -- references among several lines of one type -------------------------------------------------
+TWO_PIZZAS = ("a small pizza with sausage", "a medium pizza with mushrooms")
+
+
+def test_remove_the_pizza_with_a_topping_removes_that_pizza(pizza_menu):
+    parsed, tree = run(pizza_menu, *TWO_PIZZAS, "remove the pizza with sausage")
+    assert not flagged(parsed)
+    assert [it.fields["size"] for it in live(tree)] == ["MEDIUM"]
+
+
+def test_cancel_the_one_with_a_topping_removes_that_one(pizza_menu):
+    parsed, tree = run(pizza_menu, *TWO_PIZZAS, "cancel the one with sausage")
+    assert not flagged(parsed)
+    assert [it.fields["size"] for it in live(tree)] == ["MEDIUM"]
+
+
+def test_remove_the_pizza_with_two_pizzas_is_ambiguous(pizza_menu):
+    parsed, tree = run(pizza_menu, *TWO_PIZZAS, "remove the pizza")
+    assert flagged(parsed)
+    assert len(live(tree)) == 2
