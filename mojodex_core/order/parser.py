@@ -18,12 +18,12 @@ from .lexicon import extract_contacts, get_lexicon, tokenize
 from .menu import Menu
 from .parse_checks import unused_negations
 from .parse_intents import GLUE, read_intents
-from .parsed_input import Modification, ParsedInput, ParsedItem, ReferenceDoubt
+from .parse_refs import ORDINAL_TEXT, ReferenceRules
+from .parsed_input import Modification, ParsedInput, ParsedItem
 from .references import current_item, diff_fields, find_item, find_ref, fitting_types, live_items, positive, said_as
 from .resolve import name_conflicts, resolve_frame
 from .tree import OrderTask
 
-_ORDINAL_TEXT = {0: "first", 1: "second", 2: "third", 3: "fourth", -1: "last"}
 # a question about the menu, not an order ("is the blueberry bagel good", "do you have gluten free crust?")
 _QUESTION_RE = re.compile(r"^\s*(?:is|are|was|does|do you|did|what|what's|whats|which|how|why|when|where|who)\b"
                           r"(?! are you| is it going|'s it going| you doing| are ya| is your)", re.IGNORECASE)
@@ -36,7 +36,7 @@ _BARE_ADDRESS_RE = re.compile(r"^\s*(?:it'?s\s+|deliver(?: it)? to\s+)?(\d+[a-z]
                               re.IGNORECASE)
 
 
-class _Builder:
+class _Builder(ReferenceRules):
     def __init__(self, menu: Menu, tree: OrderTask | None, seg: Segmentation, chunks: list[Any]) -> None:
         self.menu, self.tree, self.seg, self.chunks = menu, tree, seg, chunks
         self.out = ParsedInput()
@@ -68,7 +68,7 @@ class _Builder:
             if frame.ordinal is not None and frame.anchor is None:
                 # "a number 1 and a number 2, the first with a coke": a reference inside the message the
                 # split didn't resolve - not guessed
-                said = f"the {_ORDINAL_TEXT.get(frame.ordinal, str(frame.ordinal + 1))}"
+                said = f"the {ORDINAL_TEXT.get(frame.ordinal, str(frame.ordinal + 1))}"
                 self.leftovers.append(" ".join([said] + [a.text for a in frame.attrs]))
                 continue
             item_type, fields, left = resolve_frame(frame, self.menu, self.notes)
@@ -144,50 +144,6 @@ class _Builder:
         names = any(s.names_item and s.item_type == item_type for a in frame.attrs for s in a.senses)
         return (frame.follows_with and owner is not None and owner != item_type and not frame.article
                 and frame.number is None and not frame.has_noun and not names)
-
-    def _as_change(self, n: int, frame: Frame, item_type: str, fields: dict[str, Any], live: list[int]) -> bool:
-        """A change of an item already ordered, named by a reference: "make the pizza thin crust", "change the
-        bagel to sesame" (values after the noun are the change), "make the coke a diet coke", "make the bagel
-        two", "make it a cappuccino", "make that two cokes", "make it two pizzas". True when handled."""
-        tree = self.tree
-        if tree is None:
-            return False
-        explicit_number = frame.number is not None and not frame.article
-        if frame.definite and not explicit_number:
-            idx, ambiguous = find_ref(tree, self.menu, item_type, fields)
-            if idx is None and self.seg.modify and frame.noun_at is not None and not ambiguous:
-                _t, said, _l = resolve_frame(replace(frame, attrs=frame.attrs[:frame.noun_at]), self.menu)
-                idx, ambiguous = find_ref(tree, self.menu, item_type, said)
-            if idx is not None:
-                self.ref = idx
-                changes = diff_fields(tree.items.items[idx], fields)
-                if not changes and frame.joined_by_and and self.out.cancel_item_index not in (None, idx):
-                    # "remove the pizza and the coke": a second removal, which the parse can't hold - said
-                    self.leftovers.append(said_as(frame, self.menu, item_type))
-                self._modify(idx, changes)
-                return True
-            if live and frame.has_noun:  # "no ice in the drink" with no drink ordered: not a new line
-                self.leftovers.append(said_as(frame, self.menu, item_type))
-        ref = self.ref
-        if (ref is not None and self.seg.modify and not frame.definite
-                and (frame.article or frame.anchor is None and not frame.attrs and explicit_number)
-                and tree.items.items[ref].item_type == item_type):
-            self._modify(ref, diff_fields(tree.items.items[ref], fields))
-            return True
-        target = current_item(tree)
-        target_it = tree.items.items[target] if target is not None else None
-        if n != 0 or not self.seg.modify_current:
-            return False
-        if (frame.number is not None and target is not None and target_it is not None
-                and target_it.item_type == item_type and not frame.has_noun):
-            self._modify(target, diff_fields(target_it, fields))
-            return True
-        if explicit_number and frame.has_noun:
-            same = [i for i in live if tree.items.items[i].item_type == item_type]
-            if len(same) == 1:
-                self._modify(same[0], diff_fields(tree.items.items[same[0]], fields))
-                return True
-        return False
 
     def _pronoun(self, frame: Frame) -> bool:
         """ "a small one with olives" opening a message: a new item of the latest type ordered that takes it."""
@@ -266,52 +222,6 @@ class _Builder:
             self.leftovers.extend(left)
             self._modify(idx, diff_fields(tree.items.items[idx], fields))
         return True
-
-    def _ordinal(self, frame: Frame) -> bool:
-        """ "make the second one thin crust", "the first one with lox", "forget the last one": item n of the
-        live items (of the type, when named: "the second pizza"). Out of range: flagged."""
-        tree = self.tree
-        if frame.ordinal is None or tree is None or not live_items(tree):
-            return False
-        if frame.anchor is not None and frame.inherit is not None:
-            return False  # a part of this message's own split ("two pizzas, the first with ham")
-        live = [i for i in live_items(tree) if frame.anchor is None or tree.items.items[i].item_type == frame.anchor]
-        n = frame.ordinal
-        idx = live[n] if -len(live) <= n < len(live) else None
-        said = f"the {_ORDINAL_TEXT.get(n, str(n + 1))} one"
-        if idx is None:
-            if frame.cancel:
-                self.out.cancel_item = f"{_ORDINAL_TEXT.get(n, str(n + 1))} item"
-            else:
-                self.leftovers.append(said)
-                self._reference_doubt(frame, said)
-            return True
-        if frame.cancel:
-            if self.out.cancel_item_index not in (None, idx):
-                self.leftovers.append(said)  # a second removal: see frames()
-            else:
-                self.out.cancel_item_index = idx
-            return True
-        self.ref = idx
-        item = tree.items.items[idx]
-        _t, fields, left = resolve_frame(replace(frame, anchor=item.item_type, number=None), self.menu, self.notes)
-        self.leftovers.extend(left)
-        changes = diff_fields(item, fields)
-        if changes:
-            self._modify(idx, changes)
-        elif left:  # "make the second one thin crust" when the second is a coke: which one was meant?
-            self._reference_doubt(frame, said)
-        return True
-
-    def _reference_doubt(self, frame: Frame, said: str) -> None:
-        """Keep the change asked of an item not found, per item type that takes all of it (see ReferenceDoubt)."""
-        per_type = {}
-        for item_type in self.menu.item_types:
-            _t, fields, left = resolve_frame(replace(frame, anchor=item_type, number=None), self.menu)
-            if fields and not left:
-                per_type[item_type] = fields
-        if per_type:
-            self.out.reference = ReferenceDoubt(said=said, fields=per_type)
 
     def _bare(self, frame: Frame) -> None:
         """A frame naming no item: "make it 3" (a quantity)."""
