@@ -43,7 +43,7 @@ class ReferenceRules:
         explicit_number = frame.number is not None and not frame.article
         if frame.definite and not explicit_number:
             idx, ambiguous = find_ref(tree, self.menu, item_type, fields)
-            if idx is None and self.seg.modify and frame.noun_at is not None and not ambiguous:
+            if idx is None and self.seg.modify and frame.noun_at is not None:
                 _t, said, _l = resolve_frame(replace(frame, attrs=frame.attrs[:frame.noun_at]), self.menu)
                 idx, ambiguous = find_ref(tree, self.menu, item_type, said)
             if idx is not None:
@@ -53,6 +53,9 @@ class ReferenceRules:
                     # "remove the pizza and the coke": a second removal, which the parse can't hold - said
                     self.leftovers.append(said_as(frame, self.menu, item_type))
                 self._modify(idx, changes)
+                return True
+            if ambiguous:  # "make the coke large" with two lines of coke: which one? not a new line either
+                self.leftovers.append(said_as(frame, self.menu, item_type))
                 return True
             if live and frame.has_noun:  # "no ice in the drink" with no drink ordered: not a new line
                 self.leftovers.append(said_as(frame, self.menu, item_type))

@@ -130,3 +130,15 @@ def test_remove_the_pizza_with_two_pizzas_is_ambiguous(pizza_menu):
     parsed, tree = run(pizza_menu, *TWO_PIZZAS, "remove the pizza")
     assert flagged(parsed)
     assert len(live(tree)) == 2
+
+
+def test_a_change_of_the_coke_with_two_coke_lines_is_ambiguous_not_a_new_line(drive_menu):
+    parsed, tree = run(drive_menu, "a sprite and a hamburger and a sprite", "make the sprite small")
+    assert flagged(parsed)
+    assert [it.fields.get("size") for it in live(tree) if it.item_type == "drink"] == ["medium", "medium"]
+
+
+def test_a_described_reference_changes_that_line(pizza_menu):
+    parsed, tree = run(pizza_menu, *TWO_PIZZAS, "make the pizza with mushrooms thin crust")
+    assert not flagged(parsed)
+    assert [it.fields.get("style") for it in live(tree)] == [[], ["THIN_CRUST"]]
