@@ -1,5 +1,6 @@
-"""Grammar-pass handlers that read pauses, corrections, halves and unknown names, and record the
-structural doubts the parse can't represent (``Segmentation.doubts`` -> ``ParsedInput.unparsed``).
+"""Grammar-pass handlers that read pauses, corrections, halves, unknown names, "both"/"each" and
+"the one", and record the structural doubts the parse can't represent (``Segmentation.doubts`` ->
+``ParsedInput.unparsed``).
 
 A mixin of the segmenter (:mod:`frames`): it uses the segmenter's state (``out``, ``cur``,
 ``neg``...) and its ``_new_frame`` / ``_end_neg``.
@@ -10,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .frame_parts import Frame, Segmentation
-from .frame_rules import ChunkRules
+from .frame_rules import ChunkRules, fits, types_of
 from .lexicon import Chunk
 
 
@@ -23,6 +24,9 @@ class DoubtHandlers(ChunkRules):
     cancel_next: bool
     correcting: bool
     half_whole: Frame | None
+    dists: list[tuple[list[Frame], Frame, set[int]]]
+    dist_texts: list[tuple[str, bool]]
+    cross_dist: Frame | None
 
     def _new_frame(self, pull_types: set[str] | None = None, **kw: Any) -> Frame:
         raise NotImplementedError
@@ -94,6 +98,17 @@ class DoubtHandlers(ChunkRules):
         if cur is not None and cur.anchor is None and cur.attrs and i > 0 and self.chunks[i - 1].kind == "menu":
             cur.report_only = True
 
+    def on_the_one(self, ch: Chunk, prev: Chunk | None) -> bool:
+        """ "the one with olives", "cancel the one with ham": a reference described by what follows (see
+        ``references.find_ref``), not a count of one - the frame is definite and has no number."""
+        if ch.text.lower() not in ("one", "1") or not self.definite:
+            return False
+        if prev is None or prev.kind not in ("def", "modify"):
+            return False
+        self._end_neg()
+        self._new_frame()
+        return True
+
     def on_answer_no(self, i: int, ch: Chunk) -> bool:
         """ "no, not toasted": a "no" followed by a comma answers; it negates nothing after the comma
         (which would otherwise flip "not toasted" back to toasted)."""
@@ -118,3 +133,37 @@ class DoubtHandlers(ChunkRules):
         same = [f for f in self.out.frames if any((s.item_type, s.field, s.value) in said
                                                    for a in f.attrs for s in a.senses if s.names_item)]
         return same[0] if len(same) == 1 else None
+
+    def on_dist(self, ch: Chunk) -> None:
+        """ "both", "each", "all": remember the list of items it covers (see :meth:`_distribute`)."""
+        cur = self.cur
+        kind = cur.anchor or cur.inherit if cur is not None else None
+        if cur is not None and kind is None and cur.attrs:  # "one plain and one everything, both toasted"
+            common = set.intersection(*(types_of(a.senses) for a in cur.attrs))
+            kind = next(iter(common)) if len(common) == 1 else None
+        if cur is None and not self.out.frames:  # "both large" opening a message: every item already ordered
+            self.out.flags["dist_order"] = (ch.text, ch.payload)
+        if cur is None or kind is None:
+            return
+        group: list[Frame] = []
+        for frame in reversed(self.out.frames):
+            if frame.anchor != kind and not (frame.anchor is None and all(fits(a, {kind}) for a in frame.attrs)):
+                break
+            group.append(frame)
+        if ch.payload:
+            group = group[: int(ch.payload)]
+        if ch.payload == 2 and len(group) == 1 and (cur.number is None or cur.article or cur.number < 2) and not [
+                f for f in self.out.frames if f.anchor and f is not cur]:
+            self.out.doubts.append(ch.text)  # "and a hamburger, both with no onions": both with the earlier burger?
+        if len(group) >= 2:
+            self.dists.append((group, cur, {id(a) for a in cur.attrs}))
+            self.dist_texts.append((ch.text, ch.payload == 2))
+            return
+        # items of different types ("a pizza and a coke, both large"): what follows goes to each of them;
+        # a value that doesn't fit one of them is left unresolved there (the parser can't represent it)
+        named = [f for f in self.out.frames if f.anchor]
+        named = named[-int(ch.payload):] if ch.payload else named
+        if len(named) >= 2 and cur is named[-1]:
+            self.dists.append((named, cur, {id(a) for a in cur.attrs}))
+            self.dist_texts.append((ch.text, ch.payload == 2))
+            self.cross_dist = cur

@@ -108,6 +108,8 @@ class _Segmenter(DoubtHandlers):
         article = ch.text in ("a", "an")
         cur = self.cur
         prev = self._prev(i)
+        if self.on_the_one(ch, prev):
+            return
         if (ch.text in ("one", "1") and cur is not None and cur.anchor is None and cur.number is not None
                 and cur.article and cur.attrs and prev is not None and prev.kind == "menu" and not cur.after_with):
             cur.anchor, cur.has_noun = cur.inherit, cur.inherit is not None  # "a small one": pronoun
@@ -148,40 +150,6 @@ class _Segmenter(DoubtHandlers):
         prev = self._prev(i)
         frame.after_and = prev is not None and prev.kind == "and"
         frame.ordinal = next((_ORDINALS[w] for w in ch.text.lower().split() if w in _ORDINALS), None)
-
-    def on_dist(self, ch: Chunk) -> None:
-        """ "both", "each", "all": remember the list of items it covers (see :meth:`_distribute`)."""
-        cur = self.cur
-        kind = cur.anchor or cur.inherit if cur is not None else None
-        if cur is not None and kind is None and cur.attrs:  # "one plain and one everything, both toasted"
-            common = set.intersection(*(types_of(a.senses) for a in cur.attrs))
-            kind = next(iter(common)) if len(common) == 1 else None
-        if cur is None and not self.out.frames:  # "both large" opening a message: every item already ordered
-            self.out.flags["dist_order"] = (ch.text, ch.payload)
-        if cur is None or kind is None:
-            return
-        group: list[Frame] = []
-        for frame in reversed(self.out.frames):
-            if frame.anchor != kind and not (frame.anchor is None and all(fits(a, {kind}) for a in frame.attrs)):
-                break
-            group.append(frame)
-        if ch.payload:
-            group = group[: int(ch.payload)]
-        if ch.payload == 2 and len(group) == 1 and (cur.number is None or cur.article or cur.number < 2) and not [
-                f for f in self.out.frames if f.anchor and f is not cur]:
-            self.out.doubts.append(ch.text)  # "and a hamburger, both with no onions": both with the earlier burger?
-        if len(group) >= 2:
-            self.dists.append((group, cur, {id(a) for a in cur.attrs}))
-            self.dist_texts.append((ch.text, ch.payload == 2))
-            return
-        # items of different types ("a pizza and a coke, both large"): what follows goes to each of them;
-        # a value that doesn't fit one of them is left unresolved there (the parser can't represent it)
-        named = [f for f in self.out.frames if f.anchor]
-        named = named[-int(ch.payload):] if ch.payload else named
-        if len(named) >= 2 and cur is named[-1]:
-            self.dists.append((named, cur, {id(a) for a in cur.attrs}))
-            self.dist_texts.append((ch.text, ch.payload == 2))
-            self.cross_dist = cur
 
     def on_menu(self, i: int, ch: Chunk) -> None:
         anchors = anchor_senses(ch)

@@ -142,3 +142,9 @@ def test_a_described_reference_changes_that_line(pizza_menu):
     parsed, tree = run(pizza_menu, *TWO_PIZZAS, "make the pizza with mushrooms thin crust")
     assert not flagged(parsed)
     assert [it.fields.get("style") for it in live(tree)] == [[], ["THIN_CRUST"]]
+
+
+def test_the_one_with_a_value_is_a_reference_not_a_new_line(pizza_menu):
+    parsed, tree = run(pizza_menu, *TWO_PIZZAS, "the one with mushrooms thin crust")
+    assert not flagged(parsed)
+    assert [it.fields.get("style") for it in live(tree)] == [[], ["THIN_CRUST"]]
