@@ -33,6 +33,30 @@ class ReferenceRules:
     def _modify(self, idx: int, fields: dict[str, Any]) -> None:
         raise NotImplementedError
 
+    def _cancel(self, frame: Frame, item_type: str, fields: dict[str, Any]) -> None:
+        """ "remove the coke": the line it names; "remove one coke" of a line of three: one fewer; more than
+        the line holds, several lines, or a second removal (which the parse can't hold): said, not guessed."""
+        tree = self.tree
+        idx, ambiguous = find_ref(tree, self.menu, item_type, fields) if tree is not None else (None, False)
+        said = said_as(frame, self.menu, item_type)
+        if idx is not None and tree is not None and frame.number is not None:
+            held = tree.items.items[idx].fields.get("quantity") or 1
+            count = int(frame.number) if float(frame.number).is_integer() else None
+            if count is None or count > held:  # "remove three cokes" of two
+                self.leftovers.append(said)
+                return
+            if count < held:
+                self._modify(idx, {"quantity": held - count})
+                return
+        if idx is not None and self.out.cancel_item_index not in (None, idx):
+            self.leftovers.append(said)  # "remove the pizza and the coke": one removal is all the parse can hold
+        elif idx is not None:
+            self.out.cancel_item_index = idx
+        elif ambiguous:  # "cancel the coke" with a diet coke and a cherry coke: which one?
+            self.leftovers.append(said)
+        else:  # "cancel the latte" with no latte ordered: named in an error, not dropped
+            self.out.cancel_item = said
+
     def _as_change(self, n: int, frame: Frame, item_type: str, fields: dict[str, Any], live: list[int]) -> bool:
         """A change of an item already ordered, named by a reference: "make the pizza thin crust", "change the
         bagel to sesame" (values after the noun are the change), "make the coke a diet coke", "make the bagel

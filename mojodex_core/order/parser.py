@@ -20,7 +20,7 @@ from .parse_checks import unused_negations
 from .parse_intents import GLUE, read_intents
 from .parse_refs import ORDINAL_TEXT, ReferenceRules
 from .parsed_input import Modification, ParsedInput, ParsedItem
-from .references import current_item, diff_fields, find_item, find_ref, fitting_types, live_items, positive, said_as
+from .references import current_item, diff_fields, find_item, fitting_types, live_items, positive, said_as
 from .resolve import name_conflicts, resolve_frame
 from .tree import OrderTask
 
@@ -79,16 +79,7 @@ class _Builder(ReferenceRules):
             self.leftovers.extend(name_conflicts(self.menu, item_type, fields))
             explicit_number = frame.number is not None and not frame.article
             if frame.cancel:
-                idx, ambiguous = find_ref(tree, self.menu, item_type, fields) if tree is not None else (None, False)
-                if idx is not None and self.out.cancel_item_index not in (None, idx):
-                    # "remove the pizza and the coke": one removal is all the parse can hold - the rest is said
-                    self.leftovers.append(said_as(frame, self.menu, item_type))
-                elif idx is not None:
-                    self.out.cancel_item_index = idx
-                elif ambiguous:  # "cancel the coke" with a diet coke and a cherry coke: which one?
-                    self.leftovers.append(said_as(frame, self.menu, item_type))
-                else:  # "cancel the latte" with no latte ordered: named in an error, not dropped
-                    self.out.cancel_item = said_as(frame, self.menu, item_type)
+                self._cancel(frame, item_type, fields)
                 continue
             live = live_items(tree)
             if frame.pronoun and frame.anchor is None and live and self._pronoun(frame):

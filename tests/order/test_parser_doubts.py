@@ -148,3 +148,16 @@ def test_the_one_with_a_value_is_a_reference_not_a_new_line(pizza_menu):
     parsed, tree = run(pizza_menu, *TWO_PIZZAS, "the one with mushrooms thin crust")
     assert not flagged(parsed)
     assert [it.fields.get("style") for it in live(tree)] == [[], ["THIN_CRUST"]]
+
+
+# -- part of a line ------------------------------------------------------------------------------
+def test_remove_one_of_a_line_of_three_leaves_two(drive_menu):
+    parsed, tree = run(drive_menu, "three lemonades and a hamburger", "remove one lemonade")
+    assert not flagged(parsed)
+    assert [(it.item_type, it.fields["quantity"]) for it in live(tree)] == [("drink", 2), ("burger", 1)]
+
+
+def test_remove_more_than_the_line_holds_is_a_doubt(drive_menu):
+    parsed, tree = run(drive_menu, "two lemonades", "remove three lemonades")
+    assert flagged(parsed)
+    assert live(tree)[0].fields["quantity"] == 2
