@@ -102,6 +102,27 @@ class ReferenceRules:
             if len(same) == 1:
                 self._modify(same[0], diff_fields(tree.items.items[same[0]], fields))
                 return True
+        if target_it is not None and frame.anchor is not None and target_it.item_type != item_type:
+            self.leftovers.append(said_as(frame, self.menu, item_type))  # "make it a combo": a burger can't become one
+            return True
+        return False
+
+    def _fills_missing(self, item_type: str, fields: dict[str, Any]) -> bool:
+        """ "medium, and a sprite" while the combo still has no drink: a new sprite, or the combo's drink? The
+        new item's name is a value a required field of an ordered item still lacks - not guessed."""
+        tree = self.tree
+        if tree is None:
+            return False
+        tdef = self.menu.item_types[item_type]
+        named = [(f, v) for f, v in fields.items() if f in tdef.fields and tdef.fields[f].names_item]
+        for idx in live_items(tree):
+            item = tree.items.items[idx]
+            if item.item_type == item_type:
+                continue
+            for name, fdef in self.menu.item_types[item.item_type].fields.items():
+                if fdef.required and item.fields.get(name) in (None, []) and any(
+                        fdef.value(str(v)) is not None for _f, v in named):
+                    return True
         return False
 
     def _ordinal(self, frame: Frame) -> bool:

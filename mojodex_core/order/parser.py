@@ -124,6 +124,8 @@ class _Builder(ReferenceRules):
             if self.seg.opens_with_correction and tree is not None and any(
                     tree.items.items[i].item_type == item_type for i in live):
                 self.leftovers.append(said_as(frame, self.menu, item_type))  # "actually a pepsi": instead of the coke?
+            if self._fills_missing(item_type, fields):
+                self.leftovers.append(said_as(frame, self.menu, item_type))
             self.out.new_items.append(ParsedItem(item_type=item_type, fields=fields))
 
     @staticmethod

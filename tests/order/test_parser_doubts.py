@@ -161,3 +161,21 @@ def test_remove_more_than_the_line_holds_is_a_doubt(drive_menu):
     parsed, tree = run(drive_menu, "two lemonades", "remove three lemonades")
     assert flagged(parsed)
     assert live(tree)[0].fields["quantity"] == 2
+
+
+# -- changes the order can't take as said --------------------------------------------------------
+def test_make_it_an_item_of_another_type_is_a_doubt_not_a_second_line(drive_menu):
+    parsed, tree = run(drive_menu, "a veggie burger", "make it a meal")
+    assert flagged(parsed)
+    assert [it.item_type for it in live(tree)] == ["burger"]
+
+
+def test_a_new_item_that_a_missing_required_field_could_take_is_a_doubt(drive_menu):
+    parsed, _tree = run(drive_menu, "a number 3 combo", "large, and a root beer")
+    assert flagged(parsed)  # the combo's drink, or a root beer of its own?
+
+
+def test_a_new_item_after_the_field_is_filled_is_a_new_line(drive_menu):
+    parsed, tree = run(drive_menu, "a number 3 combo, large, with a lemonade", "and a root beer")
+    assert not flagged(parsed)
+    assert [it.item_type for it in live(tree)] == ["combo", "drink"]
