@@ -110,6 +110,9 @@ class _Segmenter(DoubtHandlers):
         prev = self._prev(i)
         if self.on_the_one(ch, prev):
             return
+        if (ch.text in ("one", "1") and cur is not None and cur.definite and cur.anchor is None
+                and cur.number is None and cur.attrs and prev is not None and prev.kind == "menu"):
+            return  # "the large one with olives": a reference described by its values, not a count
         if (ch.text in ("one", "1") and cur is not None and cur.anchor is None and cur.number is not None
                 and cur.article and cur.attrs and prev is not None and prev.kind == "menu" and not cur.after_with):
             cur.anchor, cur.has_noun = cur.inherit, cur.inherit is not None  # "a small one": pronoun

@@ -41,10 +41,17 @@ def find_ref(tree: OrderTask, menu: Menu, item_type: str, fields: dict[str, Any]
     said = {k: v for k, v in fields.items() if k not in (key, "quantity") and v not in (None, [])}
     if said:
         full = [i for i in live if all(_holds(tree.items.items[i], k, v) for k, v in said.items())]
-        some = [i for i in live if any(_holds(tree.items.items[i], k, v) for k, v in said.items())]
+        some = [i for i in live if any(_holds(tree.items.items[i], k, v) for k, v in said.items())
+                and all(_holds(tree.items.items[i], k, v) or _adds(tree.items.items[i], k, v) for k, v in said.items())]
         if len(full) == 1 or not full and len(some) == 1:
             return (full or some)[0], False
     return None, True
+
+
+def _adds(item: ItemTask, name: str, value: Any) -> bool:
+    """The value can only be an addition to the item, not a description it contradicts: a list value, or a
+    field still empty ("the one with olives thin crust"; not "the large one with olives" on a medium)."""
+    return isinstance(value, list) or item.fields.get(name) in (None, [])
 
 
 def _family(tree: OrderTask, menu: Menu, item_type: str, key: str, value: Any, live: list[int]

@@ -179,3 +179,15 @@ def test_a_new_item_after_the_field_is_filled_is_a_new_line(drive_menu):
     parsed, tree = run(drive_menu, "a number 3 combo, large, with a lemonade", "and a root beer")
     assert not flagged(parsed)
     assert [it.item_type for it in live(tree)] == ["combo", "drink"]
+
+
+def test_the_large_one_is_a_reference_not_a_new_large_line(pizza_menu):
+    parsed, tree = run(pizza_menu, *TWO_PIZZAS, "the large one with mushrooms")
+    assert flagged(parsed)  # no large pizza was ordered: which one is meant?
+    assert len(live(tree)) == 2
+
+
+def test_the_medium_one_plus_a_new_value_changes_the_medium_one(pizza_menu):
+    parsed, tree = run(pizza_menu, *TWO_PIZZAS, "the medium one thin crust")
+    assert not flagged(parsed)
+    assert [it.fields.get("style") for it in live(tree)] == [[], ["THIN_CRUST"]]
