@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .frame_parts import Frame, Segmentation
-from .frame_rules import ChunkRules, fits, types_of
+from .frame_rules import ChunkRules, anchor_senses, fits, types_of
 from .lexicon import Chunk
 
 
@@ -24,6 +24,7 @@ class DoubtHandlers(ChunkRules):
     cancel_next: bool
     correcting: bool
     half_whole: Frame | None
+    menu: Any
     dists: list[tuple[list[Frame], Frame, set[int]]]
     dist_texts: list[tuple[str, bool]]
     cross_dist: Frame | None
@@ -108,6 +109,16 @@ class DoubtHandlers(ChunkRules):
         self._end_neg()
         self._new_frame()
         return True
+
+    def on_amount_filler(self, i: int, ch: Chunk) -> None:
+        """ "extra roses" at a shop whose menu has no amounts: "extra" is a filler there, but before a value
+        (not an item: "an extra bouquet" is one more) it asks for an amount the menu can't hold."""
+        if self.menu.qualifiers or ch.text.lower() not in ("extra", "double"):
+            return
+        nxt, prev = self._next(i), self._prev(i)
+        if nxt is not None and nxt.kind == "menu" and not anchor_senses(nxt) and not (
+                prev is not None and prev.kind == "num" and prev.text not in ("a", "an")):
+            self.out.doubts.append(f"{ch.text} {nxt.text}")
 
     def on_answer_no(self, i: int, ch: Chunk) -> bool:
         """ "no, not toasted": a "no" followed by a comma answers; it negates nothing after the comma

@@ -265,6 +265,8 @@ class _Segmenter(DoubtHandlers):
                 if prev is not None and prev.kind == "with":  # "a hamburger with everything": not on this menu
                     k = "unknown"
                     self.chunks[i] = ch = ch._replace(kind=k)
+            if k == "filler":
+                self.on_amount_filler(i, ch)
             if k not in ("filler", "boundary"):
                 self.out.content += 1
             if k == "num":
@@ -274,6 +276,8 @@ class _Segmenter(DoubtHandlers):
                 self.definite = False
                 continue
             elif k == "qual":
+                if self.qual is not None and self.qual != ch.payload:  # "light extra cheese": which amount?
+                    self.out.doubts.append(f"{self.qual_text} {ch.text}")
                 if self.neg and self.neg_count:
                     self._end_neg()  # "no pickles extra onions": a qualifier starts a positive request
                 self.qual, self.qual_text = ch.payload, ch.text

@@ -7,8 +7,20 @@ Utterances here are written for the tests: none is taken from the held-out sets.
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from mojodex_core.order import get_next_action, new_order, parse_deterministic, update_state
 from mojodex_core.order.llm_parser import DEFAULT_THRESHOLD
+from mojodex_core.order.menu import load_menu
+
+FLORIST = Path(__file__).parent / "conversation" / "fixtures" / "florist.json"
+
+
+@pytest.fixture(scope="module")
+def florist_menu():
+    return load_menu(FLORIST)
 
 
 def flagged(parsed):
@@ -191,3 +203,19 @@ def test_the_medium_one_plus_a_new_value_changes_the_medium_one(pizza_menu):
     parsed, tree = run(pizza_menu, *TWO_PIZZAS, "the medium one thin crust")
     assert not flagged(parsed)
     assert [it.fields.get("style") for it in live(tree)] == [[], ["THIN_CRUST"]]
+
+
+# -- amounts ------------------------------------------------------------------------------------
+def test_two_different_amounts_of_one_value_are_a_doubt(pizza_menu):
+    parsed, _tree = run(pizza_menu, "a small pizza with extra light onions")
+    assert flagged(parsed)
+
+
+def test_an_amount_at_a_menu_without_amounts_is_a_doubt(florist_menu):
+    parsed, _tree = run(florist_menu, "a bouquet of peonies with extra kraft paper")
+    assert flagged(parsed)
+
+
+def test_an_extra_item_at_a_menu_without_amounts_is_one_more(florist_menu):
+    parsed, _tree = run(florist_menu, "an extra bouquet of tulips")
+    assert not flagged(parsed) and parsed.new_items[0].fields["flower"] == "tulips"
