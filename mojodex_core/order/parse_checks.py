@@ -29,13 +29,25 @@ def says_no(out: ParsedInput) -> bool:
 def unused_negations(chunks: list[Any], out: ParsedInput) -> list[str]:
     """ "a combo with no fries", "actually no cream cheese" that changed nothing: a negation of something
     said (not a bare "no" answering a question) that left no trace in the parse. "instead of" replaces
-    rather than negates; "actually no" is a correction unless a value follows it straight away."""
+    rather than negates; "actually no" is a correction unless a value follows it straight away; a negated
+    item noun counts only inside an item's "with" list."""
     if says_no(out):
         return []
     for i, ch in enumerate(chunks[:-1]):
         nxt = chunks[i + 1]
         words = ch.text.lower().split()
         negates = ch.kind == "neg" and words[0] != "instead" or ch.kind == "wait" and words[-1] == "no"
-        if negates and nxt.kind in ("menu", "unknown"):
+        if negates and nxt.kind in ("menu", "unknown") and (not _names_an_item(nxt) or _after_with(chunks, i)):
             return [f"{ch.text} {nxt.text}"]
     return []
+
+
+def _names_an_item(ch: Any) -> bool:
+    return bool(ch.senses) and all(s.field is None for s in ch.senses)
+
+
+def _after_with(chunks: list[Any], i: int) -> bool:
+    """ "a combo with no drink": the negated item is part of the one being described; "and I won't need
+    drinks" says there is nothing more to order, which the parse rightly leaves out."""
+    before = next((c for c in reversed(chunks[:i]) if c.kind != "filler"), None)
+    return before is not None and before.kind == "with"

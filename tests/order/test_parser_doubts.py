@@ -219,3 +219,8 @@ def test_an_amount_at_a_menu_without_amounts_is_a_doubt(florist_menu):
 def test_an_extra_item_at_a_menu_without_amounts_is_one_more(florist_menu):
     parsed, _tree = run(florist_menu, "an extra bouquet of tulips")
     assert not flagged(parsed) and parsed.new_items[0].fields["flower"] == "tulips"
+
+
+def test_no_drinks_for_the_whole_order_is_not_a_doubt(drive_menu):
+    parsed, _tree = run(drive_menu, "a bacon burger and i won't need a drink")
+    assert not flagged(parsed)
