@@ -26,8 +26,8 @@ if str(REPO_ROOT) not in sys.path:  # allow running as a plain script from a che
     sys.path.insert(0, str(REPO_ROOT))
 
 from mojodex_core.order.exr import error_categories, to_exr, unordered_equal
-from mojodex_core.order.menu import load_menu
 from mojodex_core.order.llm_parser import DEFAULT_THRESHOLD
+from mojodex_core.order.menu import load_menu
 from mojodex_core.order.parser import parse_deterministic
 
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "pizza" / "PIZZA_dev.json"
