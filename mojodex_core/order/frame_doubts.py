@@ -120,6 +120,18 @@ class DoubtHandlers(ChunkRules):
                 prev is not None and prev.kind == "num" and prev.text not in ("a", "an")):
             self.out.doubts.append(f"{ch.text} {nxt.text}")
 
+    def on_and_a_part(self, i: int, prev: Chunk | None, cur: Frame | None) -> None:
+        """ "a large pizza and a pepperoni", "... and a hamburger": after "and", an article before a value of
+        the item's "with" list is a second item named by its topping (or one the menu doesn't sell), or one
+        more topping - not guessed. ("and a thin crust" - not a list value - stays the item's crust.)"""
+        nxt = self._next(i)
+        if prev is None or prev.kind != "and" or cur is None or cur.anchor is None or nxt is None:
+            return
+        fields = self.menu.item_types[cur.anchor].fields
+        said = [s for s in nxt.senses if s.item_type == cur.anchor and s.field]
+        if nxt.kind == "menu" and said and all(fields[s.field].multi and fields[s.field].with_list for s in said):
+            self.out.doubts.append(f"{self.chunks[i].text} {nxt.text}")
+
     def on_answer_no(self, i: int, ch: Chunk) -> bool:
         """ "no, not toasted": a "no" followed by a comma answers; it negates nothing after the comma
         (which would otherwise flip "not toasted" back to toasted)."""

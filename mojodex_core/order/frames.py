@@ -132,6 +132,7 @@ class _Segmenter(DoubtHandlers):
         ahead = self._lookahead_anchor(i)
         if article:
             if not ahead and not self._restates_field(i, cur) and not self._elided_noun(i, cur):
+                self.on_and_a_part(i, prev, cur)
                 return  # "with a thin crust": the article belongs to an attribute
             if cur.anchor and cur.with_seen and prev is not None and prev.kind == "with" and self._absorbs(cur, ahead):
                 return  # "a combo with a coke": the drink is part of the combo ("... with fries and a coke" is not)

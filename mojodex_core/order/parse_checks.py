@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .frame_parts import Frame
+from .menu import Menu
 from .parsed_input import ParsedInput
 
 
@@ -51,3 +53,16 @@ def _after_with(chunks: list[Any], i: int) -> bool:
     drinks" says there is nothing more to order, which the parse rightly leaves out."""
     before = next((c for c in reversed(chunks[:i]) if c.kind != "filler"), None)
     return before is not None and before.kind == "with"
+
+
+def item_named_by_a_part(frame: Frame, menu: Menu, item_type: str) -> bool:
+    """ "a hamburger" at the pizzeria (hamburger meat is a topping there), "a bacon" at the drive-thru: an
+    article straight before a value of a "with" list, with no item noun, names something the menu may not
+    sell - or a pizza by its topping. Not guessed. ("a large pepperoni": a size first, a pizza.)"""
+    if not frame.article or frame.has_noun or frame.anchor is not None or not frame.attrs:
+        return False
+    first = next((s for s in frame.attrs[0].senses if s.item_type == item_type and s.field), None)
+    if first is None:
+        return False
+    fdef = menu.item_types[item_type].fields[first.field]
+    return fdef.multi and fdef.with_list

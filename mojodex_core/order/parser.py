@@ -16,7 +16,7 @@ from typing import Any
 from .frames import Frame, Segmentation, segment
 from .lexicon import extract_contacts, get_lexicon, tokenize
 from .menu import Menu
-from .parse_checks import unused_negations
+from .parse_checks import item_named_by_a_part, unused_negations
 from .parse_intents import GLUE, read_intents
 from .parse_refs import ORDINAL_TEXT, ReferenceRules
 from .parsed_input import Modification, ParsedInput, ParsedItem
@@ -124,7 +124,7 @@ class _Builder(ReferenceRules):
             if self.seg.opens_with_correction and tree is not None and any(
                     tree.items.items[i].item_type == item_type for i in live):
                 self.leftovers.append(said_as(frame, self.menu, item_type))  # "actually a pepsi": instead of the coke?
-            if self._fills_missing(item_type, fields):
+            if self._fills_missing(item_type, fields) or item_named_by_a_part(frame, self.menu, item_type):
                 self.leftovers.append(said_as(frame, self.menu, item_type))
             self.out.new_items.append(ParsedItem(item_type=item_type, fields=fields))
 

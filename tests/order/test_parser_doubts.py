@@ -224,3 +224,25 @@ def test_an_extra_item_at_a_menu_without_amounts_is_one_more(florist_menu):
 def test_no_drinks_for_the_whole_order_is_not_a_doubt(drive_menu):
     parsed, _tree = run(drive_menu, "a bacon burger and i won't need a drink")
     assert not flagged(parsed)
+
+
+# -- an item named by a topping ------------------------------------------------------------------
+def test_a_hamburger_at_the_pizzeria_is_not_a_beef_pizza(pizza_menu):
+    parsed, _tree = run(pizza_menu, "a hamburger")
+    assert flagged(parsed)
+
+
+def test_and_a_topping_after_a_pizza_is_a_doubt_not_a_topping(pizza_menu):
+    parsed, _tree = run(pizza_menu, "a medium pizza and a sausage")
+    assert flagged(parsed)
+
+
+def test_a_size_then_a_topping_is_still_a_pizza(pizza_menu):
+    parsed, _tree = run(pizza_menu, "a small sausage")
+    assert not flagged(parsed)
+    assert parsed.new_items[0].fields == {"size": "SMALL", "toppings": [{"name": "SAUSAGE"}]}
+
+
+def test_and_a_crust_is_still_the_pizzas_crust(pizza_menu):
+    parsed, _tree = run(pizza_menu, "a medium pizza and a thin crust")
+    assert not flagged(parsed)
