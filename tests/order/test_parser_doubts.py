@@ -246,3 +246,16 @@ def test_a_size_then_a_topping_is_still_a_pizza(pizza_menu):
 def test_and_a_crust_is_still_the_pizzas_crust(pizza_menu):
     parsed, _tree = run(pizza_menu, "a medium pizza and a thin crust")
     assert not flagged(parsed)
+
+
+# -- an announced quantity and its named parts ---------------------------------------------------
+def test_two_drinks_then_their_names_are_two_drinks_not_four(drive_menu):
+    parsed, _tree = run(drive_menu, "two drinks, a lemonade and a root beer")
+    assert not flagged(parsed)
+    assert [i.fields for i in parsed.new_items] == [{"drink_type": "lemonade"}, {"drink_type": "root beer"}]
+
+
+def test_two_cokes_and_a_sprite_are_still_three(drive_menu):
+    parsed, _tree = run(drive_menu, "two lemonades and a root beer")
+    assert [i.fields for i in parsed.new_items] == [{"quantity": 2, "drink_type": "lemonade"},
+                                                    {"drink_type": "root beer"}]
