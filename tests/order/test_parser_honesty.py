@@ -465,7 +465,15 @@ def test_honesty_set_heldout_part_stays_under_a_loose_bound(honesty):
     # reported, not tuned against: the bound only catches regressions. It is 10%, not the 5% first
     # planned: batch 4's held-out part came out at 4 silent wrong of 18 on its first run, which put the
     # whole held-out part at 6.5% (see docs/order_engine.md) - the goal is far lower, this is a tripwire.
+    # Since the second round it is training data too (heldout2 replaced it as the held-out figure).
     assert honesty["silent_wrong_rate_heldout"] < 0.10
+
+
+def test_honesty_heldout2_stays_under_a_loose_bound(honesty):
+    # heldout2 is never tuned against and its entries are never listed: this is a tripwire for
+    # regressions (5.5% before the second round, 1.3% after it), not the goal (0.5%).
+    assert honesty["n_heldout2"] >= 200
+    assert honesty["silent_wrong_rate_heldout2"] < 0.05
 
 
 def test_honesty_set_split_is_the_documented_hash(honesty):
