@@ -20,6 +20,7 @@ from mojodex_core.config import PROJECT_ROOT
 from mojodex_core.db.models import Message
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.order_runtime import ORDER_EVENT
+from mojodex_core.workflow.runner import RUN_EVENT as WORKFLOW_RUN_EVENT
 
 log = logging.getLogger("mojodex.platform")
 WEBAPP_DIR = PROJECT_ROOT / "webapp"
@@ -50,6 +51,7 @@ def create_app(platform: Platform) -> tuple[Flask, SocketIO]:
     platform.events.set_transport(lambda session_id, name, payload: socketio.emit(name, payload, to=session_id))
     resume_unfinished_turns(platform)
     platform.resume_title_summaries()
+    platform.start_workflow_watch()
     return app, socketio
 
 
@@ -86,7 +88,8 @@ def _resume(platform: Platform, booted_at: datetime) -> None:
                 select(Message)
                 .where(
                     # user messages, and the global events of order conversations (system messages)
-                    or_(Message.sender == "user", Message.event_name == ORDER_EVENT),
+                    # and the workflow_run messages that ask a workflow execution to advance
+                    or_(Message.sender == "user", Message.event_name.in_((ORDER_EVENT, WORKFLOW_RUN_EVENT))),
                     Message.status.in_(("pending", "processing")),
                     Message.created_at < booted_at,
                 )
