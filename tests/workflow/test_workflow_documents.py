@@ -10,7 +10,16 @@ import json
 
 from tests.support.live import REPO_ROOT, serving
 from tests.support.scripted_llm import Reply
-from tests.workflow._helpers import DOC, awaiting, poem_user, start_doc, start_poem, validate, wait_completed, wait_steps
+from tests.workflow._helpers import (
+    DOC,
+    awaiting,
+    poem_user,
+    start_doc,
+    start_poem,
+    validate,
+    wait_completed,
+    wait_steps,
+)
 from tests.workflow.conftest import load_workflows, workflow_settings
 
 SRT = b"1\n00:00:00,000 --> 00:00:02,000\nFirst we plan.\n\n2\n00:00:02,000 --> 00:00:04,000\nThen we build.\n"

@@ -66,7 +66,8 @@ def test_a_heading_becomes_the_title_and_ranks_come_from_the_spec():
 def test_subtitles_keep_the_words_only():
     srt = "1\n00:00:01,000 --> 00:00:02,500\nHello there.\n\n2\n00:00:02,500 --> 00:00:04,000\nHello there.\nBye.\n"
     assert subtitle_text(srt) == "Hello there.\nBye."
-    vtt = "WEBVTT\nKind: captions\n\nNOTE a comment\nstill the note\n\n00:01.000 --> 00:02.000 align:start\n<v Bo>Hi</v>\n"
+    vtt = ("WEBVTT\nKind: captions\n\nNOTE a comment\nstill the note\n\n"
+           "00:01.000 --> 00:02.000 align:start\n<v Bo>Hi</v>\n")
     assert subtitle_text(vtt) == "Hi"
     assert transcript_text(UploadedFile("t.txt", None, "\ufeffPlain words \n".encode())) == "Plain words"
 
