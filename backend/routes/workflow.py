@@ -181,7 +181,6 @@ class RestartUserWorkflowExecutionResource(Resource):
                 raise bad_request("this execution is not a workflow", field="user_task_execution_pk")
             session_id = execution.session_id
             values = _checked_inputs(db, execution, task, inputs, {}) if inputs is not None else None
-        current.runner.cancel(session_id)  # a step still running was for the old inputs
         try:
             with current.events.publishing(session_id) as publication, current.db() as db:
                 execution = owned_execution(db, pk)
@@ -190,6 +189,8 @@ class RestartUserWorkflowExecutionResource(Resource):
             raise ApiError(409, str(exc)) from exc
         except ValueError as exc:
             raise bad_request(str(exc), field="from_rank") from exc
+        if outcome.stop_running:
+            current.runner.cancel(session_id)  # the step still running was for the old inputs
         current.runner.submit(TurnJob(session_id=session_id, message_pk=outcome.run_message_pk))
         log.info("workflow execution %s restarted from rank %s", pk, from_rank)
         return {**outcome.view, "run_submitted": True}, 200

@@ -31,6 +31,8 @@ class WorkflowStateError(Exception):
 class Outcome:
     run_message_pk: int | None
     view: dict[str, Any]
+    # A running step was invalidated: the caller stops it (its result would be dropped anyway).
+    stop_running: bool = False
 
 
 def _view(db: DbSession, task: Task, row: StepRow) -> dict[str, Any]:
@@ -130,8 +132,10 @@ def restart(db: DbSession, publication: Publication, execution: UserTaskExecutio
         raise WorkflowStateError("this execution has not started: start it with POST /user_task_execution_run")
     if inputs is not None:
         execution.json_input_values = inputs
-    invalidate(db, publication, later_live_rows(db, execution.user_task_execution_pk, from_rank - 1), "restarted")
+    rows = later_live_rows(db, execution.user_task_execution_pk, from_rank - 1)
+    running = any(r.status == "running" for r in rows)
+    invalidate(db, publication, rows, "restarted")
     _reopen(execution)
     return Outcome(_run(db, execution, f"restarted from rank {from_rank}"),
                    {"user_task_execution_pk": execution.user_task_execution_pk, "from_rank": from_rank,
-                    "json_inputs_values": execution.json_input_values})
+                    "json_inputs_values": execution.json_input_values}, stop_running=running)

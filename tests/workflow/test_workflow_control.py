@@ -202,3 +202,19 @@ def test_every_workflow_route_is_owner_only(wf, llm):
         assert response.status_code == 404, (method, path, response.text)
     assert steps(owner, pk) == [divider]
     assert len(llm.requests) == 1
+
+
+def test_a_restart_while_a_step_runs_drops_the_old_run_and_runs_on_the_new_inputs(wf, llm):
+    user = poem_user(wf)
+    llm.script(Reply(json={"stanza_topics": ["old"]}, delay_s=1.5), Reply(json={"stanza_topics": ["new"]}))
+    created = start_poem(user, "old topic")
+    pk = created["user_task_execution_pk"]
+    wait_steps(user, pk, lambda rs: rs and rs[0]["status"] == "running")
+    user.ok("POST", "/restart_user_workflow_execution", json={
+        "user_task_execution_pk": pk, "from_rank": 1, "inputs": {"poem_topic": "new topic"}})
+    (row,) = wait_steps(user, pk, awaiting(1))
+    assert row["result"] == [{"stanza_topic": "new"}] and row["parameter"] == {"poem_topic": "new topic"}
+    wf.wait_idle()
+    history = steps(user, pk, history=True)
+    assert [r["status"] for r in history] == ["invalidated", "done"]
+    assert steps(user, pk) == [row]
