@@ -32,6 +32,7 @@ log = logging.getLogger("mojodex.workflow")
 
 LABEL = "WORKFLOW_REVIEW"
 CONVERSATION_MESSAGES = 20
+REVIEW_CLOSED = "This step is no longer under review (it was restarted or run again): your message was not sent."
 ReviewKind = Literal["explanation", "question", "instruction"]
 
 
@@ -81,6 +82,14 @@ class _Review:
     messages: list[dict[str, str]]
 
 
+@dataclass
+class _Closed:
+    session_id: str
+    message_pk: int
+    message_id: str | None
+    execution_pk: int
+
+
 class ReviewTurn:
     def __init__(self, factory: sessionmaker[DbSession], events: EventPublisher, llm: LLMProvider | None,
                  advance: Callable[[str, int, threading.Event], None]) -> None:
@@ -91,6 +100,11 @@ class ReviewTurn:
 
     def __call__(self, job: TurnJob, cancel: threading.Event) -> None:
         review = self._begin(job)
+        if isinstance(review, _Closed):
+            fail_or_mark(self._factory, self._events, session_id=review.session_id, message_pk=review.message_pk,
+                         message_id=review.message_id, user_task_execution_pk=review.execution_pk,
+                         reason=REVIEW_CLOSED, retryable=False)
+            return
         if review is None:
             return
         try:
@@ -107,7 +121,7 @@ class ReviewTurn:
         if rerun:
             self._advance(review.session_id, review.execution_pk, cancel)
 
-    def _begin(self, job: TurnJob) -> _Review | None:
+    def _begin(self, job: TurnJob) -> _Review | _Closed | None:
         with transaction(self._factory) as db:
             message = db.get(Message, job.message_pk, with_for_update=True)
             if message is None or message.status != "pending":
@@ -117,8 +131,9 @@ class ReviewTurn:
             steps = {s.rank: s for s in store.workflow_steps(task)}
             runs = store.live_runs(db, execution.user_task_execution_pk)
             rejected = next((r for r in runs if r.validated is False and r.status == "done"), None)
-            if rejected is None:
-                return None  # the dispatcher checked; a concurrent restart removed it: the router retries
+            if rejected is None:  # a restart or a relaunch closed the review meanwhile
+                return _Closed(message.session_id, message.message_pk, message.message_id,
+                               execution.user_task_execution_pk)
             message.status = "processing"
             user = db.get(User, execution.user_task.user_id)
             achieved = [

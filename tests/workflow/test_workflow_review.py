@@ -138,3 +138,31 @@ def test_a_chat_message_while_steps_run_is_refused_visibly(wf, llm):
         assert len(llm.requests) == 1
     finally:
         socket.close()
+
+
+def test_a_review_message_whose_review_closed_meanwhile_fails_instead_of_staying_pending(wf, llm):
+    import threading
+
+    from mojodex_core.execution.intake import accept_user_message
+    from mojodex_core.execution.jobs import TurnJob
+    from mojodex_core.workflow.review import REVIEW_CLOSED
+
+    user = poem_user(wf)
+    llm.script(Reply(json={"stanza_topics": ["a"]}))
+    created = start_poem(user)
+    wait_steps(user, created["user_task_execution_pk"], awaiting(1))  # awaiting validation: no review open
+    platform = wf.platform
+    accepted = accept_user_message(platform.session_factory, platform.events, session_id=created["session_id"],
+                                   user_task_execution_pk=created["user_task_execution_pk"], text="why?",
+                                   message_id="late-review")
+    socket = user.socket(created["session_id"])
+    try:
+        review = platform.dispatcher.handler("workflow")._review  # as if routed before a restart closed it
+        review(TurnJob(session_id=created["session_id"], message_pk=accepted.message_pk), threading.Event())
+        error = socket.wait_event("error")[0]
+        assert error["error"] == REVIEW_CLOSED and error["retryable"] is False
+    finally:
+        socket.close()
+    messages = user.ok("GET", "/message", params={"session_id": created["session_id"]})["messages"]
+    assert next(m for m in messages if m["message_id"] == "late-review")["status"] == "failed"
+    assert len(llm.requests) == 1
