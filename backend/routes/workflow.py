@@ -173,6 +173,7 @@ class RestartUserWorkflowExecutionResource(Resource):
         pk = field(body, "user_task_execution_pk", int)
         from_rank = field(body, "from_rank", int, 1)
         inputs = _inputs(body)
+        files = _files()  # a multipart restart may send a new recording
         current = platform()
         with current.db() as db:
             execution = owned_execution(db, pk)
@@ -180,11 +181,16 @@ class RestartUserWorkflowExecutionResource(Resource):
             if task.type != "workflow":
                 raise bad_request("this execution is not a workflow", field="user_task_execution_pk")
             session_id = execution.session_id
-            values = _checked_inputs(db, execution, task, inputs, {}) if inputs is not None else None
+            values = None
+            if inputs is not None or files:
+                kept = {k: v for k, v in (execution.json_input_values or {}).items() if k not in files}
+                values = _checked_inputs(db, execution, task, inputs if inputs is not None else kept, files)
         try:
             with current.events.publishing(session_id) as publication, current.db() as db:
                 execution = owned_execution(db, pk)
                 outcome = service.restart(db, publication, execution, execution_task(db, execution), from_rank, values)
+                for name, file in files.items():
+                    store.save_file(db, pk, name, file)
         except WorkflowStateError as exc:
             raise ApiError(409, str(exc)) from exc
         except ValueError as exc:

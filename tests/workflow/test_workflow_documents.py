@@ -122,3 +122,19 @@ def test_the_result_chat_edits_the_final_document_into_a_new_version(wf, llm):
         assert "Waves roll in" in llm.requests[-1]["messages"][0]["content"]  # the prompt holds the result
     finally:
         socket.close()
+
+
+def test_a_restart_from_rank_1_with_a_new_transcript_file(wf, llm):
+    user = poem_user(wf)
+    llm.script(Reply("1. Old"))
+    created = start_doc(user, "old.txt", b"The old talk.")
+    pk = created["user_task_execution_pk"]
+    wait_steps(user, pk, awaiting(2))
+    llm.script(Reply("1. New"))
+    restarted = user.ok("POST", "/restart_user_workflow_execution",
+                        data={"user_task_execution_pk": pk, "from_rank": "1"},
+                        files={"video_recording": ("new.srt", SRT, "application/x-subrip")})
+    assert restarted["json_inputs_values"] == {"video_recording": "new.srt"}
+    rows = wait_steps(user, pk, lambda rs: awaiting(2)(rs) and rs[0]["parameter"] == {"video_recording": "new.srt"})
+    assert rows[0]["result"] == [{"transcription": "First we plan.\nThen we build."}]
+    assert rows[1]["result"] == [{"chapters": "1. New"}]
