@@ -16,6 +16,7 @@ import logging
 import threading
 import time
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Callable
 
@@ -25,8 +26,8 @@ from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
 from mojodex_core.db import transaction
-from mojodex_core.db.models import Message, User, UserTaskExecution, UserWorkflowStepExecutionResult
-from mojodex_core.execution.events import EventPublisher
+from mojodex_core.db.models import Message, Task, User, UserTaskExecution, UserWorkflowStepExecutionResult
+from mojodex_core.execution.events import EventPublisher, Publication
 from mojodex_core.execution.failures import fail_or_mark, failure_reason, mark_failed
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.execution.produced_text import append_version, version_payload
@@ -51,6 +52,21 @@ NOT_CHATTING = ("This workflow is running its steps: you can chat in the review 
                 "or about the final result once it is written.")
 
 Handler = Callable[[TurnJob, threading.Event], None]
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """A claimed run and everything its step receives, read in the claiming transaction."""
+
+    row_pk: int
+    action: RunStep
+    execution_pk: int
+    inputs: dict[str, Any]
+    learned: list[str]
+    past: list[dict[str, Any]]
+    username: str
+    language: str
+    task_definition: str
 
 
 def request_run(db: DbSession, session_id: str, user_task_execution_pk: int, reason: str) -> Message:
@@ -157,7 +173,7 @@ class WorkflowTurn:
                 return
             self._run(session_id, prepared, cancel)
 
-    def _next(self, session_id: str, execution_pk: int) -> dict[str, Any] | None:
+    def _next(self, session_id: str, execution_pk: int) -> _Prepared | None:
         with self._events.publishing(session_id) as publication, transaction(self._factory) as db:
             # The execution row lock serialises engines of several processes on one execution.
             execution = db.get(UserTaskExecution, execution_pk, with_for_update=True)
@@ -182,28 +198,22 @@ class WorkflowTurn:
                 log.info("workflow execution=%s: slot %s of rank %s is claimed elsewhere",
                          execution_pk, action.slot, action.step.rank)
                 return None
-            user_task = execution.user_task
-            user = db.get(User, user_task.user_id)
-            displayed = displayed_data_for(task, execution.session.language or user.language_code)
+            user = db.get(User, execution.user_task.user_id)
             publication.add(db, STARTED, {
                 **store.step_view(row, None, action.step), "session_id": session_id})
             chain = ancestors(action.parent_pk, runs)
             names = {s.rank: s.name for s in steps}
-            return {
-                "row_pk": row.user_workflow_step_execution_pk, "action": action, "inputs": inputs,
-                "learned": store.learned_instructions(db, execution.user_task_fk, action.step.name),
-                "past": [{"step_name": names.get(r.rank), "rank": r.rank, "parameter": r.parameter,
-                          "result": r.result} for r in chain],
-                "username": user.name, "language": execution.session.language or user.language_code,
-                "task_definition": task.definition_for_system,
-                "task_name": displayed.name_for_user if displayed else task.name_for_system,
-                "execution_pk": execution_pk,
-            }
+            return _Prepared(
+                row_pk=row.user_workflow_step_execution_pk, action=action, execution_pk=execution_pk, inputs=inputs,
+                learned=store.learned_instructions(db, execution.user_task_fk, action.step.name),
+                past=[{"step_name": names.get(r.rank), "rank": r.rank, "parameter": r.parameter, "result": r.result}
+                      for r in chain],
+                username=user.name, language=execution.session.language or user.language_code,
+                task_definition=task.definition_for_system,
+            )
 
-    def _run(self, session_id: str, prepared: dict[str, Any], cancel: threading.Event) -> None:
-        action: RunStep = prepared["action"]
-        row_pk = prepared["row_pk"]
-        execution_pk = prepared["execution_pk"]
+    def _run(self, session_id: str, prepared: _Prepared, cancel: threading.Event) -> None:
+        action, row_pk, execution_pk = prepared.action, prepared.row_pk, prepared.execution_pk
 
         def files(input_name: str):  # noqa: ANN202
             with self._factory() as db:
@@ -211,8 +221,7 @@ class WorkflowTurn:
 
         context = StepContext(
             user_task_execution_pk=execution_pk, step_name=action.step.name, step_definition=action.step.definition,
-            task_definition=prepared["task_definition"], username=prepared["username"],
-            language=prepared["language"],
+            task_definition=prepared.task_definition, username=prepared.username, language=prepared.language,
             llm=ProviderStepLLM(self._llm, execution_pk, cancel) if self._llm is not None else None,
             files=files, transcriber=self._transcriber, cancel=cancel,
         )
@@ -222,8 +231,7 @@ class WorkflowTurn:
         with self._heartbeat.beating(row_pk):
             try:
                 result = get_step(action.step.name).execute(
-                    dict(action.parameter), list(prepared["learned"]), dict(prepared["inputs"]),
-                    list(prepared["past"]), context,
+                    dict(action.parameter), list(prepared.learned), dict(prepared.inputs), list(prepared.past), context,
                 )
                 result = _checked(result)
             except Exception as exc:
@@ -256,8 +264,8 @@ class WorkflowTurn:
         log.info("step %s (step execution %s, rank %s, slot %s) %s in %.0f ms", action.step.name, row_pk,
                  action.step.rank, action.slot, "failed: " + error if error else "done", elapsed_ms)
 
-    def _produce_text(self, db: DbSession, publication, session_id: str, execution: UserTaskExecution,  # noqa: ANN001
-                      task, action: Complete) -> None:  # noqa: ANN001
+    def _produce_text(self, db: DbSession, publication: Publication, session_id: str, execution: UserTaskExecution,
+                      task: Task, action: Complete) -> None:
         displayed = displayed_data_for(task, execution.session.language or "en")
         title, body = final_text(action.last_runs, displayed.name_for_user if displayed else task.name_for_system)
         user_id = execution.user_task.user_id
