@@ -7,7 +7,7 @@ import threading
 import time
 from datetime import UTC, datetime
 
-from flask import Flask, redirect
+from flask import Flask, redirect, request
 from flask_socketio import SocketIO
 from sqlalchemy import or_, select
 from sqlalchemy.exc import OperationalError
@@ -24,6 +24,7 @@ from mojodex_core.workflow.runner import RUN_EVENT as WORKFLOW_RUN_EVENT
 
 log = logging.getLogger("mojodex.platform")
 WEBAPP_DIR = PROJECT_ROOT / "webapp"
+UPLOAD_PATHS = frozenset({"/user_task_execution_run", "/restart_user_workflow_execution"})
 
 
 def create_app(platform: Platform) -> tuple[Flask, SocketIO]:
@@ -33,6 +34,14 @@ def create_app(platform: Platform) -> tuple[Flask, SocketIO]:
     app.config["SECRET_KEY"] = platform.settings.secret_key
     app.config["JSON_SORT_KEYS"] = False
     app.config["MAX_CONTENT_LENGTH"] = 2 * 1024 * 1024
+    upload_max = platform.settings.upload_max_mb * 1024 * 1024
+
+    @app.before_request
+    def _upload_limit() -> None:
+        # Routes that take a file (a recording, a transcript) allow larger bodies than the rest.
+        if request.path in UPLOAD_PATHS:
+            request.max_content_length = upload_max
+
     app.extensions["mojodex"] = platform
     register_app_errors(app)
     api = JsonErrorApi(app)

@@ -73,6 +73,8 @@ class Settings:
     transcription_model: str = "whisper-1"
     workflow_heartbeat_s: float = 5.0
     workflow_heartbeat_lapse_s: float = 30.0
+    # The largest request that may carry a file (a form start or a restart with a recording); others: 2 MB.
+    upload_max_mb: int = 25
 
     @property
     def is_sqlite(self) -> bool:
@@ -226,6 +228,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         transcription_model=env.get("MOJODEX_TRANSCRIPTION_MODEL") or "whisper-1",
         workflow_heartbeat_s=_float(env, "MOJODEX_WORKFLOW_HEARTBEAT_S", 5.0, 0.05, 600.0),
         workflow_heartbeat_lapse_s=_float(env, "MOJODEX_WORKFLOW_HEARTBEAT_LAPSE_S", 30.0, 0.2, 7200.0),
+        upload_max_mb=_int(env, "MOJODEX_UPLOAD_MAX_MB", 25, 1, 1024),
     )
 
 

@@ -138,3 +138,16 @@ def test_a_restart_from_rank_1_with_a_new_transcript_file(wf, llm):
     rows = wait_steps(user, pk, lambda rs: awaiting(2)(rs) and rs[0]["parameter"] == {"video_recording": "new.srt"})
     assert rows[0]["result"] == [{"transcription": "First we plan.\nThen we build."}]
     assert rows[1]["result"] == [{"chapters": "1. New"}]
+
+
+def test_a_recording_may_exceed_the_2_mb_limit_of_other_requests(wf, llm):
+    user = poem_user(wf)
+    big = b"We talk at length. " * (3 * 1024 * 1024 // 19)  # ~3 MB
+    llm.script(Reply("1. Length"))
+    created = start_doc(user, "long.txt", big)
+    rows = wait_steps(user, created["user_task_execution_pk"], awaiting(2))
+    assert rows[0]["result"][0]["transcription"].startswith("We talk at length.")
+    other = user.call("PUT", "/user_message", json={
+        "session_id": created["session_id"], "text": "x" * (3 * 1024 * 1024),
+        "user_task_execution_pk": created["user_task_execution_pk"]})
+    assert other.status_code == 413 and "error" in other.json()
