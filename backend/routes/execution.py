@@ -276,3 +276,18 @@ class UserTaskExecutionTitleResource(Resource):
             execution = owned_execution(db, pk)
             execution.title = title
             return {"user_task_execution_pk": pk, "title": title}, 200
+
+
+class UserTaskExecutionStopResource(Resource):
+    """The web app's stop button: the running turn is cancelled; its message fails with a
+    retryable `error` event (sending the same message_id again retries it)."""
+
+    method_decorators = [user_required]
+
+    def post(self):  # noqa: ANN201
+        pk = field(json_body(), "user_task_execution_pk", int)
+        with platform().db() as db:
+            session_id = owned_execution(db, pk).session_id
+        platform().runner.cancel(session_id)
+        log.info("execution %s: running turn stopped by the user", pk)
+        return {"user_task_execution_pk": pk, "stopped": True}, 200
