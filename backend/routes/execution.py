@@ -147,7 +147,13 @@ class UserTaskExecutionResource(Resource):
         with platform().db() as db:
             if request.args.get("user_task_execution_pk"):
                 execution = owned_execution(db, query_int("user_task_execution_pk"))
-                return execution_views(db, [execution])[0], 200
+                view = execution_views(db, [execution])[0]
+                # One execution: also what a client needs to reopen it (as PUT answers on creation).
+                task = execution_task(db, execution)
+                view["actions"] = predefined_actions(db, task, current_user_id(), g.user.language_code)
+                view["text_edit_actions"] = actions_for_text_type(db, task.output_text_type_fk, g.user.language_code)
+                view["type"] = task.type
+                return view, 200
             offset = query_int("offset", 0, minimum=0)
             limit = query_int("limit", 20, minimum=1, maximum=100)
             base = (
