@@ -125,8 +125,12 @@ def test_retry_after_an_llm_failure(page, live, llm):
     page.get_by_role("button", name="Retry").click()
     expect(page.locator(".message.assistant strong")).to_have_text("track")
     live.wait_idle()
-    user_messages = [r for r in _executions(live, user)]
-    assert len(user_messages) == 1
+    [execution] = _executions(live, user)
+    headers = {"Authorization": f"Bearer {_api_token(live, user)}"}
+    messages = requests.get(live.base_url + "/message", headers=headers,
+                            params={"session_id": execution["session_id"]}).json()["messages"]
+    sent = [m for m in messages if m["sender"] == "user"]
+    assert [(m["text"], m["status"]) for m in sent] == [("Write to Alice", "answered")]  # retried, not resent
 
 
 def test_reconnect_mid_stream_loses_and_duplicates_nothing(page, live, llm):

@@ -12,6 +12,7 @@ export interface ChatMessage {
   retryText?: string; // what to resend on retry (the failed user message's text)
   toolPk?: number; // a tool waiting for approval
   eventName?: string;
+  docVersion?: number; // "new version N of the document" (a draft_message)
 }
 
 export interface DocVersion {
@@ -153,8 +154,8 @@ export function reduce(state: SessionState, [name, payload]: SessionEvent): Sess
         shown: index,
         streaming: null,
       };
-      const note: ChatMessage = { key: `m${payload.message_pk}`, role: "assistant", text: version.title ? `**${version.title}**` : "" };
-      return { ...next, busy: false, doc, messages: [...withoutStreaming(next.messages), ...(note.text ? [note] : [])] };
+      const note: ChatMessage = { key: `m${payload.message_pk}`, role: "assistant", text: version.title, docVersion: index };
+      return { ...next, busy: false, doc, messages: [...withoutStreaming(next.messages), note] };
     }
     case "error": {
       const failed = next.messages.find((m) => m.role === "user" && m.userMessagePk === payload.user_message_pk);

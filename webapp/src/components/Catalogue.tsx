@@ -37,7 +37,7 @@ export function Catalogue({ t, tasks }: { t: Texts; tasks: UserTask[] }) {
       <ul className="task-grid">
         {shown.map((task) => (
           <li key={task.user_task_pk}>
-            <a href={`#/task/${task.user_task_pk}`} className="task-card">
+            <a href={`#/task/${task.user_task_pk}`} className="task-card" data-task={task.name_for_system}>
               <span className="icon" aria-hidden="true">{task.icon ?? "•"}</span>
               <span className="name">{task.name}</span>
               <span className="description">{task.description}</span>

@@ -82,7 +82,9 @@ export function Chat({ t, api, view, state, dispatch }: {
             ) : (
               <>
                 {message.toolPk !== undefined && <p className="tool-label">{t.toolWaiting}</p>}
-                <Markdown text={message.text} />
+                {message.docVersion !== undefined ? (
+                  <p className="doc-note">📄 {t.version} {message.docVersion}{message.text ? <>: <strong>{message.text}</strong></> : null}</p>
+                ) : <Markdown text={message.text} />}
                 {message.toolPk !== undefined && (
                   decided[message.toolPk] === undefined ? (
                     <div className="row">
