@@ -13,6 +13,7 @@ export function Chat({ t, api, view, state, dispatch }: {
   const [decided, setDecided] = useState<Record<number, boolean>>({});
   const list = useRef<HTMLOListElement>(null);
   const pk = view.user_task_execution_pk;
+  const closed = state.order?.state === "Idle"; // a finished order takes no more messages
 
   useEffect(() => {
     list.current?.lastElementChild?.scrollIntoView?.({ block: "end" });
@@ -102,7 +103,7 @@ export function Chat({ t, api, view, state, dispatch }: {
       {error && <p className="error" role="alert">{error}</p>}
       <form className="composer" onSubmit={submit}>
         <label htmlFor="chat-text" className="sr-only">{t.message}</label>
-        <input id="chat-text" value={text} placeholder={t.message} autoComplete="off"
+        <input id="chat-text" value={text} placeholder={t.message} autoComplete="off" disabled={closed}
           onChange={(e) => setText(e.target.value)} />
         {state.busy ? (
           <button type="button" className="stop" onClick={stop}>{t.stop}</button>

@@ -3,7 +3,8 @@
 import type { Texts } from "../i18n";
 import type { OrderSnapshot } from "../session";
 
-const ICONS: Record<string, string> = { complete: "✅", in_progress: "⏳", pending: "○", skipped: "✖" };
+// Plain symbols (present in common fonts, unlike emoji): done, in progress, to do, removed.
+const ICONS: Record<string, string> = { complete: "✔", in_progress: "◔", pending: "○", skipped: "✖" };
 
 function money(value: unknown, currency: string): string {
   const amount = Number(value ?? 0);
