@@ -61,7 +61,8 @@ webapp:
 webapp-check: webapp/node_modules/.package-lock.json
 	cd webapp && npx vitest run
 
-run: install webapp
+run: install
+	@$(MAKE) --no-print-directory webapp || echo "WARNING: the web app build failed (see above); serving the API without it."
 	@if [ -z "$$MOJODEX_LLM_BASE_URL$$MOJODEX_LLM_API_KEY$$OPENAI_API_KEY" ]; then $(MAKE) --no-print-directory local-llm; fi
 	MOJODEX_EMBEDDED=1 $(BIN)/mojodex db upgrade
 	MOJODEX_EMBEDDED=1 $(BIN)/mojodex tasks load tasks_config

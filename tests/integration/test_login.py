@@ -113,3 +113,13 @@ def test_cli_create_with_password_and_demo_password(live, database_url, tmp_path
     assert f"web app password: {password}" in again.output  # kept across runs
     with live.db() as db:
         assert check_password(db, demo_email, password) is not None
+
+
+def test_root_serves_the_build_or_says_how_to_get_it(live, monkeypatch, tmp_path):
+    import backend.app as app_module
+
+    page = requests.get(live.base_url + "/")
+    assert page.status_code == 200 and "text/html" in page.headers["Content-Type"]
+    monkeypatch.setattr(app_module, "WEBAPP_BUILD", tmp_path / "no-build")
+    missing = requests.get(live.base_url + "/")
+    assert missing.status_code == 200 and "make webapp" in missing.text and "Node.js" in missing.text

@@ -156,3 +156,14 @@ def test_another_users_execution_shows_not_found(page, live, llm):
     sign_in(page, web_user(live))
     page.goto(f"/#/execution/{pk}")
     expect(page.get_by_role("alert")).to_have_text("Not found: this task run does not exist or is not yours.")
+
+
+def test_markup_in_a_reply_is_shown_never_run(page, live, llm):
+    sign_in(page, web_user(live))
+    page.get_by_role("link", name=re.compile("Email")).first.click()
+    llm.script(Reply('Look: <img src="x" onerror="window.pwned=1"> <script>window.pwned=2</script> **safe**'))
+    page.get_by_label("Or just tell the assistant").fill("Show me markup")
+    page.get_by_role("button", name="Send", exact=True).click()
+    expect(page.locator(".message.assistant strong")).to_have_text("safe")
+    assert page.evaluate("window.pwned") is None
+    assert page.locator(".message.assistant img, .message.assistant script").count() == 0

@@ -108,3 +108,17 @@ describe("markdown text", () => {
       .toBe("Hi **there**");
   });
 });
+
+describe("workflow steps (shown only when the server sends them)", () => {
+  it("tracks each step's status from the step events", () => {
+    const state = run([
+      ev("workflow_step_execution_started", 1, { user_workflow_step_execution_pk: 4, step_name: "outline" }),
+      ev("workflow_step_execution_ended", 2, { user_workflow_step_execution_pk: 4, result: "1. Intro" }),
+      ev("workflow_step_execution_started", 3, { user_workflow_step_execution_pk: 5, step_name: "write" }),
+      ev("workflow_step_execution_invalidated", 4, { user_workflow_step_execution_pk: 4 }),
+    ]);
+    expect(state.workflowSteps.map((s) => [s.pk, s.name, s.status])).toEqual([[4, "outline", "invalidated"],
+      [5, "write", "running"]]);
+    expect(state.workflowSteps[0].result).toBe("1. Intro");
+  });
+});

@@ -62,8 +62,8 @@ export function History({ t, api }: { t: Texts; api: Api }) {
               </form>
             ) : (
               <a href={`#/execution/${row.user_task_execution_pk}`} className="history-link">
-                <span aria-hidden="true">{row.icon}</span>{" "}
-                <strong className="history-title">{row.title ?? t.untitled}</strong>
+                <span><span aria-hidden="true">{row.icon}</span>{" "}
+                  <strong className="history-title">{row.title ?? t.untitled}</strong></span>
                 <span className="history-task">{row.task_name}</span>
                 <span className="history-date">{row.created_at ? new Date(row.created_at).toLocaleString() : ""}</span>
                 {row.summary && <span className="history-summary">{row.summary}</span>}
