@@ -108,3 +108,8 @@ def test_admin_upload_shows_errors_by_field_path(page, live):
     page.get_by_role("button", name="Upload", exact=True).click()
     expect(page.get_by_role("status")).to_have_text("✓ admin_uploaded_task")
     expect(page.locator(".admin-tasks")).to_contain_text("admin_uploaded_task")
+    # A menu: its errors by field path too.
+    page.get_by_label("Menu", exact=True).check()
+    page.locator("#spec-text").fill(json.dumps({"id": "web_test_menu", "name": "Test", "item_types": "nope"}))
+    page.get_by_role("button", name="Upload", exact=True).click()
+    expect(page.locator(".spec-errors")).to_contain_text("item_types")

@@ -28,6 +28,7 @@ export function Admin({ t }: { t: Texts }) {
   const [tasks, setTasks] = useState<any[]>([]);
   const [usage, setUsage] = useState<Record<string, UsageGroup[]>>({});
   const [spec, setSpec] = useState("");
+  const [kind, setKind] = useState<"task" | "menu">("task");
   const [issues, setIssues] = useState<{ path: string; rule: string }[]>([]);
   const [message, setMessage] = useState("");
   const api = makeApi(() => secret, () => t, () => undefined);
@@ -53,16 +54,22 @@ export function Admin({ t }: { t: Texts }) {
     }
     try {
       let answer;
-      try {
-        answer = await api.call("PUT", "/task", data);
-      } catch (exc) {
-        if (exc instanceof ApiError && exc.status === 409) answer = await api.call("POST", "/task", data);
-        else throw exc;
+      if (kind === "menu") {
+        answer = await api.call("PUT", "/menu", data);
+        setMessage(`✓ ${answer.menu_id}`);
+      } else {
+        try {
+          answer = await api.call("PUT", "/task", data);
+        } catch (exc) {
+          if (exc instanceof ApiError && exc.status === 409) answer = await api.call("POST", "/task", data);
+          else throw exc;
+        }
+        setMessage(`✓ ${answer.name_for_system}`);
       }
-      setMessage(`✓ ${answer.name_for_system}`);
       load();
     } catch (exc) {
       if (exc instanceof ApiError && Array.isArray(exc.extra.errors)) setIssues(exc.extra.errors as any);
+      else if (exc instanceof ApiError && exc.field) setIssues([{ path: exc.field, rule: exc.raw }]);
       else setMessage(exc instanceof ApiError ? exc.friendly : t.errServer);
     }
   };
@@ -84,6 +91,11 @@ export function Admin({ t }: { t: Texts }) {
         <button onClick={() => { sessionStorage.removeItem("mojodex_admin"); setSecret(""); }}>{t.signOut}</button></header>
       <section>
         <h2>{t.uploadSpec}</h2>
+        <fieldset className="row">
+          <legend className="sr-only">{t.uploadKind}</legend>
+          <label><input type="radio" name="kind" checked={kind === "task"} onChange={() => setKind("task")} /> {t.kindTask}</label>
+          <label><input type="radio" name="kind" checked={kind === "menu"} onChange={() => setKind("menu")} /> {t.kindMenu}</label>
+        </fieldset>
         <input type="file" accept="application/json,.json" aria-label={t.uploadSpec}
           onChange={async (e) => setSpec((await e.target.files?.[0]?.text()) ?? "")} />
         <label className="sr-only" htmlFor="spec-text">{t.uploadSpec}</label>
