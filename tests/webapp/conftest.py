@@ -9,6 +9,7 @@ They need the build (`make webapp`, which `make test` runs) and the chromium pac
 from __future__ import annotations
 
 import os
+import tempfile
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -96,6 +97,9 @@ def sign_in(page, user: WebUser) -> None:  # noqa: ANN001
 
 
 def shot(page, name: str) -> None:  # noqa: ANN001
-    """Screenshots for docs/webapp.md, refreshed by every run."""
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"))
+    """The screenshots of docs/webapp.md: taken at every run, written to docs/screenshots/ only with
+    MOJODEX_UPDATE_SCREENSHOTS=1 (so a test run leaves the working tree clean), else to a temp folder."""
+    update = os.environ.get("MOJODEX_UPDATE_SCREENSHOTS") == "1"
+    folder = SHOTS if update else Path(tempfile.gettempdir()) / "mojodex-shots"
+    folder.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(folder / f"{name}.png"))

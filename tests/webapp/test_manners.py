@@ -14,6 +14,7 @@ def test_phone_sized_screen_and_keyboard_only(page, live, llm):
     user = web_user(live)
     page.set_viewport_size({"width": 390, "height": 844})
     page.goto("/")
+    expect(page.get_by_label("Email")).to_be_visible()  # rendered: the first Tab lands in the form
     # Keyboard only: Tab to each labelled field, Enter submits.
     page.keyboard.press("Tab")
     expect(page.get_by_label("Email")).to_be_focused()

@@ -8,16 +8,23 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import expect
 
-from tests.order_platform.conftest import order_server  # noqa: F401  (the deterministic order server)
-from tests.support.live import LiveServer
+from tests.order_platform.conftest import load_order_specs, order_settings
+from tests.support.live import LiveServer, serving
 from tests.webapp.conftest import shot, sign_in, web_user
 
 
+@pytest.fixture(scope="module")
+def order_web_server(database_url: str, live_server: LiveServer) -> Iterator[LiveServer]:
+    """A deterministic order server (no LLM) for this module only: closed, with its connections, after it."""
+    with serving(order_settings(database_url), configure=load_order_specs) as server:
+        yield server
+
+
 @pytest.fixture
-def live(order_server: LiveServer) -> Iterator[LiveServer]:  # noqa: F811
-    """The browser tests of this module run against the order server (no LLM: deterministic turns)."""
-    yield order_server
-    order_server.platform.runner.wait_idle(10)
+def live(order_web_server: LiveServer) -> Iterator[LiveServer]:
+    """The browser tests of this module run against the order server."""
+    yield order_web_server
+    order_web_server.platform.runner.wait_idle(10)
 
 
 # (customer says, what the tree shows afterwards: test id -> text it contains)
