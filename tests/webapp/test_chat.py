@@ -167,3 +167,14 @@ def test_markup_in_a_reply_is_shown_never_run(page, live, llm):
     expect(page.locator(".message.assistant strong")).to_have_text("safe")
     assert page.evaluate("window.pwned") is None
     assert page.locator(".message.assistant img, .message.assistant script").count() == 0
+
+
+def test_a_failed_form_start_is_retried_with_the_same_form(page, live, llm):
+    sign_in(page, web_user(live))
+    llm.script(HTTPError(500), HTTPError(500), HTTPError(500))
+    _start_email(page)
+    expect(page.locator(".message.error")).to_be_visible()
+    llm.script(Reply(ANSWER))
+    page.get_by_role("button", name="Retry").click()
+    expect(page.locator(".message.error")).to_have_count(0)
+    expect(page.locator(".doc-title")).to_have_text("Meeting moved")

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { fieldMessage, friendlyError } from "./api";
 import { texts } from "./i18n";
 import { stripTags } from "./components/Markdown";
-import { addLocalUserMessage, emptySession, reduce, withVersion, type SessionEvent } from "./session";
+import { addLocalUserMessage, emptySession, reduce, retrying, withVersion, type SessionEvent } from "./session";
 
 const S = "session-1";
 const ev = (name: string, seq: number, payload: Record<string, unknown> = {}): SessionEvent =>
@@ -120,5 +120,14 @@ describe("workflow steps (shown only when the server sends them)", () => {
     expect(state.workflowSteps.map((s) => [s.pk, s.name, s.status])).toEqual([[4, "outline", "invalidated"],
       [5, "write", "running"]]);
     expect(state.workflowSteps[0].result).toBe("1. Intro");
+  });
+});
+
+describe("retry of a form start or an edit (no echo from the server)", () => {
+  it("removes the error and shows the turn as running", () => {
+    const failed = run([ev("error", 1, { error: "Failed.", message_id: "form_start", retryable: true, message_pk: 2 })]);
+    const again = retrying(failed, "form_start");
+    expect(again.messages).toEqual([]);
+    expect(again.busy).toBe(true);
   });
 });

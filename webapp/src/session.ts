@@ -221,3 +221,8 @@ export function withVersion(state: SessionState, version: Record<string, any>): 
     },
   };
 }
+
+/** A retry was sent: its error goes away and the turn is running again (a retried message is not echoed). */
+export function retrying(state: SessionState, messageId: string): SessionState {
+  return { ...state, busy: true, messages: state.messages.filter((m) => !(m.role === "error" && m.messageId === messageId)) };
+}

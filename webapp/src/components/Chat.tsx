@@ -44,9 +44,11 @@ export function Chat({ t, api, view, state, dispatch }: {
       if (message.messageId === "form_start") {
         await api.call("POST", "/user_task_execution_run", { user_task_execution_pk: pk,
           inputs: view.json_inputs_values });
+        dispatch(["retrying", message.messageId]);
       } else if (message.eventName === "text_edit_action") {
         const pending = JSON.parse(sessionStorage.getItem(`edit-${message.messageId}`) ?? "{}");
         await api.call("POST", "/text_edit_action", { ...pending, message_id: message.messageId });
+        dispatch(["retrying", message.messageId!]);
       } else if (message.messageId && message.retryText !== undefined) {
         await send(message.retryText, message.messageId);
       }

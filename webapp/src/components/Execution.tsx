@@ -3,7 +3,7 @@ import { useCallback, useEffect, useReducer, useRef, useState } from "react";
 import type { Socket } from "socket.io-client";
 import { ApiError, type Api } from "../api";
 import type { Texts } from "../i18n";
-import { addLocalUserMessage, emptySession, reduce, withVersion, type SessionEvent, type SessionState } from "../session";
+import { addLocalUserMessage, emptySession, reduce, retrying, withVersion, type SessionEvent, type SessionState } from "../session";
 import type { UserTask } from "./Catalogue";
 import { Chat } from "./Chat";
 import { DocumentPanel } from "./DocumentPanel";
@@ -26,12 +26,13 @@ export interface ExecutionView {
 }
 
 type Action = SessionEvent | ["reset", SessionState] | ["version", Record<string, any>]
-  | ["local", { text: string; messageId: string }];
+  | ["local", { text: string; messageId: string }] | ["retrying", string];
 
 function reducer(state: SessionState, action: Action): SessionState {
   if (action[0] === "reset") return action[1] as SessionState;
   if (action[0] === "version") return withVersion(state, action[1] as Record<string, any>);
   if (action[0] === "local") return addLocalUserMessage(state, action[1].text, action[1].messageId);
+  if (action[0] === "retrying") return retrying(state, action[1] as string);
   return reduce(state, action as SessionEvent);
 }
 
