@@ -40,29 +40,40 @@ export function friendlyError(status: number, raw: string, field: string | null,
 
 export interface Api {
   call<T = any>(method: string, path: string, body?: unknown): Promise<T>;
+  /** A multipart POST: each field as text (objects as JSON), each file under its input's name. */
+  upload<T = any>(path: string, fields: Record<string, unknown>, files: Record<string, File>): Promise<T>;
 }
 
 export function makeApi(token: () => string, t: () => Texts, onUnauthorized: () => void): Api {
+  const send = async (method: string, path: string, headers: Record<string, string>, body?: BodyInit) => {
+    let response: Response;
+    try {
+      response = await fetch(path, { method, headers: { Authorization: `Bearer ${token()}`, ...headers }, body });
+    } catch {
+      throw new ApiError(0, "network", null, t().errNetwork);
+    }
+    return answer(response, path);
+  };
+  const answer = async (response: Response, path: string) => {
+    const data = await response.json().catch(() => ({}));
+    if (!response.ok) {
+      const raw = String(data.error ?? response.statusText);
+      const field = typeof data.field === "string" ? data.field : null;
+      if (response.status === 401 && path !== "/login") onUnauthorized();
+      throw new ApiError(response.status, raw, field, friendlyError(response.status, raw, field, t()), data);
+    }
+    return data;
+  };
   return {
-    async call(method, path, body) {
-      let response: Response;
-      try {
-        response = await fetch(path, {
-          method,
-          headers: { Authorization: `Bearer ${token()}`, "Content-Type": "application/json" },
-          body: body === undefined ? undefined : JSON.stringify(body),
-        });
-      } catch {
-        throw new ApiError(0, "network", null, t().errNetwork);
+    call: (method, path, body) => send(method, path, { "Content-Type": "application/json" },
+      body === undefined ? undefined : JSON.stringify(body)),
+    upload: (path, fields, files) => {
+      const form = new FormData();
+      for (const [name, value] of Object.entries(fields)) {
+        form.append(name, typeof value === "object" ? JSON.stringify(value) : String(value));
       }
-      const data = await response.json().catch(() => ({}));
-      if (!response.ok) {
-        const raw = String(data.error ?? response.statusText);
-        const field = typeof data.field === "string" ? data.field : null;
-        if (response.status === 401 && path !== "/login") onUnauthorized();
-        throw new ApiError(response.status, raw, field, friendlyError(response.status, raw, field, t()), data);
-      }
-      return data;
+      for (const [name, file] of Object.entries(files)) form.append(name, file);
+      return send("POST", path, {}, form);
     },
   };
 }

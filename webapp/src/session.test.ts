@@ -109,17 +109,17 @@ describe("markdown text", () => {
   });
 });
 
-describe("workflow steps (shown only when the server sends them)", () => {
-  it("tracks each step's status from the step events", () => {
+describe("workflow (the steps panel reloads the steps on each step event)", () => {
+  it("counts step events and takes the workflow's text as a version", () => {
     const state = run([
-      ev("workflow_step_execution_started", 1, { user_workflow_step_execution_pk: 4, step_name: "outline" }),
-      ev("workflow_step_execution_ended", 2, { user_workflow_step_execution_pk: 4, result: "1. Intro" }),
-      ev("workflow_step_execution_started", 3, { user_workflow_step_execution_pk: 5, step_name: "write" }),
-      ev("workflow_step_execution_invalidated", 4, { user_workflow_step_execution_pk: 4 }),
+      ev("workflow_step_execution_started", 1, { user_workflow_step_execution_pk: 4 }),
+      ev("workflow_step_execution_ended", 2, { user_workflow_step_execution_pk: 4 }),
+      ev("workflow_step_execution_invalidated", 3, { user_workflow_step_execution_pk: 4 }),
+      ev("workflow_execution_produced_text", 4, { produced_text_pk: 1, produced_text_version_pk: 11,
+        produced_text_version_index: 1, produced_text_title: "Poem", produced_text: "Waves", message_pk: 9 }),
     ]);
-    expect(state.workflowSteps.map((s) => [s.pk, s.name, s.status])).toEqual([[4, "outline", "invalidated"],
-      [5, "write", "running"]]);
-    expect(state.workflowSteps[0].result).toBe("1. Intro");
+    expect(state.workflowTick).toBe(3);
+    expect(state.doc.versions[1].text).toBe("Waves");
   });
 });
 

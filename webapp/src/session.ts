@@ -40,7 +40,7 @@ export interface SessionState {
   busy: boolean; // a turn is running (a user message sent, no answer yet)
   started: boolean;
   title: string | null;
-  workflowSteps: WorkflowStep[];
+  workflowTick: number; // counts workflow step events: the steps panel reloads the steps on each
 }
 
 export interface OrderSnapshot {
@@ -48,12 +48,6 @@ export interface OrderSnapshot {
   order: Record<string, any>;
 }
 
-export interface WorkflowStep {
-  pk: number;
-  name: string;
-  status: string;
-  result?: string;
-}
 
 export type SessionEvent = [string, Record<string, any>];
 
@@ -68,7 +62,7 @@ export function emptySession(sessionId: string): SessionState {
     busy: false,
     started: false,
     title: null,
-    workflowSteps: [],
+    workflowTick: 0,
   };
 }
 
@@ -76,16 +70,6 @@ const STREAM_KEY = "streaming";
 
 function withoutStreaming(messages: ChatMessage[]): ChatMessage[] {
   return messages.filter((m) => m.key !== STREAM_KEY);
-}
-
-function stepsWith(steps: WorkflowStep[], payload: Record<string, any>, status: string): WorkflowStep[] {
-  const pk = Number(payload.user_workflow_step_execution_pk ?? payload.workflow_step_execution_pk);
-  if (!Number.isFinite(pk)) return steps;
-  const name = String(payload.step_name ?? payload.name ?? `step ${pk}`);
-  const result = payload.result !== undefined ? String(payload.result) : undefined;
-  const existing = steps.find((s) => s.pk === pk);
-  const step = { ...(existing ?? { pk, name }), status, ...(result !== undefined ? { result } : {}) };
-  return existing ? steps.map((s) => (s.pk === pk ? step : s)) : [...steps, step];
 }
 
 /** Applies one event; events of another session and already-seen seqs change nothing. */
@@ -141,7 +125,8 @@ export function reduce(state: SessionState, [name, payload]: SessionEvent): Sess
         : { ...streaming, text: streaming.text + delta };
       return { ...next, busy: true, doc: { ...doc, streaming: updated, shown: updated.index } };
     }
-    case "draft_message": {
+    case "draft_message":
+    case "workflow_execution_produced_text": {
       const index = Number(payload.produced_text_version_index);
       const version: DocVersion = {
         index, pk: payload.produced_text_version_pk, title: String(payload.produced_text_title ?? ""),
@@ -177,11 +162,10 @@ export function reduce(state: SessionState, [name, payload]: SessionEvent): Sess
     case "user_task_execution_title_summary":
       return payload.title ? { ...next, title: String(payload.title) } : next;
     case "workflow_step_execution_started":
-      return { ...next, workflowSteps: stepsWith(next.workflowSteps, payload, "running") };
     case "workflow_step_execution_ended":
-      return { ...next, workflowSteps: stepsWith(next.workflowSteps, payload, payload.error ? "failed" : "done") };
     case "workflow_step_execution_invalidated":
-      return { ...next, workflowSteps: stepsWith(next.workflowSteps, payload, "invalidated") };
+      // The steps panel shows what runs: the chat is not waiting for a reply.
+      return { ...next, busy: false, workflowTick: next.workflowTick + 1 };
     default:
       return next;
   }

@@ -64,6 +64,7 @@ export function Execution({ t, api, socket, pk, tasks }: {
 
   const task = tasks.find((x) => x.user_task_pk === view?.user_task_pk);
   const isOrder = task?.type === "order";
+  const isWorkflow = task?.type === "workflow";
 
   useEffect(() => {
     if (!socket || !view) return;
@@ -99,7 +100,7 @@ export function Execution({ t, api, socket, pk, tasks }: {
 
   const title = state.title ?? view.title ?? view.task_name;
   return (
-    <section className={`execution ${isOrder ? "is-order" : ""}`}>
+    <section className={`execution ${isOrder ? "is-order" : ""} ${isWorkflow ? "is-workflow" : ""}`}>
       <header className="execution-header">
         <h1><span aria-hidden="true">{view.icon}</span> {title}</h1>
         <Reasoning t={t} api={api} pk={pk} />
@@ -108,13 +109,13 @@ export function Execution({ t, api, socket, pk, tasks }: {
       {error && <p className="error" role="alert">{error}</p>}
       <div className="panes">
         <Chat t={t} api={api} view={view} state={state} dispatch={dispatch} />
+        {isWorkflow && <WorkflowSteps t={t} api={api} pk={pk} tick={state.workflowTick} />}
         {isOrder ? (
           <OrderPanel t={t} order={state.order} ticket={state.ticket} />
         ) : (
           <DocumentPanel t={t} api={api} view={view} state={state}
             onVersion={(version) => dispatch(["version", version])} />
         )}
-        {state.workflowSteps.length > 0 && <WorkflowSteps t={t} api={api} steps={state.workflowSteps} />}
       </div>
     </section>
   );

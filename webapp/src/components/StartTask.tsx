@@ -8,11 +8,14 @@ import type { JsonInput, UserTask } from "./Catalogue";
 
 const MEDIA = new Set(["image", "multiple_images", "audio_file", "video", "file"]);
 
-export function validateForm(inputs: JsonInput[], values: Record<string, string>, t: Texts): Record<string, string> {
+export function validateForm(inputs: JsonInput[], values: Record<string, string>, t: Texts,
+  files: Record<string, File> = {}): Record<string, string> {
   const errors: Record<string, string> = {};
   for (const input of inputs) {
     const value = (values[input.input_name] ?? "").trim();
-    if (!value && !input.optional && !MEDIA.has(input.type)) errors[input.input_name] = t.required;
+    if (MEDIA.has(input.type)) {
+      if (!input.optional && !files[input.input_name]) errors[input.input_name] = t.required;
+    } else if (!value && !input.optional) errors[input.input_name] = t.required;
     else if (value && input.type === "drop_down_list"
       && !(input.possible_values ?? []).some((option) => option.value === value)) {
       errors[input.input_name] = t.chooseOne;
@@ -22,7 +25,9 @@ export function validateForm(inputs: JsonInput[], values: Record<string, string>
 }
 
 export function StartTask({ t, api, task }: { t: Texts; api: Api; task: UserTask }) {
-  const inputs = task.json_input.filter((input) => !MEDIA.has(input.type));
+  // A workflow takes files (a recording, a transcript); other tasks leave their media inputs out.
+  const inputs = task.json_input.filter((input) => task.type === "workflow" || !MEDIA.has(input.type));
+  const [files, setFiles] = useState<Record<string, File>>({});
   const [values, setValues] = useState<Record<string, string>>({});
   const [errors, setErrors] = useState<Record<string, string>>({});
   const [error, setError] = useState("");
@@ -30,6 +35,7 @@ export function StartTask({ t, api, task }: { t: Texts; api: Api; task: UserTask
   const [busy, setBusy] = useState(false);
   const created = useRef<{ user_task_execution_pk: number; session_id: string } | null>(null);
   const isOrder = task.type === "order";
+  const isWorkflow = task.type === "workflow";
 
   // One execution per start attempt of this page: a refused start reuses it, never makes another.
   const execution = async () => {
@@ -49,7 +55,7 @@ export function StartTask({ t, api, task }: { t: Texts; api: Api; task: UserTask
   const startFromForm = async (event: FormEvent) => {
     event.preventDefault();
     setError("");
-    const found = isOrder ? {} : validateForm(inputs, values, t);
+    const found = isOrder ? {} : validateForm(inputs, values, t, files);
     setErrors(found);
     if (Object.keys(found).length) {
       document.getElementById(`input-${Object.keys(found)[0]}`)?.focus();
@@ -58,8 +64,12 @@ export function StartTask({ t, api, task }: { t: Texts; api: Api; task: UserTask
     setBusy(true);
     try {
       const { user_task_execution_pk: pk } = await execution();
-      await api.call("POST", "/user_task_execution_run", { user_task_execution_pk: pk,
-        ...(isOrder ? {} : { inputs: values }) });
+      if (Object.keys(files).length) {
+        await api.upload("/user_task_execution_run", { user_task_execution_pk: pk, inputs: values }, files);
+      } else {
+        await api.call("POST", "/user_task_execution_run", { user_task_execution_pk: pk,
+          ...(isOrder ? {} : { inputs: values }) });
+      }
       navigate(`/execution/${pk}`);
     } catch (exc) {
       fail(exc);
@@ -93,7 +103,15 @@ export function StartTask({ t, api, task }: { t: Texts; api: Api; task: UserTask
         {!isOrder && inputs.map((input) => (
           <div className="field" key={input.input_name}>
             <label htmlFor={`input-${input.input_name}`}>{input.description_for_user}</label>
-            {input.type === "drop_down_list" ? (
+            {MEDIA.has(input.type) ? (
+              <input type="file" id={`input-${input.input_name}`} aria-invalid={Boolean(errors[input.input_name])}
+                aria-describedby={errors[input.input_name] ? `error-${input.input_name}` : undefined}
+                onChange={(e) => {
+                  const file = e.target.files?.[0];
+                  const { [input.input_name]: _dropped, ...others } = files;
+                  setFiles(file ? { ...others, [input.input_name]: file } : others);
+                }} />
+            ) : input.type === "drop_down_list" ? (
               <select id={`input-${input.input_name}`} value={values[input.input_name] ?? ""}
                 aria-invalid={Boolean(errors[input.input_name])}
                 aria-describedby={errors[input.input_name] ? `error-${input.input_name}` : undefined}
@@ -117,7 +135,7 @@ export function StartTask({ t, api, task }: { t: Texts; api: Api; task: UserTask
         ))}
         <button type="submit" disabled={busy}>{t.start}</button>
       </form>
-      {!isOrder && (
+      {!isOrder && !isWorkflow && (
         <form onSubmit={startFromChat} className="first-message">
           <label htmlFor="first-message">{t.orStartChat}</label>
           <div className="row">
