@@ -6,7 +6,8 @@ const backend = process.env.MOJODEX_BACKEND ?? "http://127.0.0.1:5001";
 const apiPaths = ["/login", "/logout", "/user", "/user_task", "/user_task_execution", "/user_task_execution_run",
   "/user_task_execution_stop", "/user_task_execution_title", "/user_message", "/message", "/produced_text",
   "/user_task_execution_produced_text", "/text_edit_action", "/task_tool_execution", "/order", "/task", "/usage",
-  "/user_workflow_step_execution", "/health"];
+  "/user_workflow_step_execution", "/user_workflow_step_execution_result", "/restart_user_workflow_execution",
+  "/health"];
 
 export default defineConfig({
   plugins: [react()],
