@@ -36,6 +36,16 @@ def create_app(platform: Platform) -> tuple[Flask, SocketIO]:
     register_app_errors(app)
     api = JsonErrorApi(app)
     register_routes(api)
+    socket_options: dict = {}
+    manager = None
+    if platform.settings.distributed:
+        # Several backend processes: rooms and emits go through Flask-SocketIO's Redis message
+        # queue (workers emit on it too); the manager skips live events a socket got in its replay.
+        from background.distributed.events import ReplayAwareRedisManager, socketio_channel
+
+        manager = ReplayAwareRedisManager(platform.settings.redis_url, socketio_channel(platform.settings.redis_url))
+        socket_options["client_manager"] = manager
+        platform.events.set_floors(manager)
     socketio = SocketIO(
         app,
         async_mode="threading",
@@ -44,12 +54,16 @@ def create_app(platform: Platform) -> tuple[Flask, SocketIO]:
         ping_timeout=20,
         logger=False,
         engineio_logger=False,
+        **socket_options,
     )
-    register_socket_events(socketio, platform)
+    register_socket_events(socketio, platform, manager)
     # Final events reach clients through the session's room, named after the session id.
     platform.events.set_transport(lambda session_id, name, payload: socketio.emit(name, payload, to=session_id))
-    resume_unfinished_turns(platform)
-    platform.resume_title_summaries()
+    if not platform.settings.distributed:
+        # Distributed: a backend (re)starting must not take over turns workers are running; the
+        # beat sweep re-runs turns whose worker died (background/distributed/sweep.py).
+        resume_unfinished_turns(platform)
+        platform.resume_title_summaries()
     return app, socketio
 
 
