@@ -38,6 +38,7 @@ def make_celery(settings: Settings) -> Celery:
         # Pub/sub (remote control) ignores Redis database numbers: keep deployments sharing a Redis apart.
         worker_enable_remote_control=False,
         worker_hijack_root_logger=False,
+        worker_redirect_stdouts=False,
         beat_schedule={
             "mojodex-sweep": {"task": SWEEP_TASK, "schedule": settings.sweep_interval_s,
                               "options": {"expires": max(settings.sweep_interval_s * 2, 1.0)}},

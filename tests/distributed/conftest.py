@@ -1,0 +1,107 @@
+"""A real cluster for the distributed tests: 2 backend processes, 2 Celery workers, 1 beat.
+
+Runs natively against the suite's Postgres database (TEST_DATABASE_URL) and the Redis database
+of TEST_REDIS_URL (broker, Socket.IO message queue, seqs and token streams); skipped when either
+is absent (SQLite and in-process threads cannot be shared by processes the way these tests need).
+The LLM is a scripted OpenAI-compatible server in this process, answering every chat with
+"Answer to <the user's text>." streamed word by word, so a stream can be checked against the
+stored answer whichever worker ran it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from backend.cluster import Cluster
+from mojodex_core.db import make_engine, make_session_factory, transaction
+from mojodex_core.task_loader import store_spec
+from mojodex_core.task_spec import validate_spec
+from tests.support.live import ADMIN_SECRET, TEST_TASK, LiveServer
+from tests.support.scripted_llm import Reply, ScriptedLLMServer
+
+REDIS_URL = os.environ.get("TEST_REDIS_URL")
+DATABASE_URL = os.environ.get("TEST_DATABASE_URL")
+LEASE_S = 2.0
+CHUNK_DELAY_S = 0.05
+
+pytestmark = pytest.mark.skipif(
+    not (REDIS_URL and DATABASE_URL), reason="distributed tests need TEST_REDIS_URL and TEST_DATABASE_URL"
+)
+
+
+def answer_for(text: str) -> str:
+    return f"Answer to {text}."
+
+
+def _responder(body: dict) -> Reply:
+    if not body.get("stream"):  # the title/summary job asks for structured JSON
+        return Reply(json={"title": "A title", "summary": "A summary"})
+    user = [m for m in body.get("messages", []) if m.get("role") == "user"]
+    text = str(user[-1]["content"]) if user else ""
+    words = re.findall(r"\S+\s*", answer_for(text))
+    # A slow-ish stream: a worker can be killed in the middle of it.
+    return Reply(chunks=words, delay_s=CHUNK_DELAY_S)
+
+
+@pytest.fixture(scope="session")
+def cluster_llm() -> Iterator[ScriptedLLMServer]:
+    server = ScriptedLLMServer().start()
+    server.responder = _responder
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def cluster(database_url: str, cluster_llm: ScriptedLLMServer, tmp_path_factory) -> Iterator[Cluster]:  # noqa: ANN001
+    if not database_url.startswith("postgresql"):
+        pytest.skip("distributed tests need Postgres")
+    redis.Redis.from_url(REDIS_URL).flushdb()  # this suite's own Redis database
+    factory = make_session_factory(make_engine(database_url))
+    with transaction(factory) as db:
+        store_spec(db, validate_spec(TEST_TASK), "upsert")
+    env = {
+        "DATABASE_URL": DATABASE_URL,
+        "REDIS_URL": REDIS_URL,
+        "MOJODEX_LLM_BASE_URL": cluster_llm.base_url,
+        "MOJODEX_LLM_API_KEY": "test",
+        "MOJODEX_LLM_TIMEOUT_S": "5",
+        "MOJODEX_LLM_MAX_RETRIES": "1",
+        "MOJODEX_ADMIN_SECRET": ADMIN_SECRET,
+        "MOJODEX_SECRET_KEY": "test-secret-key-0123456789",
+        "MOJODEX_TURN_LEASE_S": str(LEASE_S),
+        "MOJODEX_SWEEP_INTERVAL_S": "0.5",
+        "MOJODEX_TURN_TIMEOUT_S": "30",
+        "MOJODEX_LOG_LEVEL": "INFO",
+    }
+    # MOJODEX_TEST_CLUSTER_LOGS keeps the processes' logs somewhere known (CI artefacts, debugging).
+    logs = os.environ.get("MOJODEX_TEST_CLUSTER_LOGS")
+    log_dir = Path(logs) if logs else tmp_path_factory.mktemp("cluster")
+    cluster = Cluster(env=env, log_dir=log_dir, worker_concurrency=4)
+    try:
+        cluster.start(timeout=90)
+        yield cluster
+    finally:
+        cluster.stop()
+        factory.kw["bind"].dispose()
+
+
+@pytest.fixture(scope="session")
+def backends(cluster: Cluster, database_url: str) -> list[LiveServer]:
+    """Each backend as a LiveServer-like handle (base_url, db(), new_user()) on the shared database."""
+    platform = _DbOnly(database_url)
+    return [LiveServer(role.url, platform) for role in cluster.roles if role.name.startswith("backend")]
+
+
+class _DbOnly:
+    """Enough of a Platform for LiveServer.db()/new_user(): the session factory."""
+
+    def __init__(self, database_url: str) -> None:
+        self.session_factory = make_session_factory(make_engine(database_url))
