@@ -45,8 +45,8 @@ def _responder(body: dict) -> Reply:
     user = [m for m in body.get("messages", []) if m.get("role") == "user"]
     text = str(user[-1]["content"]) if user else ""
     words = re.findall(r"\S+\s*", answer_for(text))
-    # A slow-ish stream: a worker can be killed in the middle of it.
-    return Reply(chunks=words, delay_s=CHUNK_DELAY_S)
+    # "fast ..." messages stream at once (load); others slowly, so a process can die mid-stream.
+    return Reply(chunks=words, delay_s=0.0 if text.startswith("fast") else CHUNK_DELAY_S)
 
 
 @pytest.fixture(scope="session")
