@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import signal
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 from sqlalchemy import func, select
 
-from mojodex_core.db.models import Message, SessionRunner
+from mojodex_core.db.models import Message, SessionEvent, SessionRunner
 from tests.distributed.conftest import answer_for
 from tests.integration._helpers import by_seq
 
@@ -130,6 +131,28 @@ def test_a_worker_killed_mid_stream_its_turn_is_rerun_and_answered_once(cluster,
             cluster.roles.remove(victim)
             cluster.start_worker(index)
 
+
+
+def test_sigterm_lets_a_worker_finish_its_turn_and_hand_the_rest_back(cluster, backends):
+    a, _b = backends
+    client, pk, session_id = _session(a)
+    texts = [f"slow {n} " + " ".join(f"w{i}" for i in range(12)) for n in range(3)]
+    for n, text in enumerate(texts):
+        _send(client, pk, session_id, text, message_id=f"t{n}")
+    pid = _owner_pid(a, session_id)
+    victim = next(r for r in cluster.roles if r.process.pid == pid)
+    try:
+        cluster.kill(victim, signal.SIGTERM)  # warm shutdown: the running turn ends, no retry needed
+        victim.process.wait(30)
+        _wait_answered(a, [session_id])
+        assert _answers(a, session_id) == [(t, answer_for(t), "answered") for t in texts]
+        with a.db() as db:
+            retried = db.scalar(select(func.count()).select_from(SessionEvent).where(
+                SessionEvent.session_id == session_id, SessionEvent.event_name == "mojo_message_retrying"))
+        assert retried == 0, "a turn was cut off instead of finished"
+    finally:
+        cluster.roles.remove(victim)
+        cluster.start_worker(int(victim.name.removeprefix("worker")))
 
 def test_a_backend_killed_mid_stream_its_client_replays_on_the_other_exactly_once(cluster, backends):
     a, b = backends
