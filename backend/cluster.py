@@ -23,7 +23,7 @@ from typing import IO
 
 import requests
 
-from mojodex_core.config import PROJECT_ROOT
+from mojodex_core.config import PROJECT_ROOT, VAR_DIR, _secret
 
 
 def free_port(preferred: int = 0) -> int:
@@ -158,7 +158,16 @@ def main() -> None:
     missing = [v for v in ("REDIS_URL", "DATABASE_URL") if not os.environ.get(v)]
     if missing:
         sys.exit(f"run-cluster needs {' and '.join(missing)} (Redis and Postgres must be running)")
-    cluster = Cluster(env={}, log_dir=args.log_dir, backends=args.backends, workers=args.workers,
+    # Secrets as under `make run` (kept in var/), given to every process; no process is "embedded",
+    # so no backend starts a local model of its own: the workers run the turns.
+    var_dir = Path(os.environ.get("MOJODEX_VAR_DIR") or VAR_DIR)
+    env = {name: os.environ.get(name) or _secret(os.environ, name, True, var_dir)
+           for name in ("MOJODEX_ADMIN_SECRET", "MOJODEX_SECRET_KEY")}
+    env["MOJODEX_EMBEDDED"] = "0"
+    if not (os.environ.get("MOJODEX_LLM_BASE_URL") or os.environ.get("MOJODEX_LLM_API_KEY")
+            or os.environ.get("OPENAI_API_KEY")):
+        print("no LLM configured: turns will answer 'No LLM configured' (set MOJODEX_LLM_BASE_URL)", flush=True)
+    cluster = Cluster(env=env, log_dir=args.log_dir, backends=args.backends, workers=args.workers,
                       first_port=int(os.environ.get("MOJODEX_PORT") or 5001))
     stop = {"now": False}
     signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
