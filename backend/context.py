@@ -151,7 +151,7 @@ def build_platform(
 ) -> Platform:
     """``local_model``: the embedded model server (a ServerGuard with ``status()``), if one runs;
     ``no_llm_reason``: why there is no LLM, added to the users' "No LLM configured" answer."""
-    engine = make_engine(settings.database_url)
+    engine = make_engine(settings.database_url, pool_size=settings.db_pool_size, max_overflow=settings.db_max_overflow)
     factory = make_session_factory(engine)
     redis_client = None
     if settings.distributed:

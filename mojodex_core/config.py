@@ -74,6 +74,10 @@ class Settings:
     turn_lease_s: float = 30.0
     sweep_interval_s: float = 5.0
     token_stream_ttl_s: int = 3600
+    # Connections each process may open to the database (pool, then overflow): several processes
+    # share the server's max_connections (Postgres: 100 by default).
+    db_pool_size: int = 20
+    db_max_overflow: int = 40
 
     @property
     def distributed(self) -> bool:
@@ -234,6 +238,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         turn_lease_s=_float(env, "MOJODEX_TURN_LEASE_S", 30.0, 1.0, 3600.0),
         sweep_interval_s=_float(env, "MOJODEX_SWEEP_INTERVAL_S", 5.0, 0.2, 3600.0),
         token_stream_ttl_s=_int(env, "MOJODEX_TOKEN_STREAM_TTL_S", 3600, 10, 7 * 24 * 3600),
+        db_pool_size=_int(env, "MOJODEX_DB_POOL_SIZE", 20, 1, 500),
+        db_max_overflow=_int(env, "MOJODEX_DB_MAX_OVERFLOW", 40, 0, 1000),
     )
 
 

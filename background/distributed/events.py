@@ -140,7 +140,8 @@ class RedisSessionEventLog:
                             ex=SEQ_KEY_TTL_S)
 
     def _next_seq(self, session_id: str) -> int:
-        self._seed(session_id)
+        # Seeded by publishing() before the caller's transaction: seeding here would need a second
+        # database connection while the caller holds one (a pool deadlock under load).
         pipe = self._redis.pipeline()
         pipe.incr(self._seq_key(session_id))
         pipe.expire(self._seq_key(session_id), SEQ_KEY_TTL_S)
@@ -149,6 +150,7 @@ class RedisSessionEventLog:
     @contextmanager
     def publishing(self, session_id: str) -> Iterator[Publication]:
         with self.session_lock(session_id):
+            self._seed(session_id)
             publication = _Publication(self, session_id)
             yield publication
             for name, payload in publication.events:

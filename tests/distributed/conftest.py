@@ -80,6 +80,9 @@ def cluster(database_url: str, cluster_llm: ScriptedLLMServer, tmp_path_factory)
         "MOJODEX_SWEEP_INTERVAL_S": "0.5",
         "MOJODEX_TURN_TIMEOUT_S": "30",
         "MOJODEX_LOG_LEVEL": "INFO",
+        # 5 processes share the machine's Postgres (max_connections 100) with other suites.
+        "MOJODEX_DB_POOL_SIZE": "4",
+        "MOJODEX_DB_MAX_OVERFLOW": "4",
     }
     # MOJODEX_TEST_CLUSTER_LOGS keeps the processes' logs somewhere known (CI artefacts, debugging).
     logs = os.environ.get("MOJODEX_TEST_CLUSTER_LOGS")

@@ -7,18 +7,24 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
+import requests
 from sqlalchemy import func, select
 
 from mojodex_core.db.models import Message, SessionEvent, SessionRunner
 from tests.distributed.conftest import answer_for
 from tests.integration._helpers import by_seq
+from tests.support.live import LiveServer
 
 
 def _send(client, pk: int, session_id: str, text: str, message_id: str | None = None) -> dict:  # noqa: ANN001
-    return client.ok("PUT", "/user_message", json={
-        "session_id": session_id, "user_task_execution_pk": pk, "text": text,
-        "message_id": message_id or uuid.uuid4().hex,
-    })
+    """PUT /user_message, sent again once if the connection drops (a keep-alive connection closed
+    by the server as it was reused): the same message_id makes it idempotent."""
+    body = {"session_id": session_id, "user_task_execution_pk": pk, "text": text,
+            "message_id": message_id or uuid.uuid4().hex}
+    try:
+        return client.ok("PUT", "/user_message", json=body)
+    except requests.ConnectionError:
+        return client.ok("PUT", "/user_message", json=body)
 
 
 def _session(backend):  # noqa: ANN001, ANN202
@@ -162,10 +168,16 @@ def test_a_backend_killed_mid_stream_its_client_replays_on_the_other_exactly_onc
     try:
         _send(client, pk, session_id, text)
         socket.wait_event("mojo_token", count=5, timeout=30)
-        cluster.kill(next(r for r in cluster.roles if r.port == int(a.base_url.rsplit(":", 1)[1])))
+        victim = next(r for r in cluster.roles if r.port == int(a.base_url.rsplit(":", 1)[1]))
+        cluster.kill(victim)
         before = [(n, d) for n, d in socket.events if isinstance(d, dict) and "seq" in d]
     finally:
         socket.close()
+        if "victim" in locals():  # a fresh backend in its place, for the next tests
+            cluster.roles.remove(victim)
+            restarted = cluster.start_backend(int(victim.name.removeprefix("backend")))
+            cluster.wait_serving(restarted)
+            backends[0] = LiveServer(restarted.url, a.platform)
     last_seq = max(d["seq"] for _n, d in before)
     client_b = type(client)(b.base_url, client.token, client.user_id)
     again = client_b.socket(session_id, last_seq=last_seq)
