@@ -79,8 +79,8 @@ class Cluster:
 
     def start_backend(self, index: int, port: int = 0) -> Role:
         port = free_port(port)
-        return self._spawn(f"backend{index}", [sys.executable, "-m", "backend.cli", "serve", "--workers-threads", "120"],
-                           port=port)
+        argv = [sys.executable, "-m", "backend.cli", "serve", "--workers-threads", "120"]
+        return self._spawn(f"backend{index}", argv, port=port)
 
     def start_worker(self, index: int) -> Role:
         return self._spawn(f"worker{index}", [

@@ -20,12 +20,25 @@ import threading
 import time
 from typing import Callable
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
+from background.distributed.sweep import requeue_orphans
+from mojodex_core.db import transaction
+from mojodex_core.db.models import Message
+from mojodex_core.execution.events import EventPublisher
 from mojodex_core.execution.failures import mark_failed
 from mojodex_core.execution.jobs import SessionJob, TurnJob
-from mojodex_core.execution.session_claims import Claim, claim_session, holding, next_pending, release, renew
+from mojodex_core.execution.session_claims import (
+    Claim,
+    check_fence,
+    claim_session,
+    holding,
+    next_pending,
+    release,
+    renew,
+)
 
 log = logging.getLogger("mojodex.drain")
 
@@ -95,7 +108,9 @@ class Drainer:
         owner: str,
         lease_s: float,
         cancel_flag: CancelFlag | None = None,
+        events: EventPublisher | None = None,
     ) -> None:
+        self.events = events
         self.factory = factory
         self.handler = handler
         self.owner = owner
@@ -132,6 +147,8 @@ class Drainer:
             # may have found the session held, so answer it now.
 
     def _run_claimed(self, claim: Claim, jobs: list[TurnJob | SessionJob], stopping: Callable[[], bool]) -> None:
+        if self.events is not None:
+            self._requeue_orphans(claim)
         heartbeat = _Heartbeat(self, claim)
         heartbeat.start()
         attempted: set[int] = set()
@@ -153,6 +170,19 @@ class Drainer:
                     self._run(TurnJob(session_id=claim.session_id, message_pk=message_pk), heartbeat)
         finally:
             heartbeat.stop()
+
+    def _requeue_orphans(self, claim: Claim) -> None:
+        """A message still ``processing`` when we take the session was left by a holder that
+        failed to finish it (its database went away mid-turn): it is answered again."""
+        with self.factory() as db:
+            orphaned = db.scalar(select(Message.message_pk).where(
+                Message.session_id == claim.session_id, Message.status == "processing").limit(1))
+        if orphaned is None:
+            return
+        with holding(claim), self.events.publishing(claim.session_id) as publication, transaction(self.factory) as db:
+            check_fence(db, claim.session_id)
+            retried = requeue_orphans(db, publication, claim.session_id)
+        log.warning("session %s: re-running message(s) %s left processing", claim.session_id, retried)
 
     def _run(self, job: TurnJob | SessionJob, heartbeat: _Heartbeat) -> None:
         cancel = threading.Event()

@@ -19,7 +19,7 @@ from sqlalchemy.orm import sessionmaker
 
 from mojodex_core.db import transaction
 from mojodex_core.db.models import Message
-from mojodex_core.execution.events import EventPublisher
+from mojodex_core.execution.events import EventPublisher, Publication
 from mojodex_core.execution.session_claims import (
     ORDER_EVENT_NAME,
     sessions_waiting,
@@ -30,6 +30,25 @@ from mojodex_core.execution.session_claims import (
 log = logging.getLogger("mojodex.sweep")
 
 RETRYING_EVENT = "mojo_message_retrying"
+
+
+def requeue_orphans(db: DbSession, publication: Publication, session_id: str) -> list[int]:
+    """Messages left ``processing`` by a lease holder that is gone go back to ``pending``, each with a
+    ``mojo_message_retrying`` event. Call it holding the session (a lease just claimed or taken
+    over): no live turn of the session can then be running."""
+    rows = db.scalars(
+        select(Message)
+        .where(
+            Message.session_id == session_id,
+            or_(Message.sender == "user", Message.event_name == ORDER_EVENT_NAME),
+            Message.status == "processing",
+        )
+        .order_by(Message.message_pk)
+    ).all()
+    for row in rows:
+        row.status = "pending"
+        publication.add(db, RETRYING_EVENT, {"message_pk": row.message_pk})
+    return [row.message_pk for row in rows]
 
 
 def sweep(
@@ -45,23 +64,10 @@ def sweep(
         stalled = stalled_sessions(db, lease_s)
     recovered = 0
     for session_id, fence in stalled:
-        retried: list[int] = []
         with events.publishing(session_id) as publication, transaction(factory) as db:
             if not take_over(db, session_id, fence, lease_s):
                 continue  # it renewed meanwhile, or another sweep got it
-            rows = db.scalars(
-                select(Message)
-                .where(
-                    Message.session_id == session_id,
-                    or_(Message.sender == "user", Message.event_name == ORDER_EVENT_NAME),
-                    Message.status == "processing",
-                )
-                .order_by(Message.message_pk)
-            ).all()
-            for row in rows:
-                row.status = "pending"
-                publication.add(db, RETRYING_EVENT, {"message_pk": row.message_pk})
-                retried.append(row.message_pk)
+            retried = requeue_orphans(db, publication, session_id)
         recovered += 1
         log.warning("session %s: worker lost (fence %d); re-running message(s) %s", session_id, fence, retried)
         submit(session_id)

@@ -68,7 +68,8 @@ def worker_platform():  # noqa: ANN201
                 pid=os.getpid(),
                 platform=platform,
                 drainer=Drainer(platform.session_factory, platform.turn_handler, owner=owner,
-                                lease_s=settings.turn_lease_s, cancel_flag=cancel_flag(client)),
+                                lease_s=settings.turn_lease_s, cancel_flag=cancel_flag(client),
+                                events=platform.events),
             )
             log.info("worker %s ready: database=%s", owner, settings.database_url.split("@")[-1])
         return _state["platform"], _state["drainer"]

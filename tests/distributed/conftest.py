@@ -24,6 +24,7 @@ from mojodex_core.task_loader import store_spec
 from mojodex_core.task_spec import validate_spec
 from tests.support.live import ADMIN_SECRET, TEST_TASK, LiveServer
 from tests.support.scripted_llm import Reply, ScriptedLLMServer
+from tests.support.tcp_proxy import TcpProxy
 
 REDIS_URL = os.environ.get("TEST_REDIS_URL")
 DATABASE_URL = os.environ.get("TEST_DATABASE_URL")
@@ -67,9 +68,14 @@ def cluster(database_url: str, cluster_llm: ScriptedLLMServer, tmp_path_factory)
     factory = make_session_factory(make_engine(database_url))
     with transaction(factory) as db:
         store_spec(db, validate_spec(TEST_TASK), "upsert")
+    # Every cluster process reaches Postgres and Redis through a proxy the fault tests can cut.
+    pg_proxy, pg_url = TcpProxy.for_url(DATABASE_URL, 5432)
+    redis_proxy, redis_url = TcpProxy.for_url(REDIS_URL, 6379)
+    pg_proxy.start()
+    redis_proxy.start()
     env = {
-        "DATABASE_URL": DATABASE_URL,
-        "REDIS_URL": REDIS_URL,
+        "DATABASE_URL": pg_url,
+        "REDIS_URL": redis_url,
         "MOJODEX_LLM_BASE_URL": cluster_llm.base_url,
         "MOJODEX_LLM_API_KEY": "test",
         "MOJODEX_LLM_TIMEOUT_S": "5",
@@ -88,11 +94,14 @@ def cluster(database_url: str, cluster_llm: ScriptedLLMServer, tmp_path_factory)
     logs = os.environ.get("MOJODEX_TEST_CLUSTER_LOGS")
     log_dir = Path(logs) if logs else tmp_path_factory.mktemp("cluster")
     cluster = Cluster(env=env, log_dir=log_dir, worker_concurrency=4)
+    cluster.pg_proxy, cluster.redis_proxy = pg_proxy, redis_proxy
     try:
         cluster.start(timeout=90)
         yield cluster
     finally:
         cluster.stop()
+        pg_proxy.close()
+        redis_proxy.close()
         factory.kw["bind"].dispose()
 
 

@@ -176,3 +176,25 @@ def test_the_in_process_runner_runs_session_jobs_in_the_sessions_turn_order():
             handlers(SessionJob(session_id="s", kind="unknown"), threading.Event())
     finally:
         runner.shutdown()
+
+
+def test_a_message_left_processing_by_a_failed_holder_is_rerun_by_the_next_drain(factory, session_id):
+    # Its worker lost the database mid-turn: it could neither answer nor mark the failure, and
+    # its lease was released or lapsed. Before the fix the message stayed "processing" for ever.
+    message_pk = _message(factory, session_id, "hi", status="processing")
+    events = SessionEventLog(factory)
+    drainer = Drainer(factory, lambda job, _c: _answer(factory, job), owner="w2", lease_s=30, events=events)
+    assert drainer.drain(session_id) == DONE
+    with factory() as db:
+        assert db.get(Message, message_pk).status == "answered"
+        names = db.scalars(select(SessionEvent.event_name).where(SessionEvent.session_id == session_id)).all()
+    assert names == ["mojo_message_retrying"]
+
+
+def test_an_unreachable_database_answers_503_not_500():
+    from sqlalchemy.exc import OperationalError
+
+    from backend.errors import error_response
+
+    body, status = error_response(OperationalError("SELECT 1", {}, Exception("connection refused")))
+    assert status == 503 and "database is unavailable" in body["error"]
