@@ -244,6 +244,8 @@ class ReplayAwareRedisManager(socketio.RedisManager):
                 del self._floors[room]
 
     def _handle_emit(self, message: dict[str, Any]) -> None:
+        # Overrides python-socketio's PubSubManager hook that delivers a queued emit to this
+        # host's sockets (python-socketio 5.x); the skip_sid list is its own filtering.
         room, data = message.get("room"), message.get("data")
         payload = data[0] if isinstance(data, list) and data else None
         seq = payload.get("seq") if isinstance(payload, dict) else None

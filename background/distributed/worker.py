@@ -81,7 +81,7 @@ def drain_session(self, session_id: str, jobs: list | None = None) -> str:  # no
     decoded = [decode_job(session_id, j) for j in jobs or []]
     try:
         outcome = drainer.drain(session_id, decoded, stopping=STOPPING.is_set)
-    except OperationalError as exc:  # the database is unreachable: try again later, with backoff
+    except (OperationalError, redis.RedisError) as exc:  # Postgres or Redis unreachable: retry, backing off
         raise self.retry(exc=exc, countdown=min(2 ** min(self.request.retries, 5), 30)) from exc
     if outcome == BUSY and decoded:
         # Another worker holds the session: these jobs must still run, after its turns.
