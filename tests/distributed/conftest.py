@@ -50,7 +50,7 @@ def _responder(body: dict) -> Reply:
     return Reply(chunks=words, delay_s=0.0 if text.startswith("fast") else CHUNK_DELAY_S)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def cluster_llm() -> Iterator[ScriptedLLMServer]:
     server = ScriptedLLMServer().start()
     server.responder = _responder
@@ -60,7 +60,9 @@ def cluster_llm() -> Iterator[ScriptedLLMServer]:
         server.stop()
 
 
-@pytest.fixture(scope="session")
+# Package scope: the cluster (and its beat, which sweeps the shared database) is gone before any
+# other test of the suite runs.
+@pytest.fixture(scope="package")
 def cluster(database_url: str, cluster_llm: ScriptedLLMServer, tmp_path_factory) -> Iterator[Cluster]:  # noqa: ANN001
     if not database_url.startswith("postgresql"):
         pytest.skip("distributed tests need Postgres")
@@ -105,7 +107,7 @@ def cluster(database_url: str, cluster_llm: ScriptedLLMServer, tmp_path_factory)
         factory.kw["bind"].dispose()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def backends(cluster: Cluster, database_url: str) -> list[LiveServer]:
     """Each backend as a LiveServer-like handle (base_url, db(), new_user()) on the shared database."""
     platform = _DbOnly(database_url)
