@@ -78,6 +78,15 @@ class Settings:
     # share the server's max_connections (Postgres: 100 by default).
     db_pool_size: int = 20
     db_max_overflow: int = 40
+    # Workflows: an OpenAI-compatible /audio/transcriptions endpoint for recordings (none: transcripts only),
+    # and the heartbeat of running steps (a step whose heartbeat is older than the lapse is re-run once).
+    transcription_base_url: str | None = None
+    transcription_api_key: str | None = None
+    transcription_model: str = "whisper-1"
+    workflow_heartbeat_s: float = 5.0
+    workflow_heartbeat_lapse_s: float = 30.0
+    # The largest request that may carry a file (a form start or a restart with a recording); others: 2 MB.
+    upload_max_mb: int = 25
 
     @property
     def distributed(self) -> bool:
@@ -240,6 +249,12 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         token_stream_ttl_s=_int(env, "MOJODEX_TOKEN_STREAM_TTL_S", 3600, 10, 7 * 24 * 3600),
         db_pool_size=_int(env, "MOJODEX_DB_POOL_SIZE", 20, 1, 500),
         db_max_overflow=_int(env, "MOJODEX_DB_MAX_OVERFLOW", 40, 0, 1000),
+        transcription_base_url=_url(env, "MOJODEX_TRANSCRIPTION_BASE_URL", ("http", "https")),
+        transcription_api_key=env.get("MOJODEX_TRANSCRIPTION_API_KEY") or None,
+        transcription_model=env.get("MOJODEX_TRANSCRIPTION_MODEL") or "whisper-1",
+        workflow_heartbeat_s=_float(env, "MOJODEX_WORKFLOW_HEARTBEAT_S", 5.0, 0.05, 600.0),
+        workflow_heartbeat_lapse_s=_float(env, "MOJODEX_WORKFLOW_HEARTBEAT_LAPSE_S", 30.0, 0.2, 7200.0),
+        upload_max_mb=_int(env, "MOJODEX_UPLOAD_MAX_MB", 25, 1, 1024),
     )
 
 

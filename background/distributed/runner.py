@@ -13,7 +13,7 @@ from typing import Any
 
 import redis
 from celery import Celery
-from sqlalchemy import or_, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
@@ -21,7 +21,7 @@ from background.distributed.celery_app import DRAIN_TASK, RUN_JOB_TASK
 from background.distributed.events import KEY_PREFIX
 from mojodex_core.db.models import Message
 from mojodex_core.execution.jobs import SessionJob, TurnJob
-from mojodex_core.execution.session_claims import ORDER_EVENT_NAME
+from mojodex_core.execution.session_claims import answered_by_runner
 
 log = logging.getLogger("mojodex.runner")
 
@@ -83,7 +83,7 @@ class CeleryTurnRunner:
             with self._factory() as db:
                 busy = db.scalar(
                     select(Message.message_pk)
-                    .where(or_(Message.sender == "user", Message.event_name == ORDER_EVENT_NAME),
+                    .where(answered_by_runner(),
                            Message.status.in_(("pending", "processing")))
                     .limit(1)
                 )

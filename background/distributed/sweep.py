@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Callable
 
-from sqlalchemy import or_, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
@@ -21,7 +21,7 @@ from mojodex_core.db import transaction
 from mojodex_core.db.models import Message
 from mojodex_core.execution.events import EventPublisher, Publication
 from mojodex_core.execution.session_claims import (
-    ORDER_EVENT_NAME,
+    answered_by_runner,
     sessions_waiting,
     stalled_sessions,
     take_over,
@@ -40,7 +40,7 @@ def requeue_orphans(db: DbSession, publication: Publication, session_id: str) ->
         select(Message)
         .where(
             Message.session_id == session_id,
-            or_(Message.sender == "user", Message.event_name == ORDER_EVENT_NAME),
+            answered_by_runner(),
             Message.status == "processing",
         )
         .order_by(Message.message_pk)

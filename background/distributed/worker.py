@@ -60,6 +60,7 @@ def worker_platform():  # noqa: ANN201
 
             configure_logging(settings.log_level)
             platform = build_platform(settings)
+            platform.start_workflow_watch()  # renews the heartbeat of the workflow steps this worker runs
             emitter = SocketIO(message_queue=settings.redis_url, channel=socketio_channel(settings.redis_url))
             platform.events.set_transport(lambda session_id, name, payload: emitter.emit(name, payload, to=session_id))
             client = redis.Redis.from_url(settings.redis_url)

@@ -30,8 +30,16 @@ from mojodex_core.db.models import Message, SessionRunner
 
 log = logging.getLogger("mojodex.claims")
 
-# The messages a session's runner answers: user messages, and order conversations' system events.
+# The messages a session's runner answers: user messages, and the system messages that drive order
+# conversations (their global events) and workflows (a step to run).
 ORDER_EVENT_NAME = "order_event"
+WORKFLOW_RUN_EVENT_NAME = "workflow_run"
+RUNNER_SYSTEM_EVENTS = (ORDER_EVENT_NAME, WORKFLOW_RUN_EVENT_NAME)
+
+
+def answered_by_runner():  # noqa: ANN201
+    """The SQL condition of a message the runner answers (a user message or a driving system one)."""
+    return or_(Message.sender == "user", Message.event_name.in_(RUNNER_SYSTEM_EVENTS))
 
 
 class Superseded(Exception):
@@ -132,7 +140,7 @@ def next_pending(db: DbSession, session_id: str) -> int | None:
         select(Message.message_pk)
         .where(
             Message.session_id == session_id,
-            or_(Message.sender == "user", Message.event_name == ORDER_EVENT_NAME),
+            answered_by_runner(),
             Message.status == "pending",
         )
         .order_by(Message.message_pk)
@@ -174,7 +182,7 @@ def sessions_waiting(db: DbSession, older_than_s: float) -> list[str]:
     rows = db.scalars(
         select(Message.session_id)
         .where(
-            or_(Message.sender == "user", Message.event_name == ORDER_EVENT_NAME),
+            answered_by_runner(),
             Message.status == "pending",
             Message.created_at < cutoff,
             Message.session_id.not_in(held),
