@@ -3,6 +3,7 @@ lease and its fencing token, the drain loop, the sweep that re-runs a dead worke
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import uuid
@@ -198,3 +199,11 @@ def test_an_unreachable_database_answers_503_not_500():
 
     body, status = error_response(OperationalError("SELECT 1", {}, Exception("connection refused")))
     assert status == 503 and "database is unavailable" in body["error"]
+
+
+def test_jobs_cross_the_broker_unchanged():
+    from background.distributed.runner import decode_job, encode_job
+
+    for job in (TurnJob(session_id="s", message_pk=3, task_tool_execution_pk=7),
+                SessionJob(session_id="s", kind="workflow_step", payload={"step_pk": 12})):
+        assert decode_job("s", json.loads(json.dumps(encode_job(job)))) == job
