@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import requests
 from sqlalchemy import func, select
 
-from mojodex_core.db.models import Message, SessionEvent, SessionRunner
+from mojodex_core.db.models import Message, SessionEvent, SessionRunner, UserTaskExecution
 from tests.distributed.conftest import answer_for
 from tests.integration._helpers import by_seq
 from tests.support.live import LiveServer
@@ -98,6 +98,39 @@ def test_messages_sent_at_once_through_both_backends_are_answered_in_order(backe
                 Message.session_id == session_id, Message.sender == "assistant"))
         assert assistant == per_session, "an answer was stored twice"
 
+
+
+def test_a_delete_through_one_backend_cancels_the_turn_on_a_worker(backends):
+    a, b = backends
+    client, pk, session_id = _session(a)
+    socket = client.socket(session_id)
+    try:
+        sent = _send(client, pk, session_id, "cancel me " + " ".join(f"w{i}" for i in range(60)))
+        socket.wait_event("mojo_token", timeout=30)
+        other = type(client)(b.base_url, client.token, client.user_id)
+        other.ok("DELETE", "/user_task_execution", json={"user_task_execution_pk": pk})
+        error = socket.wait_event("error", timeout=15)[0]
+    finally:
+        socket.close()
+    assert "cancelled" in error["error"]
+    assert socket.named("mojo_message") == []
+    _wait_answered(a, [session_id])
+    assert _answers(a, session_id)[0][2] == "failed"
+    assert sent["message_pk"] == error["user_message_pk"]
+
+
+def test_the_title_job_runs_on_a_worker(backends):
+    a, _b = backends
+    client, pk, session_id = _session(a)
+    _send(client, pk, session_id, "fast title please")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with a.db() as db:
+            row = db.get(UserTaskExecution, pk)
+            if row.title_status == "done":
+                break
+        time.sleep(0.2)
+    assert (row.title, row.summary, row.title_status) == ("A title", "A summary", "done")
 
 def _owner_pid(live, session_id: str, timeout: float = 10.0) -> int:  # noqa: ANN001
     deadline = time.monotonic() + timeout
