@@ -1,15 +1,15 @@
 """session_runner: the per-session lease (owner, fencing token, heartbeat) of distributed workers
 
-Revision ID: 0006_scale
-Revises: 0005_wf
+Revision ID: 0007_scale
+Revises: 0006_web
 """
 from typing import Sequence
 
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = '0006_scale'
-down_revision: str | None = '0005_wf'
+revision: str = '0007_scale'
+down_revision: str | None = '0006_web'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
