@@ -10,10 +10,12 @@ from flask_restful import Resource
 from sqlalchemy import func, select
 from sqlalchemy.orm import selectinload
 
+from backend import api_models as m
 from backend.auth import user_required
 from backend.context import platform
 from backend.errors import ApiError, bad_request, not_found
 from backend.routes._input import current_user_id, execution_task, field, json_body, owned_execution, query_int
+from backend.validation import USER, api
 from mojodex_core.db.models import (
     Message,
     OrderSession,
@@ -86,6 +88,7 @@ def execution_views(db, executions: list[UserTaskExecution]) -> list[dict]:  # n
 class UserTaskExecutionResource(Resource):
     method_decorators = [user_required]
 
+    @api.validate(json=m.NewExecutionBody, resp=m.answers(m.NewExecutionOut), security=USER, tags=["executions"])
     def put(self):  # noqa: ANN201
         body = json_body()
         user_task_pk = field(body, "user_task_pk", int)
@@ -143,6 +146,7 @@ class UserTaskExecutionResource(Resource):
             log.info("execution %s created for task %s", execution.user_task_execution_pk, task.name_for_system)
             return view, 200
 
+    @api.validate(query=m.ExecutionListQuery, resp=m.answers(m.ExecutionPageOut), security=USER, tags=["executions"])
     def get(self):  # noqa: ANN201
         with platform().db() as db:
             if request.args.get("user_task_execution_pk"):
@@ -168,6 +172,7 @@ class UserTaskExecutionResource(Resource):
                 "limit": limit,
             }, 200
 
+    @api.validate(query=m.ExecutionDeleteQuery, resp=m.answers(m.DeletedOut), security=USER, tags=["executions"])
     def delete(self):  # noqa: ANN201
         if request.args.get("user_task_execution_pk"):
             pk = query_int("user_task_execution_pk")
@@ -186,6 +191,7 @@ class UserTaskExecutionResource(Resource):
 class UserTaskExecutionRunResource(Resource):
     method_decorators = [user_required]
 
+    @api.validate(json=m.RunBody, resp=m.answers(m.RunOut), security=USER, tags=["executions"])
     def post(self):  # noqa: ANN201
         body = json_body()
         pk = field(body, "user_task_execution_pk", int)
@@ -266,6 +272,7 @@ class UserTaskExecutionRunResource(Resource):
 class UserTaskExecutionTitleResource(Resource):
     method_decorators = [user_required]
 
+    @api.validate(json=m.TitleBody, resp=m.answers(m.TitleOut), security=USER, tags=["executions"])
     def post(self):  # noqa: ANN201
         body = json_body()
         pk = field(body, "user_task_execution_pk", int)
