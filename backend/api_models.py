@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, RootModel, StrictBool
 from spectree import Response
 
-from backend.validation import INT_MAX, Int32, Text
+from backend.validation import INT_MAX, Int32, Text, no_bool
 from mojodex_core.execution.intake import MAX_TEXT_CHARS
 from mojodex_core.order.menu import Menu
 from mojodex_core.order_runtime.intake import CLIENT_EVENTS
@@ -27,6 +27,10 @@ def _blank_is_none(value: Any) -> Any:
 
 # An optional query-string integer: absent or empty means "not given".
 OptInt32 = Annotated[Int32 | None, BeforeValidator(_blank_is_none)]
+# A 1-based version index (absent or empty: the latest).
+OptIndex = Annotated[
+    Annotated[int, BeforeValidator(no_bool), Field(ge=1, le=INT_MAX)] | None, BeforeValidator(_blank_is_none)
+]
 ClientPlatform = Literal["webapp", "mobile"]
 SessionId = Text(64, min_length=1)
 MessageId = Text(128)
@@ -68,12 +72,12 @@ class MessagesQuery(_In):
 
 class ExecutionProducedTextQuery(_In):
     user_task_execution_pk: Int32
-    produced_text_version_index: Annotated[OptInt32, Field(ge=1)] = None
+    produced_text_version_index: OptIndex = None
 
 
 class ProducedTextQuery(_In):
     produced_text_pk: Int32
-    produced_text_version_index: Annotated[OptInt32, Field(ge=1)] = None
+    produced_text_version_index: OptIndex = None
 
 
 class MenuQuery(_In):
@@ -420,3 +424,13 @@ def answers(ok: type[BaseModel], *codes: str) -> Response:
     """The documented answers of a route: its 200 model, and the shared error shape."""
     errors = {f"HTTP_{code}": ErrorOut for code in (codes or ERROR_CODES)}
     return Response(HTTP_200=ok, **errors)
+
+
+# ---- Socket.IO payloads ----------------------------------------------------------------------
+
+class StartSessionPayload(_In):
+    """``start_session``: join a session's room and get the events after ``last_seq`` (0: all)."""
+
+    session_id: SessionId
+    last_seq: Annotated[Annotated[int, BeforeValidator(no_bool), Field(ge=0, le=INT_MAX)],
+                        BeforeValidator(lambda v: 0 if v is None or v == "" else v)] = 0

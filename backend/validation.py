@@ -45,7 +45,7 @@ def _storable(value: str) -> str:
     return value
 
 
-def _no_bool(value: Any) -> Any:
+def no_bool(value: Any) -> Any:
     if isinstance(value, bool):
         raise ValueError("must be an integer, not a boolean")
     return value
@@ -59,7 +59,7 @@ def Text(max_length: int | None = None, min_length: int = 0) -> Any:  # noqa: N8
 
 
 # An INTEGER column's value (a pk, a seq, an index): range-checked, booleans refused.
-Int32 = Annotated[int, BeforeValidator(_no_bool), Field(ge=INT_MIN, le=INT_MAX)]
+Int32 = Annotated[int, BeforeValidator(no_bool), Field(ge=INT_MIN, le=INT_MAX)]
 
 
 def _loc(loc: tuple) -> str | None:
