@@ -30,6 +30,7 @@ from mojodex_core.execution.chaining import ChainError, check_chain
 from mojodex_core.execution.dispatch import UnsupportedTaskType
 from mojodex_core.execution.intake import FORM_MESSAGE_ID, InputError, accept_user_message, validate_inputs
 from mojodex_core.execution.jobs import TurnJob
+from mojodex_core.execution.produced_text import oversized
 from mojodex_core.execution.prompt import render
 from mojodex_core.execution.turn import execution_inputs
 from mojodex_core.order_runtime import service as order_service
@@ -279,6 +280,9 @@ class UserTaskExecutionTitleResource(Resource):
         title = field(body, "title", str).strip()
         if not title or len(title) > 255:
             raise bad_request("title must be 1 to 255 characters", field="title")
+        max_title_chars = platform().settings.max_title_chars
+        if oversized(title=title, max_title_chars=max_title_chars, max_production_chars=0):
+            raise ApiError(413, f"title must be at most {max_title_chars} characters", field="title")
         with platform().db() as db:
             execution = owned_execution(db, pk)
             execution.title = title

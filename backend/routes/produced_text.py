@@ -9,11 +9,11 @@ from sqlalchemy import func, select
 from backend import api_models as m
 from backend.auth import user_required
 from backend.context import platform
-from backend.errors import bad_request, not_found
+from backend.errors import ApiError, bad_request, not_found
 from backend.routes._input import field, json_body, owned_execution, query_int
 from backend.validation import USER, api
 from mojodex_core.db.models import ProducedText, ProducedTextVersion, UserTaskExecution
-from mojodex_core.execution.produced_text import append_version, latest_version, version_payload
+from mojodex_core.execution.produced_text import append_version, latest_version, oversized, version_payload
 
 
 def _owned_produced_text(db, produced_text_pk: int) -> ProducedText:  # noqa: ANN001
@@ -87,6 +87,12 @@ class ProducedTextResource(Resource):
         title = field(body, "title", str, None)
         if not production.strip():
             raise bad_request("production must not be empty", field="production")
+        settings = platform().settings
+        too_large = oversized(title=title, production=production, max_title_chars=settings.max_title_chars,
+                              max_production_chars=settings.max_produced_text_chars)
+        if too_large:
+            name, limit = too_large
+            raise ApiError(413, f"{name} must be at most {limit} characters", field=name)
         with platform().db() as db:
             if body.get("produced_text_pk") is not None:
                 produced = _owned_produced_text(db, field(body, "produced_text_pk", int))
