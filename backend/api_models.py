@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, RootModel, StrictBool
 from spectree import Response
 
-from backend.validation import INT_MAX, Int32, Text, no_bool
+from backend.validation import INT_MAX, Pk, Text, no_bool
 from mojodex_core.execution.intake import MAX_TEXT_CHARS
 from mojodex_core.order.menu import Menu
 from mojodex_core.order_runtime.intake import CLIENT_EVENTS
@@ -26,7 +26,7 @@ def _blank_is_none(value: Any) -> Any:
 
 
 # An optional query-string integer: absent or empty means "not given".
-OptInt32 = Annotated[Int32 | None, BeforeValidator(_blank_is_none)]
+OptPk = Annotated[Pk | None, BeforeValidator(_blank_is_none)]
 # A 1-based version index (absent or empty: the latest).
 OptIndex = Annotated[
     Annotated[int, BeforeValidator(no_bool), Field(ge=1, le=INT_MAX)] | None, BeforeValidator(_blank_is_none)
@@ -43,17 +43,17 @@ class _In(BaseModel):
 # ---- query strings ---------------------------------------------------------------------------
 
 class ExecutionPkQuery(_In):
-    user_task_execution_pk: Int32
+    user_task_execution_pk: Pk
 
 
 class ExecutionListQuery(_In):
-    user_task_execution_pk: OptInt32 = Field(None, description="One execution; the paged list when absent.")
+    user_task_execution_pk: OptPk = Field(None, description="One execution; the paged list when absent.")
     offset: Annotated[int, Field(ge=0, le=INT_MAX)] = 0
     limit: Annotated[int, Field(ge=1, le=100)] = 20
 
 
 class ExecutionDeleteQuery(_In):
-    user_task_execution_pk: OptInt32 = Field(None, description="Mojodex clients may send it in the body instead.")
+    user_task_execution_pk: OptPk = Field(None, description="Mojodex clients may send it in the body instead.")
 
 
 class TaskQuery(_In):
@@ -71,12 +71,12 @@ class MessagesQuery(_In):
 
 
 class ExecutionProducedTextQuery(_In):
-    user_task_execution_pk: Int32
+    user_task_execution_pk: Pk
     produced_text_version_index: OptIndex = None
 
 
 class ProducedTextQuery(_In):
-    produced_text_pk: Int32
+    produced_text_pk: Pk
     produced_text_version_index: OptIndex = None
 
 
@@ -85,7 +85,7 @@ class MenuQuery(_In):
 
 
 class VersionQuery(_In):
-    produced_text_version_pk: Int32
+    produced_text_version_pk: Pk
 
 
 class UsageQueryModel(BaseModel):
@@ -99,30 +99,30 @@ class UsageQueryModel(BaseModel):
 # ---- JSON bodies -----------------------------------------------------------------------------
 
 class NewExecutionBody(_In):
-    user_task_pk: Int32
+    user_task_pk: Pk
     platform: ClientPlatform = "webapp"
-    user_task_execution_fk: Int32 | None = Field(None, description="The parent execution when chaining.")
+    user_task_execution_fk: Pk | None = Field(None, description="The parent execution when chaining.")
 
 
 class ExecutionPkBody(_In):
-    user_task_execution_pk: Int32
+    user_task_execution_pk: Pk
 
 
 class RunBody(_In):
-    user_task_execution_pk: Int32
+    user_task_execution_pk: Pk
     inputs: dict[Text(255), Any] | None = Field(
         None, description="The form's values by input_name (required, except for order tasks)."
     )
 
 
 class TitleBody(_In):
-    user_task_execution_pk: Int32
+    user_task_execution_pk: Pk
     title: Text(255)
 
 
 class UserMessageBody(_In):
     session_id: SessionId
-    user_task_execution_pk: Int32
+    user_task_execution_pk: Pk
     text: Text(MAX_TEXT_CHARS)
     message_id: MessageId | None = Field(None, description="Idempotency key; a UUID is made when absent.")
 
@@ -130,8 +130,8 @@ class UserMessageBody(_In):
 class ProducedTextBody(_In):
     production: Text()
     title: Text() | None = None
-    produced_text_pk: Int32 | None = None
-    user_task_execution_pk: Int32 | None = Field(None, description="Required when produced_text_pk is absent.")
+    produced_text_pk: Pk | None = None
+    user_task_execution_pk: Pk | None = Field(None, description="Required when produced_text_pk is absent.")
 
 
 class StockBody(_In):
@@ -149,19 +149,19 @@ class StockItem(_In):
 
 
 class OrderEventBody(_In):
-    user_task_execution_pk: Int32
+    user_task_execution_pk: Pk
     event: Text(32) = Field(description="One of: " + ", ".join(CLIENT_EVENTS) + ".")
     item: StockItem | None = Field(None, description="What is out of stock (out_of_stock only).")
 
 
 class TextEditBody(_In):
-    produced_text_version_pk: Int32
-    text_edit_action_pk: Int32
+    produced_text_version_pk: Pk
+    text_edit_action_pk: Pk
     message_id: MessageId | None = None
 
 
 class ToolDecisionBody(_In):
-    task_tool_execution_pk: Int32
+    task_tool_execution_pk: Pk
     approved: StrictBool
 
 
