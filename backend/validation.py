@@ -158,11 +158,15 @@ def _field_of(message: str) -> str | None:
 
 def guard_request() -> None:
     """Refuses, before any route, bodies and query strings that no model may see."""
-    for key, value in request.args.items(multi=True):
+    fields = request.args.items(multi=True)
+    if request.mimetype in ("application/x-www-form-urlencoded", "multipart/form-data"):
+        fields = [*fields, *request.form.items(multi=True)]  # form posts reach the routes too
+    for key, value in fields:
         problem = text_problem(key) or text_problem(value)
         if problem:
             raise ApiError(400, f"{key}: {problem}", field=key, errors=[{"field": key, "message": problem}])
-    if not request.is_json or not request.content_length and not request.headers.get("Transfer-Encoding"):
+    has_body = request.content_length or request.headers.get("Transfer-Encoding")
+    if not request.is_json or not has_body:
         return
     raw = request.get_data(cache=True)
     try:

@@ -75,7 +75,7 @@ def test_text_fields_refuse_nul_and_lone_surrogates(live, llm, execution, bad):
         assert db.scalar(select(Task).where(Task.name_for_system == "test_bad_text")) is None
 
 
-def test_query_strings_refuse_nul(live, execution):
+def test_query_strings_and_form_fields_refuse_nul(live, execution):
     client, _pk, session_id = execution
     admin = live.admin()
     for response in (
@@ -85,6 +85,7 @@ def test_query_strings_refuse_nul(live, execution):
         client.call("GET", "/user_task", params={"platform": NUL}),
         admin.get(f"{live.base_url}/task", params={"name_for_system": NUL}, timeout=10),
         admin.get(f"{live.base_url}/usage", params={"from": NUL}, timeout=10),
+        client.call("POST", "/user_task_execution_title", data={"user_task_execution_pk": "1", "title": NUL}),
     ):
         _expect_400_with_errors(response)
 
