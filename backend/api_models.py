@@ -29,7 +29,7 @@ def _blank_is_none(value: Any) -> Any:
 OptPk = Annotated[Pk | None, BeforeValidator(_blank_is_none)]
 # A 1-based version index (absent or empty: the latest).
 OptIndex = Annotated[
-    Annotated[int, BeforeValidator(no_bool), Field(ge=1, le=INT_MAX)] | None, BeforeValidator(_blank_is_none)
+    Annotated[int, Field(ge=1, le=INT_MAX), BeforeValidator(no_bool)] | None, BeforeValidator(_blank_is_none)
 ]
 ClientPlatform = Literal["webapp", "mobile"]
 SessionId = Text(64, min_length=1)
@@ -432,5 +432,5 @@ class StartSessionPayload(_In):
     """``start_session``: join a session's room and get the events after ``last_seq`` (0: all)."""
 
     session_id: SessionId
-    last_seq: Annotated[Annotated[int, BeforeValidator(no_bool), Field(ge=0, le=INT_MAX)],
+    last_seq: Annotated[Annotated[int, Field(ge=0, le=INT_MAX), BeforeValidator(no_bool)],
                         BeforeValidator(lambda v: 0 if v is None or v == "" else v)] = 0

@@ -59,7 +59,8 @@ def Text(max_length: int | None = None, min_length: int = 0) -> Any:  # noqa: N8
 
 
 # An INTEGER column's value (a pk, a seq, an index): range-checked, booleans refused.
-Int32 = Annotated[int, BeforeValidator(no_bool), Field(ge=INT_MIN, le=INT_MAX)]
+# (The bounds come before the validator so the schema shows them as minimum/maximum.)
+Int32 = Annotated[int, Field(ge=INT_MIN, le=INT_MAX), BeforeValidator(no_bool)]
 # A row's primary key (the examples name the first rows: clients and the fuzzer start from them).
 Pk = Annotated[Int32, Field(examples=[1, 2])]
 
