@@ -70,21 +70,27 @@ def _loc(loc: tuple) -> str | None:
     return ".".join(parts) if parts else None
 
 
+def issue(field: str | None, rule: str, kind: str | None = None) -> dict[str, Any]:
+    """One entry of ``errors``: the shape the task and menu loaders use ({path, rule})."""
+    entry: dict[str, Any] = {"path": field or "<root>", "rule": rule}
+    if kind:
+        entry["type"] = kind
+    return entry
+
+
 def validation_error(exc: Any, where: str = "") -> ApiError:
     """One 400 for a pydantic ValidationError: the first problem in ``error``, all in ``errors``."""
-    errors = []
-    for err in exc.errors(include_url=False, include_input=False, include_context=False):
-        loc = _loc(err.get("loc", ()))
-        message = err.get("msg", "invalid")
-        errors.append({"field": loc, "message": message, "type": err.get("type")})
-    first = errors[0] if errors else {"field": None, "message": "invalid request"}
-    if first["field"] is None:
-        text = f"request {where or 'body'}: {first['message']}"
+    raw = exc.errors(include_url=False, include_input=False, include_context=False)
+    errors = [issue(_loc(err.get("loc", ())), err.get("msg", "invalid"), err.get("type")) for err in raw]
+    first = raw[0] if raw else {"loc": (), "msg": "invalid request"}
+    field = _loc(first.get("loc", ()))
+    if field is None:
+        text = f"request {where or 'body'}: {first['msg']}"
         if first.get("type") in ("model_type", "dict_type"):
             text = f"request {where or 'body'} must be a JSON object"
     else:
-        text = f"{first['field']}: {first['message']}"
-    return ApiError(400, text, field=first["field"], errors=errors)
+        text = f"{field}: {first['msg']}"
+    return ApiError(400, text, field=field, errors=errors)
 
 
 def _before(req, resp, req_validation_error, instance, model_adapter) -> None:  # noqa: ANN001, ARG001
@@ -165,7 +171,7 @@ def guard_request() -> None:
     for key, value in fields:
         problem = text_problem(key) or text_problem(value)
         if problem:
-            raise ApiError(400, f"{key}: {problem}", field=key, errors=[{"field": key, "message": problem}])
+            raise ApiError(400, f"{key}: {problem}", field=key, errors=[issue(key, problem)])
     has_body = request.content_length or request.headers.get("Transfer-Encoding")
     if not request.is_json or not has_body:
         return
@@ -175,13 +181,13 @@ def guard_request() -> None:
     except RecursionError:
         max_depth = current_app.config.get("MOJODEX_MAX_JSON_DEPTH", DEFAULT_MAX_JSON_DEPTH)
         message = f"body: JSON nested deeper than {max_depth} levels"
-        raise ApiError(400, message, field=None, errors=[{"field": None, "message": message}]) from None
+        raise ApiError(400, message, field=None, errors=[issue(None, message)]) from None
     except ValueError:
         return  # not JSON: the route's model answers with what it expected
     problem = _depth_problem(data, current_app.config.get("MOJODEX_MAX_JSON_DEPTH", DEFAULT_MAX_JSON_DEPTH))
     if problem:
         field = _field_of(problem)
-        raise ApiError(400, problem, field=field, errors=[{"field": field, "message": problem.split(": ", 1)[-1]}])
+        raise ApiError(400, problem, field=field, errors=[issue(field, problem.split(": ", 1)[-1])])
 
 
 def init_validation(app: Flask, max_json_depth: int = DEFAULT_MAX_JSON_DEPTH) -> None:

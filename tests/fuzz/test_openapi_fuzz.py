@@ -94,7 +94,8 @@ def _seed(live: LiveServer) -> str:
     return token
 
 
-@pytest.fixture(scope="session")
+# Module scope: the server and its connection pool end with this module, not with the session.
+@pytest.fixture(scope="module")
 def fuzz_target(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FuzzTarget]:
     url = _fuzz_database(database_url, tmp_path_factory)
     upgrade(url)
