@@ -55,6 +55,7 @@ class FuzzTarget:
     spec: dict
     sent: Counter = field(default_factory=Counter)
     statuses: Counter = field(default_factory=Counter)
+    seconds: Counter = field(default_factory=Counter)
     started: float = field(default_factory=time.monotonic)
 
 
@@ -96,7 +97,9 @@ def _seed(live: LiveServer) -> str:
 
 # Module scope: the server and its connection pool end with this module, not with the session.
 @pytest.fixture(scope="module")
-def fuzz_target(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FuzzTarget]:
+def fuzz_target(
+    database_url: str, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[FuzzTarget]:
     url = _fuzz_database(database_url, tmp_path_factory)
     upgrade(url)
     env = {**os.environ, "DATABASE_URL": url, "MOJODEX_ADMIN_SECRET": ADMIN_SECRET,
@@ -112,7 +115,11 @@ def fuzz_target(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> 
         elapsed = time.monotonic() - target.started
         line = (f"schemathesis: {sum(target.sent.values())} requests to {len(target.sent)} operations in "
                 f"{elapsed:.0f} s; statuses {dict(sorted(target.statuses.items()))}")
-        print("\n" + line)
+        capture = request.config.pluginmanager.getplugin("capturemanager")
+        with capture.global_and_fixture_disabled():  # shown by a plain `make test` too
+            print("\n" + line, flush=True)
+            if os.environ.get("MOJODEX_FUZZ_TRACE"):
+                print("slowest operations (s):", {k: round(v, 1) for k, v in target.seconds.most_common(6)})
         report = os.environ.get("MOJODEX_FUZZ_REPORT")
         if report:
             with open(report, "a", encoding="utf-8") as out:
@@ -160,8 +167,10 @@ def test_api_conforms_to_its_spec(fuzz_target: FuzzTarget, mode: GenerationMode)
         if mode is GenerationMode.POSITIVE:  # the spec's examples first: pks 1 and 2 are the fuzzer's rows
             strategies[:0] = [(strategy, 5) for strategy in schema.get_strategies_from_examples(operation)]
         try:
+            begun = time.monotonic()
             for strategy, max_examples in strategies:
                 _fuzz_operation(fuzz_target, operation, strategy, max_examples)
+            fuzz_target.seconds[operation.label] += time.monotonic() - begun
         except Unsatisfiable:
             continue  # nothing to make invalid (GET /health takes no input)
         except Exception as exc:  # one operation's failure must not hide the others'
