@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, RootModel, StrictBool
 from spectree import Response
 
-from backend.validation import INT_MAX, Pk, Text, no_bool
+from backend.validation import INT_MAX, Int32, Pk, Text, no_bool
 from mojodex_core.execution.intake import MAX_TEXT_CHARS
 from mojodex_core.order.menu import Menu
 from mojodex_core.order_runtime.intake import CLIENT_EVENTS
@@ -109,9 +109,12 @@ class ExecutionPkBody(_In):
 
 
 class RunBody(_In):
+    """Workflows may also post a multipart form: these fields, ``inputs`` as JSON text, and file fields."""
+
     user_task_execution_pk: Pk
-    inputs: dict[Text(255), Any] | None = Field(
-        None, description="The form's values by input_name (required, except for order tasks)."
+    inputs: dict[Text(255), Any] | Text() | None = Field(
+        None, description="The form's values by input_name (required, except for order tasks; a workflow's "
+        "multipart form carries them as JSON text)."
     )
 
 
@@ -163,6 +166,33 @@ class TextEditBody(_In):
 class ToolDecisionBody(_In):
     task_tool_execution_pk: Pk
     approved: StrictBool
+
+
+class WorkflowStepsQuery(_In):
+    user_task_execution_pk: Pk
+    include_history: Text(8) | None = Field(None, description="1 or true: every attempt, not only the live ones.")
+
+
+class StepDecisionBody(_In):
+    user_workflow_step_execution_pk: Pk
+    validated: StrictBool = Field(description="true validates the step; false rejects it.")
+
+
+class StepPkBody(_In):
+    user_workflow_step_execution_pk: Pk
+
+
+class StepResultBody(_In):
+    user_workflow_step_execution_pk: Pk
+    result: list[dict[Text(255), Any]] = Field(min_length=1, description="The step's result as the user edited it.")
+
+
+class RestartBody(_In):
+    user_task_execution_pk: Pk
+    from_rank: Int32 = Field(1, description="Rank of the first step to run again.")
+    inputs: dict[Text(255), Any] | Text() | None = Field(
+        None, description="New form values (an object, or its JSON text in a multipart form); kept when absent."
+    )
 
 
 class TaskSpecBody(RootModel[TaskSpec]):
@@ -414,6 +444,30 @@ class ToolDecisionOut(_Out):
 class ReasoningOut(_Out):
     user_task_execution_pk: int
     reasoning: list[dict[str, Any]]
+
+
+class WorkflowStepsOut(_Out):
+    user_task_execution_pk: int
+    status: str
+    steps: list[dict[str, Any]]
+    step_executions: list[dict[str, Any]]
+
+
+class StepOut(_Out):
+    user_workflow_step_execution_pk: int
+    user_task_execution_pk: int
+    step_name_for_system: str
+    rank: int
+    status: str
+    validated: bool | None
+    result: list[Any] | None
+    run_submitted: bool
+
+
+class RestartOut(_Out):
+    user_task_execution_pk: int
+    from_rank: int
+    run_submitted: bool
 
 
 # Every route may answer these (bad input, auth, ownership, conflicts, size, throttling, outage).
