@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, RootModel, StrictBool
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, RootModel, StrictBool, WithJsonSchema
 from spectree import Response
 
 from backend.validation import INT_MAX, Int32, Pk, Text, no_bool
@@ -184,7 +184,10 @@ class StepPkBody(_In):
 
 class StepResultBody(_In):
     user_workflow_step_execution_pk: Pk
-    result: list[dict[Text(255), Any]] = Field(min_length=1, description="The step's result as the user edited it.")
+    # The workflow service checks the shape and says what is wrong ("a non-empty list of objects").
+    result: Annotated[list[Any], WithJsonSchema({"type": "array", "minItems": 1, "items": {"type": "object"}})] = Field(
+        description="The step's result as the user edited it: a non-empty list of objects."
+    )
 
 
 class RestartBody(_In):
