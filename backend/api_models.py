@@ -168,6 +168,15 @@ class ToolDecisionBody(_In):
     approved: StrictBool
 
 
+class LoginBody(_In):
+    email: Text(255, min_length=1)
+    password: Text(1024) = Field(description="At most 1024 characters (hashing an unbounded text is a DoS).")
+
+
+class StopBody(_In):
+    user_task_execution_pk: Pk
+
+
 class WorkflowStepsQuery(_In):
     user_task_execution_pk: Pk
     include_history: Text(8) | None = Field(None, description="1 or true: every attempt, not only the live ones.")
@@ -311,6 +320,9 @@ class ExecutionPageOut(ExecutionOut):
     end_date: str | None = None
     created_at: str | None = None
     produced_text_version_count: int | None = None
+    actions: list[Any] | None = None
+    text_edit_actions: list[Any] | None = None
+    type: str | None = None
     user_task_executions: list[ExecutionOut] | None = None
     total: int | None = None
     offset: int | None = None
@@ -447,6 +459,27 @@ class ToolDecisionOut(_Out):
 class ReasoningOut(_Out):
     user_task_execution_pk: int
     reasoning: list[dict[str, Any]]
+
+
+class LoginOut(_Out):
+    token: str
+    user: dict[str, Any]
+
+
+class LogoutOut(_Out):
+    revoked: bool
+
+
+class UserOut(_Out):
+    user_id: str
+    name: str
+    email: str
+    language_code: str
+
+
+class StopOut(_Out):
+    user_task_execution_pk: int
+    stopped: bool
 
 
 class WorkflowStepsOut(_Out):

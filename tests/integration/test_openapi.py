@@ -26,7 +26,7 @@ def test_every_route_and_method_is_in_the_spec(live):
     for path, ops in spec["paths"].items():
         for method, op in ops.items():
             assert "200" in op["responses"], (method, path)
-            if path != "/health":
+            if path not in ("/health", "/login"):  # the only routes anyone may call
                 assert op.get("security"), (method, path)
                 assert {"400", "401", "404"} <= set(op["responses"]), (method, path)
 
