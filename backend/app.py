@@ -16,6 +16,7 @@ from backend.context import Platform
 from backend.errors import JsonErrorApi, register_app_errors
 from backend.routes import register_routes
 from backend.socket_events import register_socket_events
+from backend.validation import init_validation
 from mojodex_core.config import PROJECT_ROOT
 from mojodex_core.db.models import Message
 from mojodex_core.execution.jobs import TurnJob
@@ -62,6 +63,7 @@ def create_app(platform: Platform) -> tuple[Flask, SocketIO]:
     register_app_errors(app)
     api = JsonErrorApi(app)
     register_routes(api)
+    init_validation(app, platform.settings.max_json_depth)
     socket_options: dict = {}
     manager = None
     if platform.settings.distributed:
