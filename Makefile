@@ -4,7 +4,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export MOJODEX_PORT ?= 5001
 
-.PHONY: run test install install-test local-llm local-llm-check migrate load-tasks lint bench clean webapp webapp-check
+# `make run-cluster`: the distributed topology natively (2 backends, 2 Celery workers, beat) on
+# REDIS_URL and DATABASE_URL (Postgres), which must be running; MOJODEX_PORT is the first backend's.
+.PHONY: run-cluster run test install install-test local-llm local-llm-check migrate load-tasks lint bench clean webapp webapp-check
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -68,6 +70,13 @@ run: install
 	MOJODEX_EMBEDDED=1 $(BIN)/mojodex tasks load tasks_config
 	MOJODEX_EMBEDDED=1 $(BIN)/mojodex users demo
 	MOJODEX_EMBEDDED=1 exec $(BIN)/mojodex serve
+
+run-cluster: install
+	@if [ -z "$$REDIS_URL" ] || [ -z "$$DATABASE_URL" ]; then \
+	  echo "run-cluster needs REDIS_URL and DATABASE_URL (e.g. redis://127.0.0.1:6379/0 and postgresql://postgres@127.0.0.1:5432/mojodex)"; exit 2; fi
+	MOJODEX_EMBEDDED=1 $(BIN)/mojodex db upgrade
+	MOJODEX_EMBEDDED=1 $(BIN)/mojodex tasks load tasks_config
+	MOJODEX_RUNNER=celery exec $(BIN)/python -m backend.cluster
 
 # The browser tests (tests/webapp) need the build and Debian's Chromium (/usr/bin/chromium);
 # `.ci/run` installs it when missing.

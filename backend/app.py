@@ -19,6 +19,7 @@ from backend.errors import JsonErrorApi, register_app_errors
 from backend.rate_limits import install_rate_limits
 from backend.routes import register_routes
 from backend.socket_events import register_socket_events
+from backend.validation import init_validation
 from mojodex_core.config import PROJECT_ROOT
 from mojodex_core.db.models import Message
 from mojodex_core.execution.events import RETRYING_EVENT
@@ -68,6 +69,17 @@ def create_app(platform: Platform) -> tuple[Flask, SocketIO]:
     install_rate_limits(app, platform.settings)
     api = JsonErrorApi(app)
     register_routes(api)
+    init_validation(app, platform.settings.max_json_depth)
+    socket_options: dict = {}
+    manager = None
+    if platform.settings.distributed:
+        # Several backend processes: rooms and emits go through Flask-SocketIO's Redis message
+        # queue (workers emit on it too); the manager skips live events a socket got in its replay.
+        from background.distributed.events import ReplayAwareRedisManager, socketio_channel
+
+        manager = ReplayAwareRedisManager(platform.settings.redis_url, socketio_channel(platform.settings.redis_url))
+        socket_options["client_manager"] = manager
+        platform.events.set_floors(manager)
     socketio = SocketIO(
         app,
         async_mode="threading",
@@ -77,16 +89,20 @@ def create_app(platform: Platform) -> tuple[Flask, SocketIO]:
         ping_timeout=20,
         logger=False,
         engineio_logger=False,
+        **socket_options,
     )
-    app.extensions["mojodex_socket_tokens"] = register_socket_events(socketio, platform)
+    app.extensions["mojodex_socket_tokens"] = register_socket_events(socketio, platform, manager)
     if platform.settings.trusted_proxies:
         # Outside the Socket.IO middleware, so handshakes see the client's address too.
         n = platform.settings.trusted_proxies
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n)
     # Final events reach clients through the session's room, named after the session id.
     platform.events.set_transport(lambda session_id, name, payload: socketio.emit(name, payload, to=session_id))
-    resume_unfinished_turns(platform)
-    platform.resume_title_summaries()
+    if not platform.settings.distributed:
+        # Distributed: a backend (re)starting must not take over turns workers are running; the
+        # beat sweep re-runs turns whose worker died (background/distributed/sweep.py).
+        resume_unfinished_turns(platform)
+        platform.resume_title_summaries()
     platform.start_workflow_watch()
     return app, socketio
 

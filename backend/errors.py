@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import logging
 
-from flask import jsonify, request
+from flask import has_request_context, jsonify, request
 from flask_restful import Api
+from redis.exceptions import ConnectionError as RedisConnectionError
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from werkzeug.exceptions import HTTPException
@@ -56,9 +57,14 @@ def error_response(exc: BaseException):
     if isinstance(exc, HTTPException):
         return {"error": exc.description or exc.name}, exc.code or 500, {}
     if database_unavailable(exc):
-        # One line per request: a traceback per request would bury the log during an outage.
-        log.error("%s: %s %s (%s)", DATABASE_UNAVAILABLE, request.method, request.path, describe_database_error(exc))
+        # One line per request: a traceback per request would bury the log during an outage. The
+        # request wrote nothing (its transaction rolled back); the client may retry.
+        where = f"{request.method} {request.path}" if has_request_context() else "outside a request"
+        log.error("%s: %s (%s)", DATABASE_UNAVAILABLE, where, describe_database_error(exc))
         return {"error": DATABASE_UNAVAILABLE}, 503, {"Retry-After": "5"}
+    if isinstance(exc, RedisConnectionError):
+        log.error("redis unavailable: %s", exc)
+        return {"error": "the message broker is unavailable; please retry shortly"}, 503, {"Retry-After": "5"}
     log.exception("unhandled error: %s", exc)
     return {"error": "internal server error"}, 500, {}
 
@@ -76,6 +82,7 @@ def register_app_errors(app) -> None:  # noqa: ANN001
     @app.errorhandler(HTTPException)
     @app.errorhandler(DBAPIError)
     @app.errorhandler(PoolTimeoutError)
+    @app.errorhandler(RedisConnectionError)
     def _json_error(exc):  # noqa: ANN001
         body, status, headers = error_response(exc)
         return jsonify(body), status, headers

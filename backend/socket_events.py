@@ -11,19 +11,24 @@ import logging
 
 from flask import request
 from flask_socketio import ConnectionRefusedError, SocketIO, emit, join_room
+from pydantic import ValidationError
 
+from backend.api_models import StartSessionPayload
 from backend.auth import token_from_header
 from backend.context import Platform
 from backend.errors import DATABASE_UNAVAILABLE, ApiError, database_unavailable, describe_database_error
 from backend.rate_limits import client_address, rate_limits
 from backend.socket_auth import SocketTokens, replay_sender
+from backend.validation import validation_error
 from mojodex_core.db.models import Session
 from mojodex_core.users import hash_token, live_token_hashes, user_for_token
 
 log = logging.getLogger("mojodex.socket")
 
 
-def register_socket_events(socketio: SocketIO, platform: Platform) -> SocketTokens:
+def register_socket_events(socketio: SocketIO, platform: Platform, manager: object | None = None) -> SocketTokens:
+    """``manager``: the distributed message-queue manager, told when a socket goes away.
+    Returns the open sockets' tokens (checked again every MOJODEX_SOCKET_AUTH_RECHECK_S)."""
     users_by_sid: dict[str, str] = {}
     tokens = SocketTokens(socketio, platform, platform.settings.socket_auth_recheck_s)
 
@@ -57,19 +62,18 @@ def register_socket_events(socketio: SocketIO, platform: Platform) -> SocketToke
     def on_disconnect(*_args):  # noqa: ANN002, ANN202
         users_by_sid.pop(request.sid, None)
         tokens.remove(request.sid)
+        if manager is not None:
+            manager.forget(request.sid)
 
     @socketio.on("start_session")
     def on_start_session(data=None):  # noqa: ANN001, ANN202
         sid = request.sid
         user_id = users_by_sid.get(sid)
-        data = data if isinstance(data, dict) else {}
-        session_id = data.get("session_id")
         try:
-            last_seq = int(data.get("last_seq") or 0)
-        except (TypeError, ValueError):
-            return {"error": "last_seq must be an integer"}
-        if not isinstance(session_id, str) or not session_id:
-            return {"error": "session_id is required"}
+            payload = StartSessionPayload.model_validate({} if data is None else data)
+        except ValidationError as exc:  # an error acknowledgement, as a REST route answers 400
+            return validation_error(exc, "payload").body()
+        session_id, last_seq = payload.session_id, payload.last_seq
         token_hash = tokens.token_hash(sid)
         try:
             with platform.db() as db:
@@ -86,12 +90,12 @@ def register_socket_events(socketio: SocketIO, platform: Platform) -> SocketToke
             return {"error": "token revoked"}
         if not owned:
             return {"error": "session not found"}
-        send = replay_sender(socketio, sid, lambda name, payload: emit(name, payload, to=sid))
         replayed = platform.events.join_and_replay(
             session_id,
             last_seq,
             join=lambda: join_room(session_id, sid=sid),
-            send=send,
+            send=replay_sender(socketio, sid, lambda name, payload: emit(name, payload, to=sid)),
+            sid=sid,
         )
         log.info("socket %s joined session %s after seq %d (%d replayed)", sid, session_id, last_seq, replayed)
         return {"session_id": session_id, "replayed": replayed}

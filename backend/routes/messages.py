@@ -9,11 +9,13 @@ from flask import request
 from flask_restful import Resource
 from sqlalchemy import select
 
+from backend import api_models as m
 from backend.auth import user_required
 from backend.context import platform
 from backend.errors import ApiError, bad_request
 from backend.rate_limits import limit_message_sends
 from backend.routes._input import field, json_body, owned_execution, owned_session, query_int
+from backend.validation import USER, api
 from mojodex_core.db.models import Message, OrderSession, Task, UserTask
 from mojodex_core.execution.dispatch import UnsupportedTaskType
 from mojodex_core.execution.intake import FORM_MESSAGE_ID, MAX_TEXT_CHARS, MessageIdTaken, accept_user_message
@@ -43,7 +45,8 @@ def message_view(message: Message) -> dict:
 class UserMessageResource(Resource):
     method_decorators = [user_required]
 
-    @limit_message_sends
+    @api.validate(json=m.UserMessageBody, resp=m.answers(m.AcceptedMessageOut), security=USER, tags=["messages"])
+    @limit_message_sends  # after validation: a malformed request is refused without being counted
     def put(self):  # noqa: ANN201
         body = json_body()
         session_id = field(body, "session_id", str)
@@ -98,6 +101,7 @@ class UserMessageResource(Resource):
 class MessageResource(Resource):
     method_decorators = [user_required]
 
+    @api.validate(query=m.MessagesQuery, resp=m.answers(m.MessagesOut), security=USER, tags=["messages"])
     def get(self):  # noqa: ANN201
         session_id = request.args.get("session_id")
         if not session_id:

@@ -23,7 +23,7 @@ READ_PATTERNS = (
     r"""(?:env|environ|os\.environ)\.get\(\s*["']([A-Z][A-Z0-9_]*)["']""",
     r"""(?:os\.)?environ\[\s*["']([A-Z][A-Z0-9_]*)["']\s*\]""",
     r"""os\.getenv\(\s*["']([A-Z][A-Z0-9_]*)["']""",
-    r"""_(?:int|float|bool|url|secret)\(\s*env\s*,\s*["']([A-Z][A-Z0-9_]*)["']""",
+    r"""_(?:int|float|bool|url|secret|choice)\(\s*env\s*,\s*["']([A-Z][A-Z0-9_]*)["']""",
 )
 
 
