@@ -30,7 +30,8 @@ ADMIN_ROUTES = [
     ("PUT", "/menu_availability", {"menu_id": "m", "item_type": "t", "in_stock": False}),
 ]
 # Neither the database nor a token: the web app's files.
-NO_DATABASE = {"/", "/webapp/", "/webapp/<path:filename>", "/assets/<path:filename>", "/health"}
+NO_DATABASE = {"/", "/webapp/", "/webapp/<path:filename>", "/assets/<path:filename>", "/health", "/openapi.json"}
+NO_DATABASE_PREFIXES = ("/docs",)  # the OpenAPI pages
 # Routes without a token, with a body that passes their checks.
 ANONYMOUS_ROUTES = [("POST", "/login", {"email": "someone@example.com", "password": "a password"})]
 
@@ -40,7 +41,8 @@ def user_routes(app) -> list[tuple[str, str]]:  # noqa: ANN001
     return sorted(
         (method, rule.rule)
         for rule in app.url_map.iter_rules()
-        if rule.rule not in NO_DATABASE and rule.rule not in {path for _m, path, _b in ANONYMOUS_ROUTES}
+        if rule.rule not in NO_DATABASE and not rule.rule.startswith(NO_DATABASE_PREFIXES)
+        and rule.rule not in {path for _m, path, _b in ANONYMOUS_ROUTES}
         for method in rule.methods - {"HEAD", "OPTIONS"}
     )
 
