@@ -29,6 +29,7 @@ from mojodex_core.execution.title_summary import (
 )
 from mojodex_core.execution.tool_loop import ToolSettings
 from mojodex_core.execution.turn import InstructTurn
+from mojodex_core.knowledge import DEFAULT_KNOWLEDGE_TOKENS
 from mojodex_core.llm import LLMProvider, LLMSettings, ServerGuard
 from mojodex_core.order_runtime.menus import MenuCatalog
 from mojodex_core.order_runtime.store import LiveStateStore, build_store
@@ -153,6 +154,8 @@ def build_platform(
         tools=ToolSettings(
             mode=settings.tool_mode, max_calls=settings.tool_max_calls, timeout_s=settings.tool_timeout_s
         ),
+        knowledge_tokens=settings.extra.get("knowledge_tokens", DEFAULT_KNOWLEDGE_TOKENS),
+        tasks_config_dir=settings.tasks_config_dir,
     )
     dispatcher = TurnDispatcher(factory, events)
     dispatcher.register("instruct", turn)

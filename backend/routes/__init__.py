@@ -19,6 +19,7 @@ from backend.routes.orders import (
     OrderResource,
 )
 from backend.routes.produced_text import ProducedTextResource, UserTaskExecutionProducedTextResource
+from backend.routes.profile import UserProfileResource
 from backend.routes.tasks import TaskAdminResource, UserTaskResource
 from backend.routes.text_edit import TextEditActionResource
 from backend.routes.tools import TaskToolExecutionResource, UserTaskExecutionReasoningResource
@@ -45,3 +46,4 @@ def register_routes(api: Api) -> None:
     api.add_resource(UsageResource, "/usage")
     api.add_resource(TaskToolExecutionResource, "/task_tool_execution")
     api.add_resource(UserTaskExecutionReasoningResource, "/user_task_execution/reasoning")
+    api.add_resource(UserProfileResource, "/user_profile")
