@@ -28,7 +28,8 @@ from mojodex_core.execution.title_summary import (
     unfinished_jobs,
 )
 from mojodex_core.execution.tool_loop import ToolSettings
-from mojodex_core.execution.turn import InstructTurn
+from mojodex_core.execution.turn import InstructTurn, no_llm_message
+from mojodex_core.home_chat.turn import HomeChatRouter, HomeChatTurn
 from mojodex_core.knowledge import DEFAULT_KNOWLEDGE_TOKENS
 from mojodex_core.llm import LLMProvider, LLMSettings, ServerGuard
 from mojodex_core.order_runtime.menus import MenuCatalog
@@ -175,7 +176,17 @@ def build_platform(
     )
     # Text edits answer user messages too, on the same per-session runner as turns; every other
     # message goes to its task type's turn.
-    runner = ThreadTurnRunner(MessageKindDispatcher(factory, dispatcher, {TEXT_EDIT_EVENT: text_edit}))
+    # Home chat sessions' messages go to the home chat turn first (free chat, routing, the task it runs).
+    home_chat = HomeChatTurn(
+        factory, events, llm, turn,
+        tools=ToolSettings(mode=settings.tool_mode), coalesce_ms=settings.token_coalesce_ms,
+        knowledge_tokens=settings.extra.get("knowledge_tokens", DEFAULT_KNOWLEDGE_TOKENS),
+        tasks_config_dir=settings.tasks_config_dir, turn_timeout_s=settings.turn_timeout_s,
+        max_tokens=settings.extra.get("max_tokens"), no_llm_message=no_llm_message(no_llm_reason),
+    )
+    runner = ThreadTurnRunner(MessageKindDispatcher(
+        factory, HomeChatRouter(factory, home_chat, dispatcher), {TEXT_EDIT_EVENT: text_edit}
+    ))
     log.info("order live state: %s", store.name)
     return Platform(
         settings=settings, engine=engine, session_factory=factory, events=events, runner=runner, llm=llm,

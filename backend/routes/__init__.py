@@ -10,6 +10,7 @@ from backend.routes.execution import (
     UserTaskExecutionTitleResource,
 )
 from backend.routes.health import HealthResource
+from backend.routes.home_chat import HomeChatResource
 from backend.routes.messages import MessageResource, UserMessageResource
 from backend.routes.orders import (
     MenuAvailabilityResource,
@@ -47,3 +48,4 @@ def register_routes(api: Api) -> None:
     api.add_resource(TaskToolExecutionResource, "/task_tool_execution")
     api.add_resource(UserTaskExecutionReasoningResource, "/user_task_execution/reasoning")
     api.add_resource(UserProfileResource, "/user_profile")
+    api.add_resource(HomeChatResource, "/home_chat")

@@ -13,6 +13,7 @@ from backend.auth import user_required
 from backend.context import platform
 from backend.errors import ApiError, bad_request
 from backend.routes._input import field, json_body, owned_execution, owned_session, query_int
+from backend.routes.home_chat import accept_home_chat_message
 from mojodex_core.db.models import Message, OrderSession, Task, UserTask
 from mojodex_core.execution.dispatch import UnsupportedTaskType
 from mojodex_core.execution.intake import FORM_MESSAGE_ID, MAX_TEXT_CHARS, MessageIdTaken, accept_user_message
@@ -44,6 +45,8 @@ class UserMessageResource(Resource):
 
     def put(self):  # noqa: ANN201
         body = json_body()
+        if body.get("origin") == "home_chat":
+            return accept_home_chat_message(body)
         session_id = field(body, "session_id", str)
         pk = field(body, "user_task_execution_pk", int)
         text = field(body, "text", str)
