@@ -31,7 +31,8 @@ def create_app(platform: Platform) -> tuple[Flask, SocketIO]:
     app.add_url_rule("/", "webapp_index", lambda: redirect("/webapp/index.html"))
     app.config["SECRET_KEY"] = platform.settings.secret_key
     app.config["JSON_SORT_KEYS"] = False
-    app.config["MAX_CONTENT_LENGTH"] = 2 * 1024 * 1024
+    # 2 MB, or more when audio messages may be larger (their own limit answers a clear 413 first).
+    app.config["MAX_CONTENT_LENGTH"] = max(2 * 1024 * 1024, (platform.audio.max_bytes if platform.audio else 0) + 65536)
     app.extensions["mojodex"] = platform
     register_app_errors(app)
     api = JsonErrorApi(app)

@@ -15,6 +15,9 @@ from sqlalchemy.orm import sessionmaker
 
 from background.jobs import JobRunner, ThreadJobRunner
 from background.runner import ThreadTurnRunner, TurnRunner
+from mojodex_core.audio.store import AudioStore
+from mojodex_core.audio.transcription import AudioConfig, OpenAITranscriber
+from mojodex_core.audio.turn import TranscribingHandler
 from mojodex_core.config import Settings, webhook_secret
 from mojodex_core.db import make_engine, make_session_factory, transaction
 from mojodex_core.execution.dispatch import TurnDispatcher
@@ -58,6 +61,9 @@ class Platform:
     tickets: TicketDelivery | None = None
     # Background jobs (title and summary); None when there is no LLM or they are turned off.
     jobs: JobRunner | None = None
+    # Audio messages: limits and transcription endpoint, and where uploads wait to be transcribed.
+    audio: AudioConfig | None = None
+    audio_store: AudioStore | None = None
 
     @contextmanager
     def db(self) -> Iterator[DbSession]:
@@ -184,14 +190,18 @@ def build_platform(
         tasks_config_dir=settings.tasks_config_dir, turn_timeout_s=settings.turn_timeout_s,
         max_tokens=settings.extra.get("max_tokens"), no_llm_message=no_llm_message(no_llm_reason),
     )
-    runner = ThreadTurnRunner(MessageKindDispatcher(
-        factory, HomeChatRouter(factory, home_chat, dispatcher), {TEXT_EDIT_EVENT: text_edit}
+    audio = AudioConfig.from_settings(settings)
+    audio_store = AudioStore(audio.directory)
+    # Audio messages are transcribed first, on the runner (off the request thread, in session order).
+    runner = ThreadTurnRunner(TranscribingHandler(
+        factory, events, OpenAITranscriber(audio) if audio.configured else None, audio_store,
+        MessageKindDispatcher(factory, HomeChatRouter(factory, home_chat, dispatcher), {TEXT_EDIT_EVENT: text_edit}),
     ))
     log.info("order live state: %s", store.name)
     return Platform(
         settings=settings, engine=engine, session_factory=factory, events=events, runner=runner, llm=llm,
         dispatcher=dispatcher, menus=menus, order_store=store, tickets=tickets, local_model=local_model,
-        jobs=build_jobs(settings, factory, events, llm),
+        jobs=build_jobs(settings, factory, events, llm), audio=audio, audio_store=audio_store,
     )
 
 

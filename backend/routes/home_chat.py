@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any
+from typing import Any, Callable
 
 from flask import g, request
 from flask_restful import Resource
@@ -45,9 +45,17 @@ class HomeChatResource(Resource):
         return {**view, "left_user_task_execution_pk": left}, 200
 
 
-def accept_home_chat_message(body: dict[str, Any], *, text: str | None = None,
-                             data: dict[str, Any] | None = None) -> tuple[dict[str, Any], int]:
-    """Stores a home chat message (idempotent by message_id) and starts its turn."""
+def accept_home_chat_message(
+    body: dict[str, Any],
+    *,
+    text: str | None = None,
+    data: dict[str, Any] | None = None,
+    before_accept: Callable[[str, str], None] | None = None,
+) -> tuple[dict[str, Any], int]:
+    """Stores a home chat message (idempotent by message_id) and starts its turn.
+
+    ``text``/``data``: given by an audio upload (empty text until transcribed); ``before_accept``
+    runs once the checks passed, with (session_id, message_id), before anything is stored."""
     session_id = field(body, "session_id", str)
     message_id = field(body, "message_id", str, None) or uuid.uuid4().hex
     if text is None:
@@ -66,6 +74,8 @@ def accept_home_chat_message(body: dict[str, Any], *, text: str | None = None,
         if home_chat_for_session(db, session_id) is None:
             raise bad_request("session_id is not your home chat session (open it with PUT /home_chat)",
                               field="session_id")
+    if before_accept is not None:
+        before_accept(session_id, message_id)
     try:
         accepted = accept_user_message(current.session_factory, current.events, session_id=session_id,
                                        user_task_execution_pk=None, text=text, message_id=message_id, data=data)

@@ -13,6 +13,7 @@ from backend.auth import user_required
 from backend.context import platform
 from backend.errors import ApiError, bad_request
 from backend.routes._input import field, json_body, owned_execution, owned_session, query_int
+from backend.routes.audio import is_audio_upload, put_audio_message
 from backend.routes.home_chat import accept_home_chat_message
 from mojodex_core.db.models import Message, OrderSession, Task, UserTask
 from mojodex_core.execution.dispatch import UnsupportedTaskType
@@ -44,6 +45,8 @@ class UserMessageResource(Resource):
     method_decorators = [user_required]
 
     def put(self):  # noqa: ANN201
+        if is_audio_upload():
+            return put_audio_message()
         body = json_body()
         if body.get("origin") == "home_chat":
             return accept_home_chat_message(body)

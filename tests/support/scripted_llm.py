@@ -15,6 +15,11 @@ empty, ``server.responder(request_json)`` is asked for a step (dynamic answers);
 there is no responder either, the server answers HTTP 500 "scripted LLM: no step left"
 so that a test that under-scripts fails loudly.
 
+``POST /v1/audio/transcriptions`` (multipart, like OpenAI's Whisper endpoint) has its own queue:
+``server.script_transcription(Transcription("hello", duration=1.5), HTTPError(500))``; each
+request consumes one step and is recorded in ``server.transcription_requests`` (the form fields,
+the file's name, content type and size). An empty queue answers HTTP 500.
+
 Requests are served on their own threads (``ThreadingHTTPServer``), with HTTP/1.1
 keep-alive and chunked transfer for streams, so dozens of concurrent streaming
 clients are fine.
@@ -44,6 +49,7 @@ __all__ = [
     "ScriptedLLMServer",
     "Step",
     "ToolCall",
+    "Transcription",
 ]
 
 
@@ -147,7 +153,18 @@ class ToolCall:
     content_chunks: list[str] = field(default_factory=list)
 
 
+@dataclass
+class Transcription:
+    """A successful ``/audio/transcriptions`` answer (``verbose_json`` when asked, else ``json``)."""
+
+    text: str
+    duration: float | None = None
+    language: str = "english"
+    delay_s: float = 0.0
+
+
 Step = Reply | HTTPError | Malformed | Hang | DropMidStream | ToolCall
+TranscriptionStep = Transcription | HTTPError | Hang
 Responder = Callable[[dict[str, Any]], "Step | None"]
 
 
@@ -246,6 +263,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
+        if self.path.rstrip("/").endswith("/audio/transcriptions"):
+            self._transcription(raw)
+            return
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._send_json(404, {"error": {"message": f"no route POST {self.path}", "type": "not_found"}})
             return
@@ -262,6 +282,31 @@ class _Handler(BaseHTTPRequestHandler):
             self._serve(step, body, release)
         except _ClientGone:
             self.close_connection = True
+        except OSError:
+            self.close_connection = True
+
+    def _transcription(self, raw: bytes) -> None:
+        form = _multipart(self.headers.get("Content-Type") or "", raw)
+        owner = self.server.owner
+        step, release = owner._next_transcription(form)
+        try:
+            if step is None:
+                self._send_json(500, {"error": {"message": "scripted transcription: no step left",
+                                                "type": "server_error"}})
+            elif isinstance(step, HTTPError):
+                self._send_json(step.status, step.body(), step.headers)
+            elif isinstance(step, Hang):
+                release.wait(step.seconds)
+                self._abort()
+            else:
+                if step.delay_s:
+                    time.sleep(step.delay_s)
+                payload: dict[str, Any] = {"text": step.text}
+                if form.get("response_format") == "verbose_json":
+                    payload.update({"task": "transcribe", "language": step.language,
+                                    "duration": step.duration if step.duration is not None else 0.0,
+                                    "segments": []})
+                self._send_json(200, payload)
         except OSError:
             self.close_connection = True
 
@@ -420,6 +465,27 @@ class _Handler(BaseHTTPRequestHandler):
         self._end_stream()
 
 
+def _multipart(content_type: str, raw: bytes) -> dict[str, Any]:
+    """The fields of a multipart/form-data body; the file as {filename, content_type, size, head}."""
+    from email.parser import BytesParser
+    from email.policy import HTTP
+
+    message = BytesParser(policy=HTTP).parsebytes(b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + raw)
+    form: dict[str, Any] = {}
+    if not message.is_multipart():
+        return form
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        payload = part.get_payload(decode=True) or b""
+        filename = part.get_filename()
+        if filename is not None:
+            form[name] = {"filename": filename, "content_type": part.get_content_type(), "size": len(payload),
+                          "head": payload[:16]}
+        else:
+            form[name] = payload.decode("utf-8", "replace")
+    return form
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 512  # bursts of concurrent clients
@@ -448,6 +514,8 @@ class ScriptedLLMServer:
         self._lock = threading.Lock()
         self._queue: deque[Step] = deque()
         self._requests: list[dict[str, Any]] = []
+        self._transcriptions: deque[TranscriptionStep] = deque()
+        self._transcription_requests: list[dict[str, Any]] = []
         self._release = threading.Event()
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -505,9 +573,28 @@ class ScriptedLLMServer:
         with self._lock:
             self._queue.clear()
             self._requests.clear()
+            self._transcriptions.clear()
+            self._transcription_requests.clear()
             self.responder = None
             self._release.set()
             self._release = threading.Event()
+
+    def script_transcription(self, *steps: TranscriptionStep) -> ScriptedLLMServer:
+        """Append steps for ``/audio/transcriptions``; each request consumes one, in order."""
+        with self._lock:
+            self._transcriptions.extend(steps)
+        return self
+
+    @property
+    def transcription_requests(self) -> list[dict[str, Any]]:
+        """The multipart forms received by /audio/transcriptions, in arrival order."""
+        with self._lock:
+            return list(self._transcription_requests)
+
+    def _next_transcription(self, form: dict[str, Any]) -> tuple[TranscriptionStep | None, threading.Event]:
+        with self._lock:
+            self._transcription_requests.append(form)
+            return (self._transcriptions.popleft() if self._transcriptions else None), self._release
 
     @property
     def requests(self) -> list[dict[str, Any]]:

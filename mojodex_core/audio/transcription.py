@@ -1,0 +1,87 @@
+"""Speech to text through an OpenAI-compatible ``/audio/transcriptions`` endpoint (Whisper's API)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import openai
+
+from mojodex_core.audio.upload import DEFAULT_MAX_BYTES
+
+
+class TranscriptionError(Exception):
+    """The audio could not be transcribed; the message says why (shown to the user)."""
+
+
+@dataclass(frozen=True)
+class TranscriptionResult:
+    text: str
+    duration_s: float | None = None
+    language: str | None = None
+
+
+class Transcriber(Protocol):
+    def transcribe(self, content: bytes, filename: str, mime: str) -> TranscriptionResult: ...
+
+
+@dataclass(frozen=True)
+class AudioConfig:
+    base_url: str | None
+    api_key: str | None
+    model: str = "whisper-1"
+    timeout_s: float = 60.0
+    max_retries: int = 1
+    max_bytes: int = DEFAULT_MAX_BYTES
+    directory: Path = Path("var/audio")
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.base_url or self.api_key)
+
+    @classmethod
+    def from_settings(cls, settings, env: Mapping[str, str] | None = None) -> AudioConfig:  # noqa: ANN001
+        """The chat LLM's endpoint unless MOJODEX_TRANSCRIPTION_* say otherwise; ``settings.extra["audio"]``
+        (a dict of these fields) wins, for tests and embedders."""
+        env = os.environ if env is None else env
+        values = {
+            "base_url": env.get("MOJODEX_TRANSCRIPTION_BASE_URL") or settings.llm.base_url,
+            "api_key": env.get("MOJODEX_TRANSCRIPTION_API_KEY") or settings.llm.api_key,
+            "model": env.get("MOJODEX_TRANSCRIPTION_MODEL") or "whisper-1",
+            "timeout_s": float(env.get("MOJODEX_TRANSCRIPTION_TIMEOUT_S") or 60.0),
+            "max_bytes": int(env.get("MOJODEX_AUDIO_MAX_BYTES") or DEFAULT_MAX_BYTES),
+            "directory": settings.var_dir / "audio",
+        }
+        values.update(settings.extra.get("audio") or {})
+        return cls(**values)
+
+
+class OpenAITranscriber:
+    def __init__(self, config: AudioConfig) -> None:
+        self._model = config.model
+        self._client = openai.OpenAI(
+            base_url=config.base_url, api_key=config.api_key or "not-needed",
+            timeout=config.timeout_s, max_retries=config.max_retries,
+        )
+
+    def transcribe(self, content: bytes, filename: str, mime: str) -> TranscriptionResult:
+        try:
+            result = self._client.audio.transcriptions.create(
+                model=self._model, file=(filename, content, mime), response_format="verbose_json",
+            )
+        except openai.APIStatusError as exc:
+            raise TranscriptionError(f"the transcription service answered HTTP {exc.status_code}") from exc
+        except openai.APITimeoutError as exc:
+            raise TranscriptionError("the transcription service timed out") from exc
+        except openai.APIError as exc:
+            raise TranscriptionError(f"the transcription service failed ({type(exc).__name__})") from exc
+        text = (getattr(result, "text", None) or "").strip()
+        duration = getattr(result, "duration", None)
+        return TranscriptionResult(text=text, duration_s=float(duration) if duration else None,
+                                   language=getattr(result, "language", None))
+
+    def close(self) -> None:
+        self._client.close()
