@@ -48,7 +48,11 @@ def create_app(platform: Platform) -> tuple[Flask, SocketIO]:
     )
     register_socket_events(socketio, platform)
     # Final events reach clients through the session's room, named after the session id.
-    platform.events.set_transport(lambda session_id, name, payload: socketio.emit(name, payload, to=session_id))
+    def transport(session_id: str, name: str, payload: dict) -> None:
+        socketio.emit(name, payload, to=session_id)
+
+    # Final replies also go as push notifications to users with no open socket.
+    platform.events.set_transport(platform.push.wrap(transport) if platform.push else transport)
     resume_unfinished_turns(platform)
     platform.resume_title_summaries()
     return app, socketio

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator
@@ -39,6 +40,9 @@ from mojodex_core.order_runtime.menus import MenuCatalog
 from mojodex_core.order_runtime.store import LiveStateStore, build_store
 from mojodex_core.order_runtime.tickets import TicketDelivery
 from mojodex_core.order_runtime.turn import OrderTurn
+from mojodex_core.push.notifiers import build_notifier, push_config
+from mojodex_core.push.presence import Presence
+from mojodex_core.push.service import PushOnFinalReplies
 from mojodex_core.text_edit.turn import EVENT_NAME as TEXT_EDIT_EVENT
 from mojodex_core.text_edit.turn import TextEditTurn
 
@@ -64,6 +68,8 @@ class Platform:
     # Audio messages: limits and transcription endpoint, and where uploads wait to be transcribed.
     audio: AudioConfig | None = None
     audio_store: AudioStore | None = None
+    # Push notifications of final replies to users with no open socket.
+    push: PushOnFinalReplies | None = None
 
     @contextmanager
     def db(self) -> Iterator[DbSession]:
@@ -106,6 +112,8 @@ class Platform:
             close_store()
         if self.jobs is not None:
             self.jobs.shutdown(wait=False)
+        if self.push is not None:
+            self.push.shutdown()
         if self.llm is not None:
             self.llm.close()
         self.engine.dispose()
@@ -202,6 +210,7 @@ def build_platform(
         settings=settings, engine=engine, session_factory=factory, events=events, runner=runner, llm=llm,
         dispatcher=dispatcher, menus=menus, order_store=store, tickets=tickets, local_model=local_model,
         jobs=build_jobs(settings, factory, events, llm), audio=audio, audio_store=audio_store,
+        push=PushOnFinalReplies(factory, Presence(), build_notifier(push_config(settings.extra, os.environ))),
     )
 
 

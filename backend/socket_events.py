@@ -30,11 +30,15 @@ def register_socket_events(socketio: SocketIO, platform: Platform) -> None:
             log.info("socket refused: missing or invalid token")
             return False
         users_by_sid[request.sid] = user_id
+        if platform.push is not None:
+            platform.push.presence.connected(request.sid, user_id)
         return True
 
     @socketio.on("disconnect")
     def on_disconnect(*_args):  # noqa: ANN002, ANN202
         users_by_sid.pop(request.sid, None)
+        if platform.push is not None:
+            platform.push.presence.disconnected(request.sid)
 
     @socketio.on("start_session")
     def on_start_session(data=None):  # noqa: ANN001, ANN202
