@@ -11,6 +11,7 @@ from typing import Protocol
 import openai
 
 from mojodex_core.audio.upload import DEFAULT_MAX_BYTES
+from mojodex_core.config import _float, _int
 
 
 class TranscriptionError(Exception):
@@ -51,8 +52,8 @@ class AudioConfig:
             "base_url": env.get("MOJODEX_TRANSCRIPTION_BASE_URL") or settings.llm.base_url,
             "api_key": env.get("MOJODEX_TRANSCRIPTION_API_KEY") or settings.llm.api_key,
             "model": env.get("MOJODEX_TRANSCRIPTION_MODEL") or "whisper-1",
-            "timeout_s": float(env.get("MOJODEX_TRANSCRIPTION_TIMEOUT_S") or 60.0),
-            "max_bytes": int(env.get("MOJODEX_AUDIO_MAX_BYTES") or DEFAULT_MAX_BYTES),
+            "timeout_s": _float(env, "MOJODEX_TRANSCRIPTION_TIMEOUT_S", 60.0, 1.0, 600.0),
+            "max_bytes": _int(env, "MOJODEX_AUDIO_MAX_BYTES", DEFAULT_MAX_BYTES, 1024, 100 * 1024 * 1024),
             "directory": settings.var_dir / "audio",
         }
         values.update(settings.extra.get("audio") or {})

@@ -11,6 +11,8 @@ import urllib.request
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
+from mojodex_core.config import ConfigError
+
 log = logging.getLogger("mojodex.push")
 
 
@@ -111,4 +113,8 @@ def push_config(extra: dict[str, Any], env: dict[str, str] | Any) -> dict[str, A
         "webhook_secret": env.get("MOJODEX_PUSH_WEBHOOK_SECRET") or None,
     }
     config.update(extra.get("push") or {})
+    if (config["notifier"] or "").lower() not in ("log", "webhook", "none"):
+        raise ConfigError(f"MOJODEX_PUSH_NOTIFIER: must be one of log, webhook, none, got {config['notifier']!r}")
+    if config["notifier"].lower() == "webhook" and not config.get("webhook_url"):
+        raise ConfigError("MOJODEX_PUSH_WEBHOOK_URL: required when MOJODEX_PUSH_NOTIFIER is webhook")
     return config
