@@ -17,7 +17,7 @@ from sqlalchemy.orm import sessionmaker
 from background.jobs import JobRunner, ThreadJobRunner
 from background.runner import ThreadTurnRunner, TurnRunner
 from mojodex_core.audio.store import AudioStore
-from mojodex_core.audio.transcription import AudioConfig, OpenAITranscriber
+from mojodex_core.audio.transcription import AudioConfig, OpenAISpeech, OpenAITranscriber
 from mojodex_core.audio.turn import TranscribingHandler
 from mojodex_core.config import Settings, webhook_secret
 from mojodex_core.db import make_engine, make_session_factory, transaction
@@ -68,6 +68,8 @@ class Platform:
     # Audio messages: limits and transcription endpoint, and where uploads wait to be transcribed.
     audio: AudioConfig | None = None
     audio_store: AudioStore | None = None
+    # Voice replies (GET /voice), when a speech model is configured.
+    speech: OpenAISpeech | None = None
     # Push notifications of final replies to users with no open socket.
     push: PushOnFinalReplies | None = None
 
@@ -210,6 +212,7 @@ def build_platform(
         settings=settings, engine=engine, session_factory=factory, events=events, runner=runner, llm=llm,
         dispatcher=dispatcher, menus=menus, order_store=store, tickets=tickets, local_model=local_model,
         jobs=build_jobs(settings, factory, events, llm), audio=audio, audio_store=audio_store,
+        speech=OpenAISpeech(audio) if audio.speech_model else None,
         push=PushOnFinalReplies(factory, Presence(), build_notifier(push_config(settings.extra, os.environ))),
     )
 

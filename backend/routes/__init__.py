@@ -25,6 +25,7 @@ from backend.routes.tasks import TaskAdminResource, UserTaskResource
 from backend.routes.text_edit import TextEditActionResource
 from backend.routes.tools import TaskToolExecutionResource, UserTaskExecutionReasoningResource
 from backend.routes.usage import UsageResource
+from backend.routes.voice import VoiceResource
 
 
 def register_routes(api: Api) -> None:
@@ -49,3 +50,4 @@ def register_routes(api: Api) -> None:
     api.add_resource(UserTaskExecutionReasoningResource, "/user_task_execution/reasoning")
     api.add_resource(UserProfileResource, "/user_profile")
     api.add_resource(HomeChatResource, "/home_chat")
+    api.add_resource(VoiceResource, "/voice")

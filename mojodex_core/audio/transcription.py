@@ -38,6 +38,10 @@ class AudioConfig:
     max_retries: int = 1
     max_bytes: int = DEFAULT_MAX_BYTES
     directory: Path = Path("var/audio")
+    # Voice replies (/audio/speech): off unless a speech model is set.
+    speech_model: str | None = None
+    speech_voice: str = "alloy"
+    speech_base_url: str | None = None
 
     @property
     def configured(self) -> bool:
@@ -55,9 +59,41 @@ class AudioConfig:
             "timeout_s": _float(env, "MOJODEX_TRANSCRIPTION_TIMEOUT_S", 60.0, 1.0, 600.0),
             "max_bytes": _int(env, "MOJODEX_AUDIO_MAX_BYTES", DEFAULT_MAX_BYTES, 1024, 100 * 1024 * 1024),
             "directory": settings.var_dir / "audio",
+            "speech_model": env.get("MOJODEX_SPEECH_MODEL") or None,
+            "speech_voice": env.get("MOJODEX_SPEECH_VOICE") or "alloy",
+            "speech_base_url": env.get("MOJODEX_SPEECH_BASE_URL") or None,
         }
         values.update(settings.extra.get("audio") or {})
         return cls(**values)
+
+
+class SpeechError(Exception):
+    """The reply could not be spoken; the message says why."""
+
+
+class OpenAISpeech:
+    """Text to speech through an OpenAI-compatible ``/audio/speech`` endpoint (mp3)."""
+
+    def __init__(self, config: AudioConfig) -> None:
+        self._model = config.speech_model
+        self._voice = config.speech_voice
+        self._client = openai.OpenAI(
+            base_url=config.speech_base_url or config.base_url, api_key=config.api_key or "not-needed",
+            timeout=config.timeout_s, max_retries=config.max_retries,
+        )
+
+    def speak(self, text: str) -> bytes:
+        try:
+            response = self._client.audio.speech.create(model=self._model, voice=self._voice, input=text,
+                                                        response_format="mp3")
+        except openai.APIStatusError as exc:
+            raise SpeechError(f"the speech service answered HTTP {exc.status_code}") from exc
+        except openai.APIError as exc:
+            raise SpeechError(f"the speech service failed ({type(exc).__name__})") from exc
+        content = response.content
+        if not content:
+            raise SpeechError("the speech service returned no audio")
+        return content
 
 
 class OpenAITranscriber:

@@ -19,6 +19,7 @@ so that a test that under-scripts fails loudly.
 ``server.script_transcription(Transcription("hello", duration=1.5), HTTPError(500))``; each
 request consumes one step and is recorded in ``server.transcription_requests`` (the form fields,
 the file's name, content type and size). An empty queue answers HTTP 500.
+``POST /v1/audio/speech`` likewise: ``server.script_speech(Speech(b"..."))``, ``server.speech_requests``.
 
 Requests are served on their own threads (``ThreadingHTTPServer``), with HTTP/1.1
 keep-alive and chunked transfer for streams, so dozens of concurrent streaming
@@ -49,6 +50,7 @@ __all__ = [
     "ScriptedLLMServer",
     "Step",
     "ToolCall",
+    "Speech",
     "Transcription",
 ]
 
@@ -163,6 +165,13 @@ class Transcription:
     delay_s: float = 0.0
 
 
+@dataclass
+class Speech:
+    """A successful ``/audio/speech`` answer: these bytes as audio/mpeg."""
+
+    content: bytes = b"ID3\x04\x00scripted-mp3"
+
+
 Step = Reply | HTTPError | Malformed | Hang | DropMidStream | ToolCall
 TranscriptionStep = Transcription | HTTPError | Hang
 Responder = Callable[[dict[str, Any]], "Step | None"]
@@ -266,6 +275,9 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.rstrip("/").endswith("/audio/transcriptions"):
             self._transcription(raw)
             return
+        if self.path.rstrip("/").endswith("/audio/speech"):
+            self._speech(raw)
+            return
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._send_json(404, {"error": {"message": f"no route POST {self.path}", "type": "not_found"}})
             return
@@ -309,6 +321,19 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_json(200, payload)
         except OSError:
             self.close_connection = True
+
+    def _speech(self, raw: bytes) -> None:
+        try:
+            body = _json.loads(raw or b"{}")
+        except ValueError:
+            body = {}
+        step, _release = self.server.owner._next_speech(body)
+        if step is None:
+            self._send_json(500, {"error": {"message": "scripted speech: no step left", "type": "server_error"}})
+        elif isinstance(step, HTTPError):
+            self._send_json(step.status, step.body(), step.headers)
+        else:
+            self._send_raw(200, step.content, "audio/mpeg")
 
     # ---- step rendering
 
@@ -516,6 +541,8 @@ class ScriptedLLMServer:
         self._requests: list[dict[str, Any]] = []
         self._transcriptions: deque[TranscriptionStep] = deque()
         self._transcription_requests: list[dict[str, Any]] = []
+        self._speeches: deque[Speech | HTTPError] = deque()
+        self._speech_requests: list[dict[str, Any]] = []
         self._release = threading.Event()
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -575,6 +602,8 @@ class ScriptedLLMServer:
             self._requests.clear()
             self._transcriptions.clear()
             self._transcription_requests.clear()
+            self._speeches.clear()
+            self._speech_requests.clear()
             self.responder = None
             self._release.set()
             self._release = threading.Event()
@@ -595,6 +624,22 @@ class ScriptedLLMServer:
         with self._lock:
             self._transcription_requests.append(form)
             return (self._transcriptions.popleft() if self._transcriptions else None), self._release
+
+    def script_speech(self, *steps: Speech | HTTPError) -> ScriptedLLMServer:
+        """Append steps for ``/audio/speech``; each request consumes one, in order."""
+        with self._lock:
+            self._speeches.extend(steps)
+        return self
+
+    @property
+    def speech_requests(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self._speech_requests)
+
+    def _next_speech(self, body: dict[str, Any]) -> tuple[Speech | HTTPError | None, threading.Event]:
+        with self._lock:
+            self._speech_requests.append(body)
+            return (self._speeches.popleft() if self._speeches else None), self._release
 
     @property
     def requests(self) -> list[dict[str, Any]]:
