@@ -68,6 +68,7 @@ class Platform:
     # Audio messages: limits and transcription endpoint, and where uploads wait to be transcribed.
     audio: AudioConfig | None = None
     audio_store: AudioStore | None = None
+    transcribing: TranscribingHandler | None = None
     # Voice replies (GET /voice), when a speech model is configured.
     speech: OpenAISpeech | None = None
     # Push notifications of final replies to users with no open socket.
@@ -203,15 +204,17 @@ def build_platform(
     audio = AudioConfig.from_settings(settings)
     audio_store = AudioStore(audio.directory)
     # Audio messages are transcribed first, on the runner (off the request thread, in session order).
-    runner = ThreadTurnRunner(TranscribingHandler(
+    transcribing = TranscribingHandler(
         factory, events, OpenAITranscriber(audio) if audio.configured else None, audio_store,
         MessageKindDispatcher(factory, HomeChatRouter(factory, home_chat, dispatcher), {TEXT_EDIT_EVENT: text_edit}),
-    ))
+    )
+    runner = ThreadTurnRunner(transcribing)
     log.info("order live state: %s", store.name)
     return Platform(
         settings=settings, engine=engine, session_factory=factory, events=events, runner=runner, llm=llm,
         dispatcher=dispatcher, menus=menus, order_store=store, tickets=tickets, local_model=local_model,
         jobs=build_jobs(settings, factory, events, llm), audio=audio, audio_store=audio_store,
+        transcribing=transcribing,
         speech=OpenAISpeech(audio) if audio.speech_model else None,
         push=PushOnFinalReplies(factory, Presence(), build_notifier(push_config(settings.extra, os.environ))),
     )

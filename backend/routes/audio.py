@@ -53,6 +53,9 @@ def put_audio_message():  # noqa: ANN201
     def store(session_id: str, message_id: str) -> None:
         audio["file"] = AudioStore.name_for(session_id, message_id, audio_format.extension)
         current.audio_store.save(audio["file"], content)
+        # Counted before the job exists; a duplicate request (no job) leaves a count that costs one
+        # lookup later and is cleared by the next audio message of the session.
+        current.transcribing.expect(session_id)
 
     if body.get("origin") == "home_chat":
         result = accept_home_chat_message(body, text="", data={"audio": audio}, before_accept=store)

@@ -46,9 +46,45 @@ class TranscribingHandler:
         self._transcriber = transcriber
         self._store = store
         self._inner = inner
+        # Sessions with audio messages waiting: the only ones whose jobs need a look at the message,
+        # so every other turn (order turns first) pays a dict lookup, not a query.
+        self._waiting: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._loaded = False
+
+    def expect(self, session_id: str) -> None:
+        """Called when an audio message is accepted, before its job is submitted."""
+        with self._lock:
+            self._waiting[session_id] = self._waiting.get(session_id, 0) + 1
+
+    def _load_waiting(self) -> None:
+        """Once, on the first job: audio messages accepted before a restart (user messages with no text yet)."""
+        try:
+            with self._factory() as db:
+                sessions = db.scalars(
+                    select(Message.session_id).where(Message.sender == "user", Message.text == "",
+                                                     Message.status.in_(("pending", "processing")))
+                ).all()
+        except Exception:
+            log.exception("could not look for audio messages waiting since before start-up")
+            return
+        with self._lock:
+            for session_id in sessions:
+                self._waiting[session_id] = self._waiting.get(session_id, 0) + 1
+            self._loaded = True
+
+    def _done(self, session_id: str) -> None:
+        with self._lock:
+            left = self._waiting.get(session_id, 0) - 1
+            if left > 0:
+                self._waiting[session_id] = left
+            else:
+                self._waiting.pop(session_id, None)
 
     def __call__(self, job: TurnJob, cancel: threading.Event) -> None:
-        if job.task_tool_execution_pk is None and not self._transcribed(job):
+        if not self._loaded:
+            self._load_waiting()
+        if job.task_tool_execution_pk is None and job.session_id in self._waiting and not self._transcribed(job):
             return
         self._inner(job, cancel)
 
@@ -62,6 +98,7 @@ class TranscribingHandler:
         audio = (row.data or {}).get("audio") if row is not None else None
         if not isinstance(audio, dict) or audio.get("transcription") == "done" or row.status != "pending":
             return True
+        self._done(job.session_id)
         started = time.monotonic()
         try:
             if self._transcriber is None:
