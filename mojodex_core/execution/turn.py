@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import or_, select
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
@@ -280,7 +280,14 @@ class InstructTurn:
         rows = list(
             db.scalars(
                 select(Message)
-                .where(Message.session_id == session.session_id, Message.sender.in_(("user", "assistant")))
+                .where(
+                    Message.session_id == session.session_id,
+                    Message.sender.in_(("user", "assistant")),
+                    # A home chat session hosts several executions: this one's messages and the free
+                    # chat's, never another task's (its result would read as this task's).
+                    or_(Message.user_task_execution_fk == execution.user_task_execution_pk,
+                        Message.user_task_execution_fk.is_(None)),
+                )
                 .order_by(Message.message_pk)
             )
         )

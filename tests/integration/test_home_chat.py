@@ -231,3 +231,54 @@ def test_a_failed_free_chat_turn_is_retried_with_the_same_message_id(live, llm):
         socket.close()
         live.wait_idle()
     assert message(live, sent["message_pk"]).status == "answered"
+
+
+def test_a_second_task_in_the_chat_does_not_see_the_first_ones_result(live, llm):
+    client = live.new_user()
+    session_id = _home(client)["session_id"]
+    socket = client.socket(session_id)
+    try:
+        llm.script(Reply(ROUTE), Reply(DRAFT))
+        _say(client, session_id, "an email to say the sync moves")
+        socket.wait_event("draft_message")
+        live.wait_idle()
+        llm.script(Reply(ROUTE), Reply(QUESTION))
+        _say(client, session_id, "now another email, to my landlord")
+        socket.wait_event("mojo_message")
+        live.wait_idle()
+    finally:
+        socket.close()
+        live.wait_idle()
+    starts = socket.named("user_task_execution_start")
+    assert len(starts) == 2 and starts[0]["user_task_execution_pk"] != starts[1]["user_task_execution_pk"]
+    second_task = llm.requests[3]["messages"]
+    assert "THE LATEST VERSION OF THE RESULT" not in second_task[0]["content"]
+    assert all("<execution>" not in m["content"] and "Weekly sync" not in m["content"] for m in second_task[1:])
+    assert second_task[-1] == {"role": "user", "content": "now another email, to my landlord"}
+    # the home chat saw the first result as plain text, without its tags
+    home = llm.requests[2]["messages"]
+    assert any("Weekly sync" in m["content"] for m in home[1:])
+    assert all("<execution>" not in m["content"] for m in home[1:])
+
+
+def test_a_failed_regeneration_is_retried_on_the_routed_task(live, llm):
+    client = live.new_user()
+    session_id = _home(client)["session_id"]
+    socket = client.socket(session_id)
+    try:
+        llm.script(Reply(ROUTE), HTTPError(500), HTTPError(500), HTTPError(500))
+        sent = _say(client, session_id, "an email please", message_id="route-1")
+        error = socket.wait_event("error")[0]
+        live.wait_idle()
+        pk = socket.named("user_task_execution_start")[0]["user_task_execution_pk"]
+        assert error["retryable"] and error["user_task_execution_pk"] == pk
+        llm.script(Reply(QUESTION))
+        assert _say(client, session_id, "an email please", message_id="route-1")["message_pk"] == sent["message_pk"]
+        answer = socket.wait_event("mojo_message")[0]
+    finally:
+        socket.close()
+        live.wait_idle()
+    # answered by the task it was routed to, with no second routing call and no second execution
+    assert answer["user_task_execution_pk"] == pk and len(llm.requests) == 5
+    assert "TASKS YOU CAN START" not in llm.requests[4]["messages"][0]["content"]
+    assert len(_executions(live, session_id)) == 1
