@@ -210,7 +210,7 @@ def build_platform(
     )
     runner = ThreadTurnRunner(transcribing)
     log.info("order live state: %s", store.name)
-    return Platform(
+    platform = Platform(
         settings=settings, engine=engine, session_factory=factory, events=events, runner=runner, llm=llm,
         dispatcher=dispatcher, menus=menus, order_store=store, tickets=tickets, local_model=local_model,
         jobs=build_jobs(settings, factory, events, llm), audio=audio, audio_store=audio_store,
@@ -218,6 +218,10 @@ def build_platform(
         speech=OpenAISpeech(audio) if audio.speech_model else None,
         push=PushOnFinalReplies(factory, Presence(), build_notifier(push_config(settings.extra, os.environ))),
     )
+    # Executions started by home chat routing, and tasks' audio messages once transcribed, get named too.
+    home_chat.on_routed = platform.request_title_summary
+    transcribing.on_transcribed = platform.request_title_summary
+    return platform
 
 
 def build_jobs(

@@ -89,7 +89,7 @@ def put_audio_message():  # noqa: ANN201
     except MessageIdTaken as exc:
         raise ApiError(409, str(exc), field="message_id") from exc
     if accepted.run:
-        # No title/summary request here: it would read the message before it is transcribed.
+        # The title/summary job is requested once transcribed (it must read the words, not "").
         current.runner.submit(TurnJob(session_id=session_id, message_pk=accepted.message_pk))
     log.info("audio message %s (%s, %d bytes, %s) accepted for session %s, run=%s", accepted.message_pk, message_id,
              len(content), audio_format.mime, session_id, accepted.run)

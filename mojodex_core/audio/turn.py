@@ -51,6 +51,9 @@ class TranscribingHandler:
         self._waiting: dict[str, int] = {}
         self._lock = threading.Lock()
         self._loaded = False
+        # Told (execution pk, session id) after a task's audio message is transcribed: the title
+        # job must read the words, so it is requested now rather than when the audio arrived.
+        self.on_transcribed: Callable[[int, str], object] | None = None
 
     def expect(self, session_id: str) -> None:
         """Called when an audio message is accepted, before its job is submitted."""
@@ -129,4 +132,9 @@ class TranscribingHandler:
             })
         log.info("transcribed message_pk=%s (%s s of audio) in %.0f ms", job.message_pk, duration,
                  (time.monotonic() - started) * 1000)
+        if self.on_transcribed is not None and row.user_task_execution_fk is not None:
+            try:
+                self.on_transcribed(row.user_task_execution_fk, job.session_id)
+            except Exception:
+                log.exception("could not request the title of execution %s", row.user_task_execution_fk)
         return True

@@ -101,6 +101,8 @@ class HomeChatTurn:
         self._turn_timeout_s = turn_timeout_s
         self._max_tokens = max_tokens
         self._no_llm_message = no_llm_message
+        # Told (execution pk, session id) when a task is started by routing: the platform names it.
+        self.on_routed: Callable[[int, str], object] | None = None
 
     def __call__(self, job: TurnJob, cancel: threading.Event) -> None:
         execution_pk = self._running_execution(job)
@@ -171,6 +173,7 @@ class HomeChatTurn:
                 if decision.task_name in tasks:
                     execution_pk = self._route(job, decision, tasks[decision.task_name], reasoning, reply)
                     watchdog.cancel()  # the task's turn has its own watchdog
+                    self._notify_routed(execution_pk, job.session_id)
                     self._run_task(job, cancel, execution_pk)
                     return
                 log.warning("home chat session=%s: refused a route to %r, not one of user %s's tasks",
@@ -193,6 +196,14 @@ class HomeChatTurn:
                          message_id=message_id, user_task_execution_pk=None, reason=reason)
         finally:
             watchdog.cancel()
+
+    def _notify_routed(self, execution_pk: int, session_id: str) -> None:
+        if self.on_routed is None:
+            return
+        try:
+            self.on_routed(execution_pk, session_id)
+        except Exception:  # naming the execution must never fail the user's turn
+            log.exception("could not request the title of execution %s", execution_pk)
 
     def _prompt(self, db: DbSession, session_id: str, upto_pk: int) -> tuple[list[dict], dict, str]:
         session = db.get(Session, session_id)
