@@ -282,3 +282,17 @@ def test_a_failed_regeneration_is_retried_on_the_routed_task(live, llm):
     assert answer["user_task_execution_pk"] == pk and len(llm.requests) == 5
     assert "TASKS YOU CAN START" not in llm.requests[4]["messages"][0]["content"]
     assert len(_executions(live, session_id)) == 1
+
+
+def test_without_an_llm_the_home_chat_says_so_and_stays_retryable(no_llm):
+    client = no_llm.new_user()
+    session_id = _home(client)["session_id"]
+    socket = client.socket(session_id)
+    try:
+        sent = _say(client, session_id, "hello")
+        error = socket.wait_event("error")[0]
+    finally:
+        socket.close()
+        no_llm.wait_idle()
+    assert error["error"].startswith("No LLM configured") and error["retryable"]
+    assert message(no_llm, sent["message_pk"]).status == "failed"
