@@ -155,6 +155,7 @@ class HomeChatTurn:
         watchdog = threading.Timer(self._turn_timeout_s, on_timeout)
         watchdog.daemon = True
         message_id = None
+        routed_pk: int | None = None
         try:
             with transaction(self._factory) as db:
                 message = db.get(Message, job.message_pk, with_for_update=True)
@@ -169,23 +170,18 @@ class HomeChatTurn:
             reply, calls = self._generate(job, llm_messages, tasks, cancel)
             decision = routing_decision(reply, calls)
             reasoning = " ".join(reply.captured.get("reasoning", [])) or None
-            if decision is not None:
-                if decision.task_name in tasks:
-                    execution_pk = self._route(job, decision, tasks[decision.task_name], reasoning, reply)
-                    watchdog.cancel()  # the task's turn has its own watchdog
-                    self._notify_routed(execution_pk, job.session_id)
-                    self._run_task(job, cancel, execution_pk)
-                    return
+            if decision is not None and decision.task_name in tasks:
+                routed_pk = self._route(job, decision, tasks[decision.task_name], reasoning, reply)
+            elif decision is not None:
                 log.warning("home chat session=%s: refused a route to %r, not one of user %s's tasks",
                             job.session_id, decision.task_name, user_id)
-                reply_text = reply.text.strip() or NOT_YOUR_TASK
+                self._answer(job, reply.text.strip() or NOT_YOUR_TASK, reply)
             else:
                 log.info("home chat session=%s answered in free chat: %s", job.session_id,
                          trace_entry(reasoning, [], reply.text)[:200])
-                reply_text = reply.text.strip()
-            if not reply_text:
-                raise HomeChatFailed(EMPTY_ANSWER)
-            self._answer(job, reply_text, reply)
+                if not reply.text.strip():
+                    raise HomeChatFailed(EMPTY_ANSWER)
+                self._answer(job, reply.text.strip(), reply)
         except Exception as exc:  # every failure ends the turn the same visible way
             if timed_out.is_set():
                 reason = f"The assistant took too long to answer (over {self._turn_timeout_s:.0f} s). Please retry."
@@ -196,6 +192,10 @@ class HomeChatTurn:
                          message_id=message_id, user_task_execution_pk=None, reason=reason)
         finally:
             watchdog.cancel()
+        if routed_pk is not None:
+            # Outside the try: the task's turn answers (or fails) the message itself, with its own watchdog.
+            self._notify_routed(routed_pk, job.session_id)
+            self._run_task(job, cancel, routed_pk)
 
     def _notify_routed(self, execution_pk: int, session_id: str) -> None:
         if self.on_routed is None:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import uuid
 
+import pytest
 import requests
 from sqlalchemy import select
 
@@ -14,8 +16,8 @@ from mojodex_core.home_chat.turn import NOT_YOUR_TASK
 from mojodex_core.task_loader import store_spec
 from mojodex_core.task_spec import validate_spec
 from tests.integration._helpers import DRAFT, QUESTION, QUESTION_TEXT, message
-from tests.support.live import TEST_TASK
-from tests.support.scripted_llm import HTTPError, Reply, ToolCall
+from tests.support.live import TEST_TASK, live_settings, serving
+from tests.support.scripted_llm import Hang, HTTPError, Reply, ToolCall
 
 FREE = "<reasoning>small talk</reasoning><user_language>en</user_language>Hello! How can I help?"
 ROUTE = "<reasoning>they want an email</reasoning><route_to_task>test_email</route_to_task>"
@@ -296,3 +298,31 @@ def test_without_an_llm_the_home_chat_says_so_and_stays_retryable(no_llm):
         no_llm.wait_idle()
     assert error["error"].startswith("No LLM configured") and error["retryable"]
     assert message(no_llm, sent["message_pk"]).status == "failed"
+
+
+@pytest.fixture(scope="module")
+def quick_timeout_server(database_url, scripted_llm, live_server):
+    base = live_settings(database_url, scripted_llm.base_url)
+    with serving(dataclasses.replace(base, turn_timeout_s=1.0)) as live:
+        yield live
+
+
+def test_a_free_chat_turn_that_hangs_times_out_and_can_be_retried(quick_timeout_server, llm):
+    live = quick_timeout_server
+    client = live.new_user()
+    session_id = _home(client)["session_id"]
+    socket = client.socket(session_id)
+    try:
+        llm.script(Hang(seconds=5, after_headers=True))
+        sent = _say(client, session_id, "hello", message_id="slow-1")
+        error = socket.wait_event("error")[0]
+        assert "took too long" in error["error"] and error["retryable"]
+        live.wait_idle()
+        llm.reset()
+        llm.script(Reply(FREE))
+        _say(client, session_id, "hello", message_id="slow-1")
+        socket.wait_event("mojo_message")
+    finally:
+        socket.close()
+        live.wait_idle()
+    assert message(live, sent["message_pk"]).status == "answered"
