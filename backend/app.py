@@ -7,7 +7,7 @@ import threading
 import time
 from datetime import UTC, datetime
 
-from flask import Flask, redirect
+from flask import Flask, redirect, request
 from flask_socketio import SocketIO
 from sqlalchemy import or_, select
 from sqlalchemy.exc import OperationalError
@@ -20,9 +20,11 @@ from mojodex_core.config import PROJECT_ROOT
 from mojodex_core.db.models import Message
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.order_runtime import ORDER_EVENT
+from mojodex_core.workflow.runner import RUN_EVENT as WORKFLOW_RUN_EVENT
 
 log = logging.getLogger("mojodex.platform")
 WEBAPP_DIR = PROJECT_ROOT / "webapp"
+UPLOAD_PATHS = frozenset({"/user_task_execution_run", "/restart_user_workflow_execution"})
 
 
 def create_app(platform: Platform) -> tuple[Flask, SocketIO]:
@@ -31,8 +33,18 @@ def create_app(platform: Platform) -> tuple[Flask, SocketIO]:
     app.add_url_rule("/", "webapp_index", lambda: redirect("/webapp/index.html"))
     app.config["SECRET_KEY"] = platform.settings.secret_key
     app.config["JSON_SORT_KEYS"] = False
-    # 2 MB, or more when audio messages may be larger (their own limit answers a clear 413 first).
-    app.config["MAX_CONTENT_LENGTH"] = max(2 * 1024 * 1024, (platform.audio.max_bytes if platform.audio else 0) + 65536)
+    app.config["MAX_CONTENT_LENGTH"] = 2 * 1024 * 1024
+    upload_max = platform.settings.upload_max_mb * 1024 * 1024
+
+    @app.before_request
+    def _upload_limit() -> None:
+        # Routes that take a file (a recording, a transcript) allow larger bodies than the rest.
+        if request.path in UPLOAD_PATHS:
+            request.max_content_length = upload_max
+        elif request.path == "/user_message" and platform.audio and request.mimetype == "multipart/form-data":
+            # An audio message: its own limit answers a clear 413 first; this caps the whole request.
+            request.max_content_length = max(2 * 1024 * 1024, platform.audio.max_bytes + 65536)
+
     app.extensions["mojodex"] = platform
     register_app_errors(app)
     api = JsonErrorApi(app)
@@ -55,6 +67,7 @@ def create_app(platform: Platform) -> tuple[Flask, SocketIO]:
     platform.events.set_transport(platform.push.wrap(transport) if platform.push else transport)
     resume_unfinished_turns(platform)
     platform.resume_title_summaries()
+    platform.start_workflow_watch()
     return app, socketio
 
 
@@ -91,7 +104,8 @@ def _resume(platform: Platform, booted_at: datetime) -> None:
                 select(Message)
                 .where(
                     # user messages, and the global events of order conversations (system messages)
-                    or_(Message.sender == "user", Message.event_name == ORDER_EVENT),
+                    # and the workflow_run messages that ask a workflow execution to advance
+                    or_(Message.sender == "user", Message.event_name.in_((ORDER_EVENT, WORKFLOW_RUN_EVENT))),
                     Message.status.in_(("pending", "processing")),
                     Message.created_at < booted_at,
                 )

@@ -49,13 +49,16 @@ class AudioConfig:
 
     @classmethod
     def from_settings(cls, settings, env: Mapping[str, str] | None = None) -> AudioConfig:  # noqa: ANN001
-        """The chat LLM's endpoint unless MOJODEX_TRANSCRIPTION_* say otherwise; ``settings.extra["audio"]``
-        (a dict of these fields) wins, for tests and embedders."""
+        """The settings' transcription endpoint (MOJODEX_TRANSCRIPTION_*), else the chat LLM's;
+        ``settings.extra["audio"]`` (a dict of these fields) wins, for tests and embedders."""
         env = os.environ if env is None else env
+        transcription_url = getattr(settings, "transcription_base_url", None)
         values = {
-            "base_url": env.get("MOJODEX_TRANSCRIPTION_BASE_URL") or settings.llm.base_url,
-            "api_key": env.get("MOJODEX_TRANSCRIPTION_API_KEY") or settings.llm.api_key,
-            "model": env.get("MOJODEX_TRANSCRIPTION_MODEL") or "whisper-1",
+            # The transcription endpoint workflows use (MOJODEX_TRANSCRIPTION_*), else the chat LLM's.
+            "base_url": transcription_url or settings.llm.base_url,
+            "api_key": (getattr(settings, "transcription_api_key", None) if transcription_url else None)
+            or settings.llm.api_key,
+            "model": getattr(settings, "transcription_model", None) or "whisper-1",
             "timeout_s": _float(env, "MOJODEX_TRANSCRIPTION_TIMEOUT_S", 60.0, 1.0, 600.0),
             "max_bytes": _int(env, "MOJODEX_AUDIO_MAX_BYTES", DEFAULT_MAX_BYTES, 1024, 100 * 1024 * 1024),
             "directory": settings.var_dir / "audio",

@@ -18,7 +18,8 @@ so that a test that under-scripts fails loudly.
 ``POST /v1/audio/transcriptions`` (multipart, like OpenAI's Whisper endpoint) has its own queue:
 ``server.script_transcription(Transcription("hello", duration=1.5), HTTPError(500))``; each
 request consumes one step and is recorded in ``server.transcription_requests`` (the form fields,
-the file's name, content type and size). An empty queue answers HTTP 500.
+the file's name, content type and size; the raw bodies are in ``server.transcription_uploads``). With the
+queue empty, ``server.transcript`` (a text, when set) answers every request; else HTTP 500.
 ``POST /v1/audio/speech`` likewise: ``server.script_speech(Speech(b"..."))``, ``server.speech_requests``.
 
 Requests are served on their own threads (``ThreadingHTTPServer``), with HTTP/1.1
@@ -300,7 +301,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _transcription(self, raw: bytes) -> None:
         form = _multipart(self.headers.get("Content-Type") or "", raw)
         owner = self.server.owner
-        step, release = owner._next_transcription(form)
+        step, release = owner._next_transcription(form, raw)
         try:
             if step is None:
                 self._send_json(500, {"error": {"message": "scripted transcription: no step left",
@@ -543,6 +544,9 @@ class ScriptedLLMServer:
         self._transcription_requests: list[dict[str, Any]] = []
         self._speeches: deque[Speech | HTTPError] = deque()
         self._speech_requests: list[dict[str, Any]] = []
+        # /audio/transcriptions answers this text; the multipart bodies received are kept.
+        self.transcript: str | None = None
+        self.transcription_uploads: list[bytes] = []
         self._release = threading.Event()
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -605,6 +609,8 @@ class ScriptedLLMServer:
             self._speeches.clear()
             self._speech_requests.clear()
             self.responder = None
+            self.transcript = None
+            self.transcription_uploads.clear()
             self._release.set()
             self._release = threading.Event()
 
@@ -620,10 +626,16 @@ class ScriptedLLMServer:
         with self._lock:
             return list(self._transcription_requests)
 
-    def _next_transcription(self, form: dict[str, Any]) -> tuple[TranscriptionStep | None, threading.Event]:
+    def _next_transcription(
+        self, form: dict[str, Any], raw: bytes = b""
+    ) -> tuple[TranscriptionStep | None, threading.Event]:
+        """The next scripted step; with none left, ``transcript`` (when set) answers every request."""
         with self._lock:
             self._transcription_requests.append(form)
-            return (self._transcriptions.popleft() if self._transcriptions else None), self._release
+            self.transcription_uploads.append(raw)
+            if self._transcriptions:
+                return self._transcriptions.popleft(), self._release
+            return (Transcription(self.transcript) if self.transcript is not None else None), self._release
 
     def script_speech(self, *steps: Speech | HTTPError) -> ScriptedLLMServer:
         """Append steps for ``/audio/speech``; each request consumes one, in order."""

@@ -21,9 +21,11 @@ def test_audio_defaults_to_the_llm_endpoint_and_env_overrides_it():
     config = AudioConfig.from_settings(SETTINGS, env={})
     assert (config.base_url, config.api_key, config.model) == ("http://llm/v1", "k", "whisper-1")
     assert config.directory == Path("/tmp/v/audio") and config.configured
-    env = {"MOJODEX_TRANSCRIPTION_BASE_URL": "http://stt/v1", "MOJODEX_AUDIO_MAX_BYTES": "5000"}
-    config = AudioConfig.from_settings(SETTINGS, env=env)
-    assert config.base_url == "http://stt/v1" and config.max_bytes == 5000
+    own = SimpleNamespace(**{**vars(SETTINGS), "transcription_base_url": "http://stt/v1",
+                             "transcription_api_key": "s", "transcription_model": "whisper-2"})
+    config = AudioConfig.from_settings(own, env={"MOJODEX_AUDIO_MAX_BYTES": "5000"})
+    assert (config.base_url, config.api_key, config.model) == ("http://stt/v1", "s", "whisper-2")
+    assert config.max_bytes == 5000
     with pytest.raises(ConfigError, match="MOJODEX_AUDIO_MAX_BYTES"):
         AudioConfig.from_settings(SETTINGS, env={"MOJODEX_AUDIO_MAX_BYTES": "lots"})
 
