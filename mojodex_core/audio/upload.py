@@ -6,7 +6,7 @@ import io
 import wave
 from dataclasses import dataclass
 
-DEFAULT_MAX_BYTES = 1_900_000  # under the app's 2 MB request cap, with room for the form fields
+DEFAULT_MAX_BYTES = 10_000_000  # a few minutes of compressed speech; Whisper-style endpoints take up to 25 MB
 
 
 class AudioRejected(ValueError):

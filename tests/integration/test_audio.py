@@ -128,7 +128,7 @@ def test_oversized_wrong_type_and_empty_audio_are_refused_before_anything_is_sto
     too_big = wav_bytes(1.0)[:44] + b"\x00" * (max_bytes - 44 + 1)
     cases = [
         (too_big, "voice.wav", "audio/wav", 413),
-        (wav_bytes(1.0)[:44] + b"\x00" * 3_000_000, "voice.wav", "audio/wav", 413),  # past the app's request cap
+        (wav_bytes(1.0)[:44] + b"\x00" * (max_bytes + 200_000), "voice.wav", "audio/wav", 413),  # past the request cap
         (b"this is not audio at all", "voice.mp3", "audio/mpeg", 415),
         (b"<html></html>" * 10, "voice.wav", "audio/wav", 415),
         (b"", "voice.wav", "audio/wav", 400),
