@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export MOJODEX_PORT ?= 5001
 
-.PHONY: run test install install-test local-llm local-llm-check migrate load-tasks lint bench clean
+.PHONY: run test install install-test local-llm local-llm-check migrate load-tasks lint bench clean webapp webapp-check
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,14 +38,41 @@ local-llm: $(VENV)/.installed
 local-llm-check: local-llm
 	$(BIN)/python -m backend.local_llm_install --check-only
 
+# The web app (webapp/, TypeScript + React, built by Vite into webapp/dist, served by the backend at /).
+# Built with the machine's Node.js and npm from the committed lockfile, and only when a source
+# changed. Without Node.js the platform still runs (API only) and says how to get the web app.
+WEBAPP_SOURCES := $(shell find webapp/src -type f 2>/dev/null) webapp/index.html webapp/vite.config.ts \
+	webapp/tsconfig.json webapp/package.json webapp/package-lock.json
+
+webapp/node_modules/.package-lock.json: webapp/package-lock.json
+	cd webapp && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+webapp/dist/index.html: $(WEBAPP_SOURCES) webapp/node_modules/.package-lock.json
+	cd webapp && npm run --silent build
+	touch $@
+
+webapp:
+	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory webapp/dist/index.html; \
+	else echo "Node.js/npm not found: the API runs without the web app. To get it, install Node.js 20+ and npm"; \
+	  echo "(Debian: apt-get install nodejs npm) and run 'make webapp'."; fi
+
+# Unit tests of the client's stream and replay logic (Vitest).
+webapp-check: webapp/node_modules/.package-lock.json
+	cd webapp && npx vitest run
+
 run: install
+	@$(MAKE) --no-print-directory webapp || echo "WARNING: the web app build failed (see above); serving the API without it."
 	@if [ -z "$$MOJODEX_LLM_BASE_URL$$MOJODEX_LLM_API_KEY$$OPENAI_API_KEY" ]; then $(MAKE) --no-print-directory local-llm; fi
 	MOJODEX_EMBEDDED=1 $(BIN)/mojodex db upgrade
 	MOJODEX_EMBEDDED=1 $(BIN)/mojodex tasks load tasks_config
 	MOJODEX_EMBEDDED=1 $(BIN)/mojodex users demo
 	MOJODEX_EMBEDDED=1 exec $(BIN)/mojodex serve
 
-test: install-test local-llm
+# The browser tests (tests/webapp) need the build and Debian's Chromium (/usr/bin/chromium);
+# `.ci/run` installs it when missing.
+test: install-test local-llm webapp
+	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory webapp-check; fi
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 migrate: install

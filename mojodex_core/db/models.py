@@ -75,6 +75,8 @@ class User(Base):
     email: Mapped[str] = mapped_column(String(255), unique=True)
     language_code: Mapped[str] = mapped_column(String(8), default="en")
     timezone_offset_minutes: Mapped[int] = mapped_column(Integer, default=0)
+    # argon2id hash (argon2-cffi); None: this user signs in with an API token only.
+    password_hash: Mapped[str | None] = mapped_column(String(255), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 

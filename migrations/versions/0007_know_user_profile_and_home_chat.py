@@ -1,7 +1,7 @@
 """user profile (what the assistant knows about the user) and home chat (free chat routing to tasks)
 
-Revision ID: 0006_know
-Revises: 0005_wf
+Revision ID: 0007_know
+Revises: 0006_web
 Create Date: 2026-11-24 06:35:42.698687
 """
 from typing import Sequence
@@ -9,8 +9,8 @@ from typing import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = '0006_know'
-down_revision: str | None = '0005_wf'
+revision: str = '0007_know'
+down_revision: str | None = '0006_web'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
