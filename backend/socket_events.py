@@ -56,6 +56,8 @@ def register_socket_events(socketio: SocketIO, platform: Platform, manager: obje
             raise ConnectionRefusedError("missing or invalid token", {"error": "missing or invalid token"})
         users_by_sid[request.sid] = user_id
         tokens.add(request.sid, hash_token(token))
+        if platform.push is not None:
+            platform.push.presence.connected(request.sid, user_id)
         return True
 
     @socketio.on("disconnect")
@@ -64,6 +66,8 @@ def register_socket_events(socketio: SocketIO, platform: Platform, manager: obje
         tokens.remove(request.sid)
         if manager is not None:
             manager.forget(request.sid)
+        if platform.push is not None:
+            platform.push.presence.disconnected(request.sid)
 
     @socketio.on("start_session")
     def on_start_session(data=None):  # noqa: ANN001, ANN202

@@ -15,6 +15,8 @@ from backend.context import platform
 from backend.errors import ApiError, bad_request
 from backend.rate_limits import limit_message_sends
 from backend.routes._input import field, json_body, owned_execution, owned_session, query_int
+from backend.routes.audio import is_audio_upload, put_audio_message
+from backend.routes.home_chat import accept_home_chat_message
 from backend.validation import USER, api
 from mojodex_core.db.models import Message, OrderSession, Task, UserTask
 from mojodex_core.execution.dispatch import UnsupportedTaskType
@@ -48,7 +50,11 @@ class UserMessageResource(Resource):
     @api.validate(json=m.UserMessageBody, resp=m.answers(m.AcceptedMessageOut), security=USER, tags=["messages"])
     @limit_message_sends  # after validation: a malformed request is refused without being counted
     def put(self):  # noqa: ANN201
+        if is_audio_upload():
+            return put_audio_message()
         body = json_body()
+        if body.get("origin") == "home_chat":
+            return accept_home_chat_message(body)
         session_id = field(body, "session_id", str)
         pk = field(body, "user_task_execution_pk", int)
         text = field(body, "text", str)
