@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
-from mojodex_core.db import transaction
-from mojodex_core.db.models import Message
-from mojodex_core.execution.events import EventPublisher
+from mojodex_core.db.models import Message, utcnow
+from mojodex_core.execution.events import EventPublisher, Publication
 
 MAX_TEXT_CHARS = 50_000
 # The message_id of the user message that carries a submitted form (reserved for it).
@@ -74,6 +73,18 @@ class MessageIdTaken(ValueError):
         super().__init__(f"message_id {message_id!r} is already used by another kind of message of this session")
 
 
+_message = Message.__table__
+_EXISTING = select(_message.c.message_pk, _message.c.event_name, _message.c.status).where(
+    _message.c.session_id == bindparam("b_session"), _message.c.message_id == bindparam("b_message_id")
+)
+_RETRY_FAILED = (
+    update(_message)
+    .where(_message.c.message_pk == bindparam("b_pk"), _message.c.status == "failed")
+    .values(status="pending", error=None)
+)
+_INSERT_MESSAGE = insert(_message)
+
+
 def accept_user_message(
     factory: sessionmaker[DbSession],
     events: EventPublisher,
@@ -84,50 +95,63 @@ def accept_user_message(
     message_id: str,
     event_name: str = "user_message",
     data: dict[str, Any] | None = None,
+    check: Callable[[DbSession], None] | None = None,
 ) -> Accepted:
-    """Stores the message once per (session, message_id); a failed one is set to run again."""
+    """Stores the message once per (session, message_id); a failed one is set to run again.
+
+    ``check`` (e.g. the route's ownership checks) runs first on the same database session, before
+    the session's event stream is held: one connection for the whole request, and nothing of a
+    session the caller may not use is touched. Whatever it raises rolls back and propagates.
+    """
     for _ in range(3):
+        db = factory()
         try:
-            with events.publishing(session_id) as publication, transaction(factory) as db:
-                existing = db.scalar(
-                    select(Message).where(Message.session_id == session_id, Message.message_id == message_id)
-                )
-                if existing is not None:
-                    if existing.event_name != event_name:
-                        # The id of another kind of message (a text edit, a chat message): answering
-                        # with that one would silently drop this text.
-                        raise MessageIdTaken(message_id)
-                    if existing.status == "failed":
-                        existing.status = "pending"
-                        existing.error = None
-                        return Accepted(existing.message_pk, existing.status, run=True)
-                    return Accepted(existing.message_pk, existing.status, run=False)
-                message = Message(
-                    session_id=session_id,
-                    user_task_execution_fk=user_task_execution_pk,
-                    sender="user",
-                    message_id=message_id,
-                    event_name=event_name,
-                    text=text,
-                    status="pending",
-                    data=data or {},
-                )
-                db.add(message)
-                db.flush()
-                message.seq = publication.add(
-                    db,
-                    "user_message_reception",
-                    {
-                        "message_pk": message.message_pk,
-                        "message_id": message_id,
-                        "text": text,
-                        "event_name": event_name,
-                        **({"data": data} if data else {}),
-                        "session_id": session_id,
-                        "user_task_execution_pk": user_task_execution_pk,
-                    },
-                )
-                return Accepted(message.message_pk, "pending", run=True)
+            if check is not None:
+                check(db)
+            with events.publishing(session_id) as publication:
+                accepted = _store(db, publication, session_id, user_task_execution_pk, text, message_id,
+                                  event_name, data)
+                db.commit()  # inside the block: the event is sent only once the row is committed
+            return accepted
         except IntegrityError:
+            db.rollback()
             continue  # the same message_id raced in from a retrying client: read theirs
+        except BaseException:
+            db.rollback()
+            raise
+        finally:
+            db.close()
     raise RuntimeError(f"could not store message {message_id!r} of session {session_id}")
+
+
+def _store(
+    db: DbSession, publication: Publication, session_id: str, user_task_execution_pk: int, text: str,
+    message_id: str, event_name: str, data: dict[str, Any] | None,
+) -> Accepted:
+    existing = db.execute(_EXISTING, {"b_session": session_id, "b_message_id": message_id}).first()
+    if existing is not None:
+        if existing.event_name != event_name:
+            # The id of another kind of message (a text edit, a chat message): answering
+            # with that one would silently drop this text.
+            raise MessageIdTaken(message_id)
+        if existing.status == "failed":
+            db.execute(_RETRY_FAILED, {"b_pk": existing.message_pk})
+            return Accepted(existing.message_pk, "pending", run=True)
+        return Accepted(existing.message_pk, existing.status, run=False)
+    seq = publication.next_seq
+    message_pk = db.execute(_INSERT_MESSAGE, {
+        "session_id": session_id, "user_task_execution_fk": user_task_execution_pk, "sender": "user",
+        "message_id": message_id, "event_name": event_name, "text": text, "status": "pending",
+        "data": data or {}, "seq": seq, "created_at": utcnow(),
+    }).inserted_primary_key[0]
+    added = publication.add(db, "user_message_reception", {
+        "message_pk": message_pk,
+        "message_id": message_id,
+        "text": text,
+        "event_name": event_name,
+        **({"data": data} if data else {}),
+        "session_id": session_id,
+        "user_task_execution_pk": user_task_execution_pk,
+    })
+    assert added == seq, "the message's seq is its reception event's"
+    return Accepted(message_pk, "pending", run=True)

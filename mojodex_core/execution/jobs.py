@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -13,3 +13,6 @@ class TurnJob:
     message_pk: int
     # Set for the follow-up turn of a tool use the user approved or declined (same session queue).
     task_tool_execution_pk: int | None = None
+    # The message's event_name when the submitter knows it (saves the runner a query); not part of
+    # the job's identity.
+    event_name: str | None = field(default=None, compare=False)
