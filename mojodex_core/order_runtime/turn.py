@@ -144,7 +144,7 @@ class OrderTurn:
 
     def _run_in_one_transaction(self, job: TurnJob, cancel: threading.Event) -> None:
         """No LLM: the turn reads what it needs, runs the (pure, fast) engine, then writes the whole
-        turn in one write transaction that claims the message first: SQLite's write lock is held for
+        turn in one write transaction, which claims the message: SQLite's write lock is held for
         the writes only, never while the turn reads or the engine thinks."""
         started = time.perf_counter()
         try:
@@ -337,4 +337,5 @@ class OrderTurn:
             if len(self._recent) >= RECENT_CONVERSATIONS:
                 self._recent.clear()
             self._recent[context.user_task_execution_pk] = (context.turn + 1, conversation)
-            self.store.save(context.key, live_state(context.turn + 1, conversation))
+            if self.store.name != "database":  # that store keeps nothing: don't serialise for it
+                self.store.save(context.key, live_state(context.turn + 1, conversation))
