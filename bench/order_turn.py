@@ -173,7 +173,9 @@ def split(audit: list[dict]) -> str:
 def report(label: str, phase: Phase) -> tuple[float, float]:
     p50, p99 = percentile(phase.turn, 50), percentile(phase.turn, 99)
     rest = [turn - put for put, turn in zip(phase.put, phase.turn, strict=True)]
-    print(f"{label}, {len(phase.turn)} turns in {phase.wall_s:.1f} s: p50 {p50:.2f} ms, p99 {p99:.2f} ms")
+    mean = sum(phase.turn) / max(len(phase.turn), 1)
+    print(f"{label}, {len(phase.turn)} turns in {phase.wall_s:.1f} s ({len(phase.turn) / phase.wall_s:.0f} turns/s): "
+          f"p50 {p50:.2f} ms, p99 {p99:.2f} ms, mean {mean:.2f} ms")
     print(f"  client split: PUT round trip p50={percentile(phase.put, 50):.2f} p99={percentile(phase.put, 99):.2f}, "
           f"PUT response -> mojo_message p50={percentile(rest, 50):.2f} p99={percentile(rest, 99):.2f} (ms)")
     print(f"  server split: {split(phase.audit)}")
@@ -191,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--database-url", default=None)
     parser.add_argument("--in-process", action="store_true", help="run the server in this process (shared GIL)")
     parser.add_argument("--profile", choices=("wall", "cpu"), default=None,
-                        help="profile the server during phase 2 ('wall': stack samples, 'cpu': cProfile)")
+                        help="profile the server in each phase ('wall': stack samples, 'cpu': cProfile)")
     args = parser.parse_args(argv)
 
     quiet_logs()
@@ -205,12 +207,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench: database {'postgres' if url.startswith('postgresql') else 'sqlite'} ({masked(url)}), "
               f"server {'in this process' if args.in_process else 'in its own process'}, "
               f"load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+        profiles = {}
         try:
-            one = run_phase(platform, 1, args.turns, args.warmup, pids)
             if args.profile:
                 platform.call("profile_start", args.profile)
+            one = run_phase(platform, 1, args.turns, args.warmup, pids)
+            if args.profile:
+                profiles["1 session"] = platform.call("profile_stop", timeout_s=120)
+                platform.call("profile_start", args.profile)
             many = run_phase(platform, args.sessions, args.session_turns, max(2, args.warmup // 4), pids)
-            profile = platform.call("profile_stop", timeout_s=120) if args.profile else ""
+            if args.profile:
+                profiles[f"{args.sessions} sessions"] = platform.call("profile_stop", timeout_s=120)
         finally:
             platform.stop()
     finally:
@@ -219,8 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     n = args.sessions
     p50_1, p99_1 = report("1 session", one)
     p50_n, p99_n = report(f"{n} sessions", many)
-    if profile:
-        print(f"== server profile, {n} sessions\n{profile}")
+    for label, profile in profiles.items():
+        print(f"== server profile, {label} (warm-up turns included)\n{profile}")
     print(f"order_turn_p50_ms_1={p50_1:.2f} order_turn_p99_ms_1={p99_1:.2f} "
           f"order_turn_p50_ms_{n}={p50_n:.2f} order_turn_p99_ms_{n}={p99_n:.2f}")
     return 0
