@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterator
 
 from flask import current_app
@@ -56,6 +56,9 @@ class Platform:
     tickets: TicketDelivery | None = None
     # Background jobs (title and summary); None when there is no LLM or they are turned off.
     jobs: JobRunner | None = None
+    # Executions whose title job is known to be claimed (title_status never goes back to NULL):
+    # later inputs skip the claim, a write transaction that would change nothing.
+    _titled: set[int] = field(default_factory=set, repr=False)
 
     @contextmanager
     def db(self) -> Iterator[DbSession]:
@@ -65,10 +68,13 @@ class Platform:
 
     def request_title_summary(self, user_task_execution_pk: int, session_id: str) -> bool:
         """After an accepted input: submits the title/summary job the first time only (never awaited)."""
-        if self.jobs is None:
+        if self.jobs is None or user_task_execution_pk in self._titled:
             return False
         with self.db() as db:
             claimed = claim_title_summary(db, user_task_execution_pk)
+        if len(self._titled) >= 100_000:
+            self._titled.clear()  # a cache: an execution dropped from it costs one claim again
+        self._titled.add(user_task_execution_pk)
         if claimed:
             self.jobs.submit(TitleSummaryJob(user_task_execution_pk=user_task_execution_pk, session_id=session_id))
         return claimed
