@@ -7,7 +7,7 @@ import threading
 import time
 from datetime import UTC, datetime
 
-from flask import Flask, redirect
+from flask import Flask, redirect, request
 from flask_socketio import SocketIO
 from sqlalchemy import or_, select
 from sqlalchemy.exc import OperationalError
@@ -20,9 +20,11 @@ from mojodex_core.config import PROJECT_ROOT
 from mojodex_core.db.models import Message
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.order_runtime import ORDER_EVENT
+from mojodex_core.workflow.runner import RUN_EVENT as WORKFLOW_RUN_EVENT
 
 log = logging.getLogger("mojodex.platform")
 WEBAPP_DIR = PROJECT_ROOT / "webapp"
+UPLOAD_PATHS = frozenset({"/user_task_execution_run", "/restart_user_workflow_execution"})
 
 
 def create_app(platform: Platform) -> tuple[Flask, SocketIO]:
@@ -32,6 +34,14 @@ def create_app(platform: Platform) -> tuple[Flask, SocketIO]:
     app.config["SECRET_KEY"] = platform.settings.secret_key
     app.config["JSON_SORT_KEYS"] = False
     app.config["MAX_CONTENT_LENGTH"] = 2 * 1024 * 1024
+    upload_max = platform.settings.upload_max_mb * 1024 * 1024
+
+    @app.before_request
+    def _upload_limit() -> None:
+        # Routes that take a file (a recording, a transcript) allow larger bodies than the rest.
+        if request.path in UPLOAD_PATHS:
+            request.max_content_length = upload_max
+
     app.extensions["mojodex"] = platform
     register_app_errors(app)
     api = JsonErrorApi(app)
@@ -50,6 +60,7 @@ def create_app(platform: Platform) -> tuple[Flask, SocketIO]:
     platform.events.set_transport(lambda session_id, name, payload: socketio.emit(name, payload, to=session_id))
     resume_unfinished_turns(platform)
     platform.resume_title_summaries()
+    platform.start_workflow_watch()
     return app, socketio
 
 
@@ -86,7 +97,8 @@ def _resume(platform: Platform, booted_at: datetime) -> None:
                 select(Message)
                 .where(
                     # user messages, and the global events of order conversations (system messages)
-                    or_(Message.sender == "user", Message.event_name == ORDER_EVENT),
+                    # and the workflow_run messages that ask a workflow execution to advance
+                    or_(Message.sender == "user", Message.event_name.in_((ORDER_EVENT, WORKFLOW_RUN_EVENT))),
                     Message.status.in_(("pending", "processing")),
                     Message.created_at < booted_at,
                 )

@@ -19,6 +19,7 @@ from mojodex_core.config import Settings, webhook_secret
 from mojodex_core.db import make_engine, make_session_factory, transaction
 from mojodex_core.execution.dispatch import TurnDispatcher
 from mojodex_core.execution.events import SessionEventLog
+from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.execution.llm_calls import DbLLMCallRecorder
 from mojodex_core.execution.message_dispatch import MessageKindDispatcher
 from mojodex_core.execution.title_summary import (
@@ -36,6 +37,10 @@ from mojodex_core.order_runtime.tickets import TicketDelivery
 from mojodex_core.order_runtime.turn import OrderTurn
 from mojodex_core.text_edit.turn import EVENT_NAME as TEXT_EDIT_EVENT
 from mojodex_core.text_edit.turn import TextEditTurn
+from mojodex_core.workflow.heartbeat import Heartbeat
+from mojodex_core.workflow.review import ReviewTurn
+from mojodex_core.workflow.runner import WorkflowTurn, lapsed_step
+from mojodex_core.workflow.transcription import OpenAITranscriber
 
 log = logging.getLogger("mojodex.platform")
 
@@ -56,6 +61,8 @@ class Platform:
     tickets: TicketDelivery | None = None
     # Background jobs (title and summary); None when there is no LLM or they are turned off.
     jobs: JobRunner | None = None
+    # Workflow steps: the heartbeat of running steps and the watch for lapsed ones (started by create_app).
+    heartbeat: Heartbeat | None = None
     # Executions whose title job is known to be claimed (title_status never goes back to NULL):
     # later inputs skip the claim, a write transaction that would change nothing.
     _titled: set[int] = field(default_factory=set, repr=False)
@@ -95,7 +102,21 @@ class Platform:
             log.info("resumed %d title job(s)", len(jobs))
         return len(jobs)
 
+    def start_workflow_watch(self) -> None:
+        """Renews the heartbeat of this process' running steps; re-runs steps of dead processes once."""
+        if self.heartbeat is None:
+            return
+
+        def on_lapsed(session_id: str, execution_pk: int, step_pk: int, rerun: bool) -> None:
+            message_pk = lapsed_step(self.session_factory, self.events, session_id, execution_pk, step_pk, rerun)
+            if message_pk is not None:
+                self.runner.submit(TurnJob(session_id=session_id, message_pk=message_pk))
+
+        self.heartbeat.start(on_lapsed)
+
     def close(self) -> None:
+        if self.heartbeat is not None:
+            self.heartbeat.stop()
         self.runner.shutdown(wait=False)
         if self.tickets is not None:
             self.tickets.shutdown()
@@ -172,6 +193,10 @@ def build_platform(
         timeout_s=settings.pos_webhook_timeout_s,
     )
     dispatcher.register("order", OrderTurn(factory, events, llm, store, menus, tickets))
+    heartbeat = Heartbeat(
+        factory, interval_s=settings.workflow_heartbeat_s, lapse_s=settings.workflow_heartbeat_lapse_s
+    )
+    dispatcher.register("workflow", build_workflow_turn(settings, factory, events, llm, heartbeat, turn))
     text_edit = TextEditTurn(
         factory, events, llm, coalesce_ms=settings.token_coalesce_ms, turn_timeout_s=settings.turn_timeout_s,
         max_tokens=settings.extra.get("max_tokens"),
@@ -183,8 +208,23 @@ def build_platform(
     return Platform(
         settings=settings, engine=engine, session_factory=factory, events=events, runner=runner, llm=llm,
         dispatcher=dispatcher, menus=menus, order_store=store, tickets=tickets, local_model=local_model,
-        jobs=build_jobs(settings, factory, events, llm),
+        jobs=build_jobs(settings, factory, events, llm), heartbeat=heartbeat,
     )
+
+
+def build_workflow_turn(
+    settings: Settings, factory: sessionmaker[DbSession], events: SessionEventLog, llm: LLMProvider | None,
+    heartbeat: Heartbeat, result_chat: InstructTurn,
+) -> WorkflowTurn:
+    transcriber = None
+    if settings.transcription_base_url:
+        transcriber = OpenAITranscriber(
+            base_url=settings.transcription_base_url.rstrip("/"), api_key=settings.transcription_api_key or "",
+            model=settings.transcription_model,
+        )
+    workflow = WorkflowTurn(factory, events, llm, heartbeat, transcriber=transcriber, result_chat=result_chat)
+    workflow.set_review(ReviewTurn(factory, events, llm, workflow.advance))
+    return workflow
 
 
 def build_jobs(

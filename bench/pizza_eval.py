@@ -5,7 +5,9 @@ Usage: python bench/pizza_eval.py [PATH] [--menu MENU_JSON] [--show-errors N]
 PATH defaults to ../shared/data/pizza/PIZZA_dev.json relative to the repository root.
 The data is read at run time and never copied into the project (CC-BY-NC).
 Prints a report and ends with one machine-readable line:
-exact_match=<0..1> n=<count> p50_ms=<float> p99_ms=<float>
+exact_match=<0..1> n=<count> p50_ms=<float> p99_ms=<float> flagged=<0..1>
+``flagged`` is the share of utterances the parser flags (confidence under the threshold or words left
+unparsed): every PIZZA utterance is a clear order, so each flag there is an unnecessary one.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ if str(REPO_ROOT) not in sys.path:  # allow running as a plain script from a che
     sys.path.insert(0, str(REPO_ROOT))
 
 from mojodex_core.order.exr import error_categories, to_exr, unordered_equal
+from mojodex_core.order.llm_parser import DEFAULT_THRESHOLD
 from mojodex_core.order.menu import load_menu
 from mojodex_core.order.parser import parse_deterministic
 
@@ -58,7 +61,7 @@ def evaluate(path: Path | str = DEFAULT_DATA, menu_path: Path | str = DEFAULT_ME
     menu = load_menu(menu_path)
     rows = load_rows(Path(path))
     parse_deterministic("warm up: a large pizza and a coke", menu)  # lexicon compile is not per-utterance
-    matched = 0
+    matched = flagged = 0
     pcfg_known = pcfg_ok = 0
     categories: Counter[str] = Counter()
     timings: list[float] = []
@@ -71,6 +74,7 @@ def evaluate(path: Path | str = DEFAULT_DATA, menu_path: Path | str = DEFAULT_ME
         timings.append((time.perf_counter() - start) * 1000.0)
         cpu.append((time.thread_time() - cpu_start) * 1000.0)
         predicted = to_exr(parsed, menu)
+        flagged += parsed.confidence < DEFAULT_THRESHOLD or bool(parsed.unparsed)
         if unordered_equal(predicted, gold):
             matched += 1
         else:
@@ -87,6 +91,7 @@ def evaluate(path: Path | str = DEFAULT_DATA, menu_path: Path | str = DEFAULT_ME
     return {
         "n": n,
         "exact_match": matched / n if n else 0.0,
+        "flagged": flagged / n if n else 0.0,
         "pcfg_exact_match": pcfg_ok / pcfg_known if pcfg_known else None,
         "categories": dict(categories.most_common()),
         "p50_ms": _percentile(timings, 50),
@@ -111,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"data:              {args.path}")
     print(f"utterances:        {res['n']}")
     print(f"exact match:       {res['exact_match']:.4f}")
+    print(f"flagged:           {res['flagged']:.4f} (all clear orders: each flag is an unnecessary one)")
     pcfg = res["pcfg_exact_match"]
     print(f"dataset grammar:   {pcfg:.4f} (from PCFG_ERR flags)" if pcfg is not None else "dataset grammar:   n/a")
     print("errors by category:" + ("" if res["categories"] else " none"))
@@ -121,7 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     for fail in res["failures"][: args.show_errors]:
         print(f"- {fail['src']}\n    gold: {fail['gold']}\n    got:  {fail['predicted']}")
         print(f"    why:  {fail['categories']}")
-    print(f"exact_match={res['exact_match']:.4f} n={res['n']} p50_ms={res['p50_ms']:.3f} p99_ms={res['p99_ms']:.3f}")
+    print(f"exact_match={res['exact_match']:.4f} n={res['n']} p50_ms={res['p50_ms']:.3f} p99_ms={res['p99_ms']:.3f} "
+          f"flagged={res['flagged']:.4f}")
     return 0
 
 

@@ -66,6 +66,15 @@ class Settings:
     tool_max_calls: int = 3
     # Default time a tool may run (a task's tool config may set its own timeout_s).
     tool_timeout_s: float = 10.0
+    # Workflows: an OpenAI-compatible /audio/transcriptions endpoint for recordings (none: transcripts only),
+    # and the heartbeat of running steps (a step whose heartbeat is older than the lapse is re-run once).
+    transcription_base_url: str | None = None
+    transcription_api_key: str | None = None
+    transcription_model: str = "whisper-1"
+    workflow_heartbeat_s: float = 5.0
+    workflow_heartbeat_lapse_s: float = 30.0
+    # The largest request that may carry a file (a form start or a restart with a recording); others: 2 MB.
+    upload_max_mb: int = 25
 
     @property
     def is_sqlite(self) -> bool:
@@ -214,6 +223,12 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         tool_mode=_choice(env, "MOJODEX_LLM_TOOL_MODE", "auto", ("auto", "tags", "functions")),
         tool_max_calls=_int(env, "MOJODEX_TOOL_MAX_CALLS", 3, 0, 20),
         tool_timeout_s=_float(env, "MOJODEX_TOOL_TIMEOUT_S", 10.0, 0.1, 600.0),
+        transcription_base_url=_url(env, "MOJODEX_TRANSCRIPTION_BASE_URL", ("http", "https")),
+        transcription_api_key=env.get("MOJODEX_TRANSCRIPTION_API_KEY") or None,
+        transcription_model=env.get("MOJODEX_TRANSCRIPTION_MODEL") or "whisper-1",
+        workflow_heartbeat_s=_float(env, "MOJODEX_WORKFLOW_HEARTBEAT_S", 5.0, 0.05, 600.0),
+        workflow_heartbeat_lapse_s=_float(env, "MOJODEX_WORKFLOW_HEARTBEAT_LAPSE_S", 30.0, 0.2, 7200.0),
+        upload_max_mb=_int(env, "MOJODEX_UPLOAD_MAX_MB", 25, 1, 1024),
     )
 
 

@@ -20,7 +20,7 @@ from mojodex_core.db.models import (
     TaskPredefinedAction,
     TextType,
 )
-from mojodex_core.task_spec import OrderTaskSpec, SpecError, SpecIssue, TaskSpec, validate_spec
+from mojodex_core.task_spec import OrderTaskSpec, SpecError, SpecIssue, TaskSpec, WorkflowTaskSpec, validate_spec
 
 Mode = Literal["create", "update", "upsert"]
 
@@ -62,7 +62,23 @@ def validate_for_storage(
     spec = validate_spec(data)
     if isinstance(spec, OrderTaskSpec):
         check_menu(spec, tasks_config_dir, menu_exists)
+    if isinstance(spec, WorkflowTaskSpec):
+        check_steps(spec)
     return spec
+
+
+def check_steps(spec: WorkflowTaskSpec) -> None:
+    """Every step of a workflow must be in the steps library: checked before anything is stored."""
+    from mojodex_core.workflow.steps import step_names
+
+    known = step_names()
+    issues = [
+        SpecIssue(f"steps[{i}].name_for_system", f"no step {step.name_for_system!r} in the steps library "
+                                                 f"(known: {', '.join(known)})")
+        for i, step in enumerate(spec.steps) if step.name_for_system not in known
+    ]
+    if issues:
+        raise SpecError(issues)
 
 
 def _get_or_create(db: DbSession, model: type, **key: Any) -> Any:

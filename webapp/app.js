@@ -16,6 +16,17 @@ async function call(method, path, body) {
   return data;
 }
 
+// A multipart POST: the JSON fields as text, each file under its input's name.
+async function upload(path, body, files) {
+  const form = new FormData();
+  for (const [name, value] of Object.entries(body)) form.append(name, typeof value === "object" ? JSON.stringify(value) : value);
+  for (const [name, file] of Object.entries(files)) form.append(name, file);
+  const response = await fetch(api + path, { method: "POST", headers: { "Authorization": "Bearer " + state.token }, body: form });
+  const data = await response.json().catch(() => ({ error: response.statusText }));
+  if (!response.ok) throw new Error(data.error || response.statusText);
+  return data;
+}
+
 function showError(error) { $("error").textContent = error ? String(error.message || error) : ""; }
 
 async function signIn() {
@@ -62,7 +73,10 @@ function inputField(input) {
   const label = document.createElement("label");
   label.textContent = input.description_for_user;
   let field;
-  if (input.type === "drop_down_list") {
+  if (["video", "audio_file", "image"].includes(input.type)) {
+    field = document.createElement("input");
+    field.type = "file";  // a workflow's recording or transcript (.txt, .vtt, .srt)
+  } else if (input.type === "drop_down_list") {
     field = document.createElement("select");
     for (const option of input.possible_values) field.append(new Option(option.displayed_text, option.value));
   } else {
@@ -72,20 +86,24 @@ function inputField(input) {
   field.name = input.input_name; label.append(field); return label;
 }
 
-async function runExecution(inputs) {
+async function runExecution(inputs, files = {}) {
   const body = { user_task_execution_pk: state.execution.user_task_execution_pk };
   if (Object.keys(inputs).length) body.inputs = inputs;
   try {
-    await call("POST", "/user_task_execution_run", body);
+    if (Object.keys(files).length) await upload("/user_task_execution_run", body, files);
+    else await call("POST", "/user_task_execution_run", body);
     $("task-form").hidden = true; $("conversation").hidden = false;
   } catch (error) { showError(error); }
 }
 
 async function startTask(event) {
   event.preventDefault(); showError("");
-  const inputs = {};
-  for (const field of $("inputs").querySelectorAll("[name]")) inputs[field.name] = field.value;
-  await runExecution(inputs);
+  const inputs = {}, files = {};
+  for (const field of $("inputs").querySelectorAll("[name]")) {
+    if (field.type === "file") { if (field.files.length) files[field.name] = field.files[0]; }
+    else inputs[field.name] = field.value;
+  }
+  await runExecution(inputs, files);
 }
 
 function showOrder(payload) {
@@ -128,7 +146,9 @@ function handleEvent(event, payload) {
     const item = state.streaming || addMessage("assistant", "");
     item.textContent = payload.text; state.streaming = null;
     if (payload.task_tool_execution_pk) item.append(approvalButtons(payload.task_tool_execution_pk));
-  } else if (event === "draft_message") {
+  } else if (event.startsWith("workflow_step_execution_")) {
+    showStep(event, payload);
+  } else if (event === "draft_message" || event === "workflow_execution_produced_text") {
     if (state.streaming) { state.streaming.remove(); state.streaming = null; }
     addMessage("assistant", `New version ${payload.produced_text_version_index} of "${payload.produced_text_title}"`);
     state.producedTextPk = payload.produced_text_pk;
@@ -141,6 +161,32 @@ function handleEvent(event, payload) {
     if (state.streaming) { state.streaming.remove(); state.streaming = null; }
     addMessage("error", payload.error);
   }
+}
+
+// Workflow steps: one line per step execution, with Validate / Reject, or Relaunch when it failed.
+function showStep(event, step) {
+  const id = "step-" + step.user_workflow_step_execution_pk;
+  const item = document.getElementById(id) || addMessage("assistant", "");
+  item.id = id;
+  if (event === "workflow_step_execution_invalidated") { item.className = "step-gone"; return; }
+  const result = step.result ? "\n" + step.result.map((r) => Object.values(r).join("\n")).join("\n") : "";
+  item.textContent = `Step ${step.rank} ${step.step_name_for_system}: ${step.status}${step.error ? " - " + step.error : ""}${result}`;
+  const buttons = [];
+  if (step.status === "done" && step.validated === null) buttons.push(["Validate", { validated: true }, "POST"], ["Reject", { validated: false }, "POST"]);
+  if (step.status === "failed") buttons.push(["Relaunch", {}, "PUT"]);
+  const box = document.createElement("div");
+  for (const [label, extra, method] of buttons) {
+    const button = document.createElement("button");
+    button.textContent = label;
+    button.onclick = async () => {
+      try {
+        await call(method, "/user_workflow_step_execution", { user_workflow_step_execution_pk: step.user_workflow_step_execution_pk, ...extra });
+        box.replaceChildren(label === "Reject" && step.review_chat_enabled ? "Tell the assistant what to change below." : label);
+      } catch (error) { showError(error); }
+    };
+    box.append(button);
+  }
+  if (buttons.length) item.append(box);
 }
 
 // A tool that needs the user's approval: one click approves or declines it, then the turn goes on.

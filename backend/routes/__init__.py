@@ -23,6 +23,11 @@ from backend.routes.tasks import TaskAdminResource, UserTaskResource
 from backend.routes.text_edit import TextEditActionResource
 from backend.routes.tools import TaskToolExecutionResource, UserTaskExecutionReasoningResource
 from backend.routes.usage import UsageResource
+from backend.routes.workflow import (
+    RestartUserWorkflowExecutionResource,
+    UserWorkflowStepExecutionResource,
+    UserWorkflowStepExecutionResultResource,
+)
 
 
 def register_routes(api: Api) -> None:
@@ -45,3 +50,6 @@ def register_routes(api: Api) -> None:
     api.add_resource(UsageResource, "/usage")
     api.add_resource(TaskToolExecutionResource, "/task_tool_execution")
     api.add_resource(UserTaskExecutionReasoningResource, "/user_task_execution/reasoning")
+    api.add_resource(UserWorkflowStepExecutionResource, "/user_workflow_step_execution")
+    api.add_resource(UserWorkflowStepExecutionResultResource, "/user_workflow_step_execution_result")
+    api.add_resource(RestartUserWorkflowExecutionResource, "/restart_user_workflow_execution")

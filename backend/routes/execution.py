@@ -198,6 +198,10 @@ class UserTaskExecutionRunResource(Resource):
             raise ApiError(422, str(UnsupportedTaskType(task_type)))
         if task_type == "order":
             return self._start_order(current, pk, session_id, body.get("inputs"))
+        if task_type == "workflow":
+            from backend.routes.workflow import start_workflow
+
+            return start_workflow(current, pk, session_id, body)
         inputs = field(body, "inputs", dict)
         # One form start at a time per session: the check, the inputs and the form message
         # must come from the same request, or two racing starts mix their inputs.

@@ -19,10 +19,12 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
@@ -515,4 +517,94 @@ class OrderTicket(Base):
     delivery_attempts: Mapped[int] = mapped_column(Integer, default=0)
     delivery_last_error: Mapped[str | None] = mapped_column(Text)
     delivered_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+
+# --- workflow tasks --------------------------------------------------------------------------
+
+# running -> done | failed; done or failed -> invalidated (rejected, restarted, relaunched);
+# running -> lapsed when its heartbeat stopped (its process died): its slot is re-run once.
+STEP_EXECUTION_STATUSES = ("running", "done", "failed", "lapsed", "invalidated")
+# Rows that no longer count (history): the engine runs their slot again.
+STEP_EXECUTION_GONE = ("lapsed", "invalidated")
+RESULT_AUTHORS = ("assistant", "user")
+_LIVE_STEP = text("status NOT IN ('lapsed', 'invalidated')")
+
+
+class UserWorkflowStepExecution(Base):
+    """One run of one step of a workflow execution on one parameter: the initial inputs for rank 1,
+    else one item of the result of a step execution of the previous rank (its parent)."""
+
+    __tablename__ = "user_workflow_step_execution"
+    __table_args__ = (
+        _status_check("status", STEP_EXECUTION_STATUSES),
+        # No slot runs twice at once: one live row per (execution, rank, slot), an atomic claim.
+        Index(
+            "uq_user_workflow_step_execution_live_slot", "user_task_execution_fk", "rank", "slot",
+            unique=True, sqlite_where=_LIVE_STEP, postgresql_where=_LIVE_STEP,
+        ),
+    )
+
+    user_workflow_step_execution_pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_task_execution_fk: Mapped[int] = mapped_column(
+        ForeignKey("user_task_execution.user_task_execution_pk", ondelete="CASCADE"), index=True
+    )
+    step_name: Mapped[str] = mapped_column(String(255))
+    rank: Mapped[int] = mapped_column(Integer)
+    # "<parent pk>:<item index>" ("0:0" for rank 1): which parameter of the rank this row runs.
+    slot: Mapped[str] = mapped_column(String(32))
+    parent_step_execution_fk: Mapped[int | None] = mapped_column(
+        ForeignKey(
+            "user_workflow_step_execution.user_workflow_step_execution_pk", ondelete="CASCADE",
+            name="fk_user_workflow_step_execution_parent",
+        ),
+        index=True,
+    )
+    item_index: Mapped[int] = mapped_column(Integer, default=0)
+    parameter: Mapped[dict[str, Any]] = mapped_column(JsonType, default=dict)
+    status: Mapped[str] = mapped_column(String(16), default="running")
+    # None until the user decides (or True at once when the step needs no validation).
+    validated: Mapped[bool | None] = mapped_column(Boolean)
+    error: Mapped[str | None] = mapped_column(Text)
+    # What the user taught the assistant when rejecting this run (review chat).
+    learned_instruction: Mapped[str | None] = mapped_column(Text)
+    # 1, or 2 for the one re-run of a slot whose first run lapsed.
+    attempt: Mapped[int] = mapped_column(Integer, default=1)
+    start_date: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    end_date: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class UserWorkflowStepExecutionResult(Base):
+    """A result of a step run: the assistant's, then one row per edit by the user (the latest counts)."""
+
+    __tablename__ = "user_workflow_step_execution_result"
+    __table_args__ = (_status_check("author", RESULT_AUTHORS),)
+
+    user_workflow_step_execution_result_pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_workflow_step_execution_fk: Mapped[int] = mapped_column(
+        ForeignKey("user_workflow_step_execution.user_workflow_step_execution_pk", ondelete="CASCADE"), index=True
+    )
+    result: Mapped[list[Any]] = mapped_column(JsonType)
+    author: Mapped[str] = mapped_column(String(16), default="assistant")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class UserTaskExecutionFile(Base):
+    """A file sent with a form input (a transcript, a recording): kept in the database so any
+    process running the execution's steps can read it."""
+
+    __tablename__ = "user_task_execution_file"
+    __table_args__ = (UniqueConstraint("user_task_execution_fk", "input_name"),)
+
+    user_task_execution_file_pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_task_execution_fk: Mapped[int] = mapped_column(
+        ForeignKey("user_task_execution.user_task_execution_pk", ondelete="CASCADE")
+    )
+    input_name: Mapped[str] = mapped_column(String(255))
+    filename: Mapped[str] = mapped_column(String(255))
+    content_type: Mapped[str | None] = mapped_column(String(128))
+    data: Mapped[bytes] = mapped_column(LargeBinary)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

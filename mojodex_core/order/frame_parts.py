@@ -107,8 +107,11 @@ def split(frames: list[Frame]) -> None:
         if not whole.anchor or n is None or whole.article or n < 2:
             continue
         run: list[Frame] = []
+        # a part may name itself by a value when the whole only named the kind ("two drinks, a coke and a sprite")
+        named_by_kind = whole.has_noun and not any(s.names_item for a in whole.attrs for s in a.senses)
         for frame in frames[i:]:
-            if not (frame.split_child and frame.anchor is None and not frame.has_noun
+            own_name = frame.anchor == whole.anchor and named_by_kind
+            if not (frame.split_child and (frame.anchor is None or own_name) and not frame.has_noun
                     and frame.inherit == whole.anchor and not frame.negated):
                 break
             run.append(frame)

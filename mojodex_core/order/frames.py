@@ -60,6 +60,7 @@ class _Segmenter(DoubtHandlers):
         self.neg_any = False
         self.qual: str | None = None
         self.qual_text = ""
+        self.qual_counts = False
         self.definite = False
         self.cancel_next = False
         self.cancel_text = ""
@@ -107,6 +108,11 @@ class _Segmenter(DoubtHandlers):
         article = ch.text in ("a", "an")
         cur = self.cur
         prev = self._prev(i)
+        if self.on_the_one(ch, prev):
+            return
+        if (ch.text in ("one", "1") and cur is not None and cur.definite and cur.anchor is None
+                and cur.number is None and cur.attrs and prev is not None and prev.kind == "menu"):
+            return  # "the large one with olives": a reference described by its values, not a count
         if (ch.text in ("one", "1") and cur is not None and cur.anchor is None and cur.number is not None
                 and cur.article and cur.attrs and prev is not None and prev.kind == "menu" and not cur.after_with):
             cur.anchor, cur.has_noun = cur.inherit, cur.inherit is not None  # "a small one": pronoun
@@ -126,6 +132,7 @@ class _Segmenter(DoubtHandlers):
         ahead = self._lookahead_anchor(i)
         if article:
             if not ahead and not self._restates_field(i, cur) and not self._elided_noun(i, cur):
+                self.on_and_a_part(i, prev, cur)
                 return  # "with a thin crust": the article belongs to an attribute
             if cur.anchor and cur.with_seen and prev is not None and prev.kind == "with" and self._absorbs(cur, ahead):
                 return  # "a combo with a coke": the drink is part of the combo ("... with fries and a coke" is not)
@@ -148,46 +155,14 @@ class _Segmenter(DoubtHandlers):
         frame.after_and = prev is not None and prev.kind == "and"
         frame.ordinal = next((_ORDINALS[w] for w in ch.text.lower().split() if w in _ORDINALS), None)
 
-    def on_dist(self, ch: Chunk) -> None:
-        """ "both", "each", "all": remember the list of items it covers (see :meth:`_distribute`)."""
-        cur = self.cur
-        kind = cur.anchor or cur.inherit if cur is not None else None
-        if cur is not None and kind is None and cur.attrs:  # "one plain and one everything, both toasted"
-            common = set.intersection(*(types_of(a.senses) for a in cur.attrs))
-            kind = next(iter(common)) if len(common) == 1 else None
-        if cur is None and not self.out.frames:  # "both large" opening a message: every item already ordered
-            self.out.flags["dist_order"] = (ch.text, ch.payload)
-        if cur is None or kind is None:
-            return
-        group: list[Frame] = []
-        for frame in reversed(self.out.frames):
-            if frame.anchor != kind and not (frame.anchor is None and all(fits(a, {kind}) for a in frame.attrs)):
-                break
-            group.append(frame)
-        if ch.payload:
-            group = group[: int(ch.payload)]
-        if ch.payload == 2 and len(group) == 1 and (cur.number is None or cur.article or cur.number < 2) and not [
-                f for f in self.out.frames if f.anchor and f is not cur]:
-            self.out.doubts.append(ch.text)  # "and a hamburger, both with no onions": both with the earlier burger?
-        if len(group) >= 2:
-            self.dists.append((group, cur, {id(a) for a in cur.attrs}))
-            self.dist_texts.append((ch.text, ch.payload == 2))
-            return
-        # items of different types ("a pizza and a coke, both large"): what follows goes to each of them;
-        # a value that doesn't fit one of them is left unresolved there (the parser can't represent it)
-        named = [f for f in self.out.frames if f.anchor]
-        named = named[-int(ch.payload):] if ch.payload else named
-        if len(named) >= 2 and cur is named[-1]:
-            self.dists.append((named, cur, {id(a) for a in cur.attrs}))
-            self.dist_texts.append((ch.text, ch.payload == 2))
-            self.cross_dist = cur
-
     def on_menu(self, i: int, ch: Chunk) -> None:
         anchors = anchor_senses(ch)
         values = [s for s in ch.senses if s.field is not None]
         qual, self.qual = self.qual, None
         cur = self.cur
         if anchors and not (cur and cur.anchor and self._prefers_attribute(cur, ch)):
+            if qual is not None and not self.qual_counts:  # "a double espresso": an amount of an item
+                self.out.doubts.append(f"{self.qual_text} {ch.text}")
             self._on_anchor(ch, anchors, values, self.neg)
             return
         negated = self.neg
@@ -291,6 +266,8 @@ class _Segmenter(DoubtHandlers):
                 if prev is not None and prev.kind == "with":  # "a hamburger with everything": not on this menu
                     k = "unknown"
                     self.chunks[i] = ch = ch._replace(kind=k)
+            if k == "filler":
+                self.on_amount_filler(i, ch)
             if k not in ("filler", "boundary"):
                 self.out.content += 1
             if k == "num":
@@ -300,10 +277,16 @@ class _Segmenter(DoubtHandlers):
                 self.definite = False
                 continue
             elif k == "qual":
+                if self.qual is not None and self.qual != ch.payload:  # "light extra cheese": which amount?
+                    self.out.doubts.append(f"{self.qual_text} {ch.text}")
                 if self.neg and self.neg_count:
                     self._end_neg()  # "no pickles extra onions": a qualifier starts a positive request
                 self.qual, self.qual_text = ch.payload, ch.text
+                before = self._prev(i)  # "two more cokes": a count of further items, not an amount
+                self.qual_counts = before is not None and before.kind == "num" and before.text not in ("a", "an")
                 continue
+            elif k == "neg" and self.on_answer_no(i, ch):
+                pass
             elif k == "neg":
                 if not self.neg:
                     self.neg, self.neg_count = True, 0
@@ -347,6 +330,8 @@ class _Segmenter(DoubtHandlers):
                 if self.cur is not None and self.cur.anchor:
                     self.cur.and_mark = len(self.cur.attrs)
             elif k in ("but", "boundary"):
+                if k == "but" and not self.neg:
+                    self.on_but(i, ch)
                 self._end_neg()
                 self.cross_dist = None
             elif k == "def":

@@ -16,24 +16,14 @@ from typing import Any
 from .frames import Frame, Segmentation, segment
 from .lexicon import extract_contacts, get_lexicon, tokenize
 from .menu import Menu
-from .parsed_input import Modification, ParsedInput, ParsedItem, ReferenceDoubt
-from .references import current_item, diff_fields, find_item, find_ref, fitting_types, live_items, positive, said_as
+from .parse_checks import item_named_by_a_part, unused_negations
+from .parse_intents import GLUE, read_intents
+from .parse_refs import ORDINAL_TEXT, ReferenceRules
+from .parsed_input import Modification, ParsedInput, ParsedItem
+from .references import current_item, diff_fields, find_item, fitting_types, live_items, positive, said_as
 from .resolve import name_conflicts, resolve_frame
 from .tree import OrderTask
 
-_NAME_RE = re.compile(r"\b(?:my name is|my name's|name is|name's|call me|under the name(?: of)?)\s+"
-                      r"([a-z][a-z'\-]*(?:\s+[a-z][a-z'\-]*)?)", re.IGNORECASE)
-_NAME_PREFIX_RE = re.compile(r"^\s*(?:it'?s|it is|this is|i'?m|i am|for|under|name'?s|my name is|"
-                             r"the name is|put it under)\s+", re.IGNORECASE)
-_STREET_RE = re.compile(r"\d|\b(?:street|st|avenue|ave|road|rd|boulevard|blvd|lane|ln|drive|dr|way|court|ct|"
-                        r"place|pl|highway|hwy|parkway|pkwy|terrace|circle|square|sq|alley|row|apt|apartment|"
-                        r"suite|unit|floor|building|plaza|close|crescent|mews)\b\.?", re.IGNORECASE)
-# chunk kinds that carry no content of their own: a message made only of these says nothing to act on
-_GLUE = frozenset({"filler", "boundary", "yes", "no_answer", "def", "and", "or", "but", "wait"})
-_REFUSAL = frozenset({"yes", "no_answer", "neg", "cancel", "cancel_all", "modify", "checkout"})
-# an answer to another question, not a name: "pickup" answering "can I get a name?"
-_NOT_A_NAME = _REFUSAL | {"pickup", "delivery", "pay"}
-_ORDINAL_TEXT = {0: "first", 1: "second", 2: "third", 3: "fourth", -1: "last"}
 # a question about the menu, not an order ("is the blueberry bagel good", "do you have gluten free crust?")
 _QUESTION_RE = re.compile(r"^\s*(?:is|are|was|does|do you|did|what|what's|whats|which|how|why|when|where|who)\b"
                           r"(?! are you| is it going|'s it going| you doing| are ya| is your)", re.IGNORECASE)
@@ -44,11 +34,9 @@ _BARE_ADDRESS_RE = re.compile(r"^\s*(?:it'?s\s+|deliver(?: it)? to\s+)?(\d+[a-z]
                               r"(?:street|st|avenue|ave|road|rd|boulevard|blvd|lane|ln|drive|dr|way|court|ct|place|pl|"
                               r"terrace|circle|square|sq|parkway|pkwy|highway|hwy|close|crescent|mews))\.?\s*$",
                               re.IGNORECASE)
-_ADDRESS_RE = re.compile(r"\b(?:deliver(?:ed)?(?: it)?|bring it|send it|delivery)\s+(?:to|at)\s+(.+)$",
-                         re.IGNORECASE)
 
 
-class _Builder:
+class _Builder(ReferenceRules):
     def __init__(self, menu: Menu, tree: OrderTask | None, seg: Segmentation, chunks: list[Any]) -> None:
         self.menu, self.tree, self.seg, self.chunks = menu, tree, seg, chunks
         self.out = ParsedInput()
@@ -80,7 +68,7 @@ class _Builder:
             if frame.ordinal is not None and frame.anchor is None:
                 # "a number 1 and a number 2, the first with a coke": a reference inside the message the
                 # split didn't resolve - not guessed
-                said = f"the {_ORDINAL_TEXT.get(frame.ordinal, str(frame.ordinal + 1))}"
+                said = f"the {ORDINAL_TEXT.get(frame.ordinal, str(frame.ordinal + 1))}"
                 self.leftovers.append(" ".join([said] + [a.text for a in frame.attrs]))
                 continue
             item_type, fields, left = resolve_frame(frame, self.menu, self.notes)
@@ -91,16 +79,7 @@ class _Builder:
             self.leftovers.extend(name_conflicts(self.menu, item_type, fields))
             explicit_number = frame.number is not None and not frame.article
             if frame.cancel:
-                idx, ambiguous = find_ref(tree, self.menu, item_type, fields) if tree is not None else (None, False)
-                if idx is not None and self.out.cancel_item_index not in (None, idx):
-                    # "remove the pizza and the coke": one removal is all the parse can hold - the rest is said
-                    self.leftovers.append(said_as(frame, self.menu, item_type))
-                elif idx is not None:
-                    self.out.cancel_item_index = idx
-                elif ambiguous:  # "cancel the coke" with a diet coke and a cherry coke: which one?
-                    self.leftovers.append(said_as(frame, self.menu, item_type))
-                else:  # "cancel the latte" with no latte ordered: named in an error, not dropped
-                    self.out.cancel_item = said_as(frame, self.menu, item_type)
+                self._cancel(frame, item_type, fields)
                 continue
             live = live_items(tree)
             if frame.pronoun and frame.anchor is None and live and self._pronoun(frame):
@@ -110,6 +89,9 @@ class _Builder:
             if before is not None and frame.follows_with and item_type in self.menu.item_types[
                     before.anchor or before.inherit or item_type].includes:
                 self.leftovers.append(said_as(frame, self.menu, item_type))  # "a number 3 with curly fries"
+            if self._with_elsewhere(frame, before, item_type):
+                self.leftovers.append(said_as(frame, self.menu, item_type))  # "a bagel with honey" (a coffee's)
+                continue
             target = current_item(tree)
             target_it = tree.items.items[target] if tree is not None and target is not None else None
             if self._as_change(n, frame, item_type, fields, live):
@@ -142,51 +124,19 @@ class _Builder:
             if self.seg.opens_with_correction and tree is not None and any(
                     tree.items.items[i].item_type == item_type for i in live):
                 self.leftovers.append(said_as(frame, self.menu, item_type))  # "actually a pepsi": instead of the coke?
+            if self._fills_missing(item_type, fields) or item_named_by_a_part(frame, self.menu, item_type):
+                self.leftovers.append(said_as(frame, self.menu, item_type))
             self.out.new_items.append(ParsedItem(item_type=item_type, fields=fields))
 
-    def _as_change(self, n: int, frame: Frame, item_type: str, fields: dict[str, Any], live: list[int]) -> bool:
-        """A change of an item already ordered, named by a reference: "make the pizza thin crust", "change the
-        bagel to sesame" (values after the noun are the change), "make the coke a diet coke", "make the bagel
-        two", "make it a cappuccino", "make that two cokes", "make it two pizzas". True when handled."""
-        tree = self.tree
-        if tree is None:
-            return False
-        explicit_number = frame.number is not None and not frame.article
-        if frame.definite and not explicit_number:
-            idx, ambiguous = find_ref(tree, self.menu, item_type, fields)
-            if idx is None and self.seg.modify and frame.noun_at is not None and not ambiguous:
-                _t, said, _l = resolve_frame(replace(frame, attrs=frame.attrs[:frame.noun_at]), self.menu)
-                idx, ambiguous = find_ref(tree, self.menu, item_type, said)
-            if idx is not None:
-                self.ref = idx
-                changes = diff_fields(tree.items.items[idx], fields)
-                if not changes and frame.joined_by_and and self.out.cancel_item_index not in (None, idx):
-                    # "remove the pizza and the coke": a second removal, which the parse can't hold - said
-                    self.leftovers.append(said_as(frame, self.menu, item_type))
-                self._modify(idx, changes)
-                return True
-            if live and frame.has_noun:  # "no ice in the drink" with no drink ordered: not a new line
-                self.leftovers.append(said_as(frame, self.menu, item_type))
-        ref = self.ref
-        if (ref is not None and self.seg.modify and not frame.definite
-                and (frame.article or frame.anchor is None and not frame.attrs and explicit_number)
-                and tree.items.items[ref].item_type == item_type):
-            self._modify(ref, diff_fields(tree.items.items[ref], fields))
-            return True
-        target = current_item(tree)
-        target_it = tree.items.items[target] if target is not None else None
-        if n != 0 or not self.seg.modify_current:
-            return False
-        if (frame.number is not None and target is not None and target_it is not None
-                and target_it.item_type == item_type and not frame.has_noun):
-            self._modify(target, diff_fields(target_it, fields))
-            return True
-        if explicit_number and frame.has_noun:
-            same = [i for i in live if tree.items.items[i].item_type == item_type]
-            if len(same) == 1:
-                self._modify(same[0], diff_fields(tree.items.items[same[0]], fields))
-                return True
-        return False
+    @staticmethod
+    def _with_elsewhere(frame: Frame, before: Frame | None, item_type: str) -> bool:
+        """ "a sesame bagel with honey" where honey only sweetens a coffee: a bare value said "with" an item
+        that can't take it is no order of its own (no article, number, noun or item name, unlike "with coke")
+        - it was meant for that item."""
+        owner = before.anchor or before.inherit if before is not None else None
+        names = any(s.names_item and s.item_type == item_type for a in frame.attrs for s in a.senses)
+        return (frame.follows_with and owner is not None and owner != item_type and not frame.article
+                and frame.number is None and not frame.has_noun and not names)
 
     def _pronoun(self, frame: Frame) -> bool:
         """ "a small one with olives" opening a message: a new item of the latest type ordered that takes it."""
@@ -266,52 +216,6 @@ class _Builder:
             self._modify(idx, diff_fields(tree.items.items[idx], fields))
         return True
 
-    def _ordinal(self, frame: Frame) -> bool:
-        """ "make the second one thin crust", "the first one with lox", "forget the last one": item n of the
-        live items (of the type, when named: "the second pizza"). Out of range: flagged."""
-        tree = self.tree
-        if frame.ordinal is None or tree is None or not live_items(tree):
-            return False
-        if frame.anchor is not None and frame.inherit is not None:
-            return False  # a part of this message's own split ("two pizzas, the first with ham")
-        live = [i for i in live_items(tree) if frame.anchor is None or tree.items.items[i].item_type == frame.anchor]
-        n = frame.ordinal
-        idx = live[n] if -len(live) <= n < len(live) else None
-        said = f"the {_ORDINAL_TEXT.get(n, str(n + 1))} one"
-        if idx is None:
-            if frame.cancel:
-                self.out.cancel_item = f"{_ORDINAL_TEXT.get(n, str(n + 1))} item"
-            else:
-                self.leftovers.append(said)
-                self._reference_doubt(frame, said)
-            return True
-        if frame.cancel:
-            if self.out.cancel_item_index not in (None, idx):
-                self.leftovers.append(said)  # a second removal: see frames()
-            else:
-                self.out.cancel_item_index = idx
-            return True
-        self.ref = idx
-        item = tree.items.items[idx]
-        _t, fields, left = resolve_frame(replace(frame, anchor=item.item_type, number=None), self.menu, self.notes)
-        self.leftovers.extend(left)
-        changes = diff_fields(item, fields)
-        if changes:
-            self._modify(idx, changes)
-        elif left:  # "make the second one thin crust" when the second is a coke: which one was meant?
-            self._reference_doubt(frame, said)
-        return True
-
-    def _reference_doubt(self, frame: Frame, said: str) -> None:
-        """Keep the change asked of an item not found, per item type that takes all of it (see ReferenceDoubt)."""
-        per_type = {}
-        for item_type in self.menu.item_types:
-            _t, fields, left = resolve_frame(replace(frame, anchor=item_type, number=None), self.menu)
-            if fields and not left:
-                per_type[item_type] = fields
-        if per_type:
-            self.out.reference = ReferenceDoubt(said=said, fields=per_type)
-
     def _bare(self, frame: Frame) -> None:
         """A frame naming no item: "make it 3" (a quantity)."""
         tree = self.tree
@@ -336,79 +240,6 @@ class _Builder:
                 self.leftovers.append("instead")  # "make it pepperoni instead": replace the ham, or add? not guessed
             self.out.modifications.append(Modification(item_index=idx, field=k, new_value=v))
 
-    def intents(self, text: str, contacts: list[str]) -> None:
-        flags, out, tree = self.seg.flags, self.out, self.tree
-        pending = tree.pending if tree is not None else None
-        # frames that produced nothing (a bare house number, "one") don't make this an order message
-        no_frames = not (out.new_items or out.modifications or out.cancel_item_index is not None
-                         or any(k != "method" for k in out.answers))
-        if flags.get("cancel_all"):
-            out.wants_cancel = True
-        elif self.seg.cancel_dangling and out.cancel_item_index is None:
-            out.cancel_item_index = current_item(tree)  # "forget it", "cancel that"
-        if flags.get("pickup"):
-            out.order_type = "pickup"
-        if flags.get("delivery"):
-            out.order_type = "delivery"
-        m = _ADDRESS_RE.search(text)
-        if m:
-            out.address, out.order_type = m.group(1).strip(" .!"), "delivery"
-        if flags.get("checkout"):
-            out.wants_checkout = True
-        if flags.get("pay"):
-            method = flags["pay"]
-            if (method == "cash_delivery" and tree is not None and tree.delivery_method.order_type == "pickup"
-                    and "deliver" not in text.lower()):
-                method = "in_store"  # "cash" on a pickup order: paid at the counter
-            out.answers["method"] = method
-        if contacts:
-            out.customer_contact = contacts[0]
-        m = _NAME_RE.search(text)
-        if m:
-            out.customer_name = m.group(1).strip().title()
-        if pending is None:
-            return
-        said_yes = bool(flags.get("yes"))
-        said_no = bool(flags.get("no_answer")) or (self.seg.bare_negation and no_frames)
-        if pending.task == "item" and pending.field and pending.field not in out.answers:
-            item = tree.items.items[pending.item_index or 0] if tree is not None else None
-            fdef = self.menu.item_types[item.item_type].fields.get(pending.field) if item else None
-            if fdef is not None and fdef.kind == "bool" and (said_yes or said_no) and no_frames:
-                out.answers[pending.field] = said_yes and not said_no
-            elif pending.optional and said_no:
-                out.answers[pending.field] = None
-        elif pending.task == "checkout" and said_yes and not said_no:
-            out.wants_checkout = True
-        elif pending.task == "address" and no_frames and not out.address and not said_no:
-            cleaned = re.sub(r"^\s*(?:it'?s|deliver(?: it)? to|to|at)\s+", "", text, flags=re.IGNORECASE)
-            cleaned = cleaned.strip(" .!")
-            if cleaned and _STREET_RE.search(cleaned):  # "yes", "sure" are not a street
-                self.free_text = True
-                out.address = cleaned
-                out.order_type = out.order_type or "delivery"
-            elif cleaned:
-                self.leftovers.append(cleaned)
-        elif pending.task == "customer_name" and no_frames and not out.customer_name:
-            name = self._name(text)
-            if name:
-                out.customer_name = name
-                self.free_text = True
-            elif out.order_type or out.answers.get("method") or out.wants_checkout:
-                pass  # "pickup" answering "can I get a name?": that answer, not a name
-            elif text.strip(" .!"):
-                self.leftovers.append(text.strip(" .!"))  # "no thanks", "I'd rather not say": asked again
-
-    def _name(self, text: str) -> str | None:
-        """A free-text answer to "can I get a name?": not yes/no, not a refusal, not grammar words only."""
-        kinds = {c.kind for c in self.chunks}
-        name = _NAME_PREFIX_RE.sub("", text).strip(" .!")
-        if not name or len(name.split()) > 4 or re.search(r"\d", name) or kinds & _NOT_A_NAME:
-            return None
-        if kinds <= _GLUE and not (len(name.split()) == 1 and name[0].isupper()):
-            return None  # "that one", "me" - but "Will" (capitalised) may be a name
-        return name.title()
-
-
 def parse_deterministic(text: str, menu: Menu, tree: OrderTask | None = None) -> ParsedInput:
     """Parse one customer message against ``menu``; ``tree`` gives answers/modifications their target.
 
@@ -425,7 +256,8 @@ def parse_deterministic(text: str, menu: Menu, tree: OrderTask | None = None) ->
     seg = segment(chunks, menu)
     builder = _Builder(menu, tree, seg, chunks)
     builder.frames()
-    builder.intents(text, contacts)
+    read_intents(builder, text, contacts)
+    builder.leftovers.extend(unused_negations(chunks, builder.out))
     out = builder.out
     out.repeat_last = bool(seg.flags.get("repeat"))
     if seg.flags.get("all_items") and len(live_items(tree)) + len(seg.frames) >= 2:
@@ -463,7 +295,7 @@ def referenced_item(text: str, menu: Menu, tree: OrderTask) -> int | None:
 
 
 def _has_content(chunks: list[Any], seg: Segmentation) -> bool:
-    glue = _GLUE | {"neg"} if seg.bare_negation else _GLUE
+    glue = GLUE | {"neg"} if seg.bare_negation else GLUE
     if seg.flags.get("never_mind"):  # "never mind" alone: nothing to act on, like "hold on"
         glue = glue | {"cancel"}
     return any(c.kind not in glue for c in chunks)

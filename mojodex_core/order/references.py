@@ -24,18 +24,40 @@ def find_item(tree: OrderTask, menu: Menu, item_type: str, fields: dict[str, Any
 
 
 def find_ref(tree: OrderTask, menu: Menu, item_type: str, fields: dict[str, Any]) -> tuple[int | None, bool]:
-    """The item a reference by type names: the last live item of this type with the same name value,
-    else the one item whose name contains the words said ("the coke" = the diet coke). Second value:
-    the reference was ambiguous (several such items)."""
+    """The item a reference by type names: the live item of this type with the same name value, else the one
+    item whose name contains the words said ("the coke" = the diet coke). Several such items: the one that
+    holds the other values said ("the pizza with ham"), else - when none holds them all - the one that holds
+    some of them ("the one with olives thin crust"); still several: the reference is ambiguous (second value)
+    and no item is picked. A single line of the type needs no description."""
     key = name_field(menu, item_type)
     live = [i for i, it in enumerate(tree.items.items) if it.status != "skipped" and it.item_type == item_type]
-    if not key or key not in fields:
-        return (live[-1] if live else None), False
-    same = [i for i in live if tree.items.items[i].fields.get(key) == fields[key]]
-    if same:
-        return same[-1], False
+    if key and key in fields:
+        same = [i for i in live if tree.items.items[i].fields.get(key) == fields[key]]
+        if not same:
+            return _family(tree, menu, item_type, key, fields[key], live)
+        live = same
+    if len(live) <= 1:
+        return (live[0] if live else None), False
+    said = {k: v for k, v in fields.items() if k not in (key, "quantity") and v not in (None, [])}
+    if said:
+        full = [i for i in live if all(_holds(tree.items.items[i], k, v) for k, v in said.items())]
+        some = [i for i in live if any(_holds(tree.items.items[i], k, v) for k, v in said.items())
+                and all(_holds(tree.items.items[i], k, v) or _adds(tree.items.items[i], k, v) for k, v in said.items())]
+        if len(full) == 1 or not full and len(some) == 1:
+            return (full or some)[0], False
+    return None, True
+
+
+def _adds(item: ItemTask, name: str, value: Any) -> bool:
+    """The value can only be an addition to the item, not a description it contradicts: a list value, or a
+    field still empty ("the one with olives thin crust"; not "the large one with olives" on a medium)."""
+    return isinstance(value, list) or item.fields.get(name) in (None, [])
+
+
+def _family(tree: OrderTask, menu: Menu, item_type: str, key: str, value: Any, live: list[int]
+            ) -> tuple[int | None, bool]:
     fdef = menu.item_types[item_type].fields[key]
-    said = fdef.value(str(fields[key]))
+    said = fdef.value(str(value))
     words = set(said.display.split()) if said else set()
     family = []
     for i in live:
@@ -45,6 +67,19 @@ def find_ref(tree: OrderTask, menu: Menu, item_type: str, fields: dict[str, Any]
     if len(family) == 1:
         return family[0], False
     return None, len(family) > 1
+
+
+def _entry(value: Any) -> Any:
+    return value.get("name") if isinstance(value, dict) else value
+
+
+def _holds(item: ItemTask, name: str, value: Any) -> bool:
+    """The item already has the value (every entry of a list value)."""
+    held = item.fields.get(name)
+    if isinstance(value, list):
+        have = {_entry(e) for e in held} if isinstance(held, list) else set()
+        return all(_entry(e) in have for e in value)
+    return held == value
 
 
 def live_items(tree: OrderTask | None) -> list[int]:

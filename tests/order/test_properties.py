@@ -63,7 +63,10 @@ def item_phrase(draw: Any, menu: Menu) -> tuple[str, str, dict[str, Any]]:
                     word = menu.qualifiers[qual][0] if qual else ""
                     with_parts.append(f"{word} {v.display}".strip())
                 fields[f_name] = entries
-                rest = [v for v in values if v.id not in {c.id for c in chosen}]
+                # not a value the item's own name contains: "a bacon burger ... but no bacon" contradicts itself,
+                # and the parser rightly reports it
+                rest = [v for v in values if v.id not in {c.id for c in chosen}
+                        and not set(v.display.split()) <= set(name.split())]
                 if fdef.negatable and rest and draw(st.booleans()):
                     neg = draw(st.sampled_from(rest))
                     fields[f"excluded_{f_name}"] = [{"name": neg.id}]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
+
 from mojodex_core.db import transaction
 from mojodex_core.task_loader import store_spec
 from mojodex_core.task_spec import validate_spec
@@ -74,7 +76,18 @@ WORKFLOW_TASK = {
 }
 
 
-def test_a_task_type_without_a_turn_handler_is_refused_and_nothing_is_stored(orders, llm):
+@pytest.fixture
+def no_workflow_handler(orders):  # noqa: ANN001, ANN201
+    """The platform as if workflows could not run (the registry without its "workflow" handler)."""
+    handlers = orders.platform.dispatcher._handlers
+    saved = handlers.pop("workflow")
+    try:
+        yield
+    finally:
+        handlers["workflow"] = saved
+
+
+def test_a_task_type_without_a_turn_handler_is_refused_and_nothing_is_stored(orders, llm, no_workflow_handler):
     with transaction(orders.platform.session_factory) as db:
         store_spec(db, validate_spec(WORKFLOW_TASK), "upsert")
     user = orders.new_user(tasks=["test_workflow_no_handler"])
@@ -91,7 +104,8 @@ def test_a_task_type_without_a_turn_handler_is_refused_and_nothing_is_stored(ord
     assert llm.requests == []  # never an instruct turn
 
 
-def test_a_workflow_message_reaching_the_runner_fails_visibly_not_as_an_instruct_turn(orders, llm):
+def test_a_workflow_message_reaching_the_runner_fails_visibly_not_as_an_instruct_turn(orders, llm,
+                                                                                      no_workflow_handler):
     """A message accepted before the handler check (e.g. stored before an upgrade) gets an error event."""
     from mojodex_core.execution.intake import accept_user_message
     from mojodex_core.execution.jobs import TurnJob

@@ -246,6 +246,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
+        if self.path.rstrip("/").endswith("/audio/transcriptions"):
+            self._transcribe(raw)
+            return
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._send_json(404, {"error": {"message": f"no route POST {self.path}", "type": "not_found"}})
             return
@@ -264,6 +267,17 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         except OSError:
             self.close_connection = True
+
+    def _transcribe(self, raw: bytes) -> None:
+        """``/audio/transcriptions``: answers ``server.transcript`` (500 when it is None)."""
+        owner = self.server.owner
+        with owner._lock:
+            owner.transcription_uploads.append(raw)
+            transcript = owner.transcript
+        if transcript is None:
+            self._send_json(500, {"error": {"message": "scripted LLM: no transcript set", "type": "server_error"}})
+        else:
+            self._send_json(200, {"text": transcript})
 
     # ---- step rendering
 
@@ -448,6 +462,9 @@ class ScriptedLLMServer:
         self._lock = threading.Lock()
         self._queue: deque[Step] = deque()
         self._requests: list[dict[str, Any]] = []
+        # /audio/transcriptions answers this text; the multipart bodies received are kept.
+        self.transcript: str | None = None
+        self.transcription_uploads: list[bytes] = []
         self._release = threading.Event()
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -506,6 +523,8 @@ class ScriptedLLMServer:
             self._queue.clear()
             self._requests.clear()
             self.responder = None
+            self.transcript = None
+            self.transcription_uploads.clear()
             self._release.set()
             self._release = threading.Event()
 

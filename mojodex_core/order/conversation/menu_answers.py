@@ -24,8 +24,30 @@ def _topic(norm: str, language: str, menu: Menu) -> str:
     return "options"
 
 
-def _values(tdef: ItemTypeDef, field: str) -> list[str]:
-    return [v.display for v in tdef.fields[field].values if v.in_stock][:MAX_VALUES]
+def _values(tdef: ItemTypeDef, field: str, lang: str) -> str:
+    """The in-stock values of a field, said as a list: past MAX_VALUES, the rest is counted, never dropped."""
+    values = [v.display for v in tdef.fields[field].values if v.in_stock]
+    if len(values) > MAX_VALUES:
+        values = values[:MAX_VALUES] + [say(lang, "word-more", count=len(values) - MAX_VALUES)]
+    return join_list(lang, values)
+
+
+def _field_words(field: str) -> set[str]:
+    word = normalise(field.replace("_", " "))
+    return {word, word + "s"}
+
+
+def _named_fields(menu: Menu, norm: str) -> list[tuple[str, str]]:
+    """(item type, field) pairs whose field the text names ("what sizes?"), over every available item type."""
+    return [(t_name, f_name) for t_name, tdef in menu.item_types.items() if tdef.available
+            for f_name, fdef in tdef.fields.items()
+            if fdef.values and any(f" {w} " in f" {norm} " for w in _field_words(f_name))]
+
+
+def _field_values(menu: Menu, item_type: str, field: str, lang: str) -> tuple[str, str]:
+    tdef = menu.item_types[item_type]
+    return "menu-field-values-question", say(lang, "menu-field-values-question", item=tdef.label,
+                                             field=field.replace("_", " "), values=_values(tdef, field, lang))
 
 
 def _price(menu: Menu, m: Mention, lang: str) -> tuple[str, str]:
@@ -68,13 +90,10 @@ def _stock(menu: Menu, m: Mention, lang: str) -> tuple[str, str]:
 
 def _options(menu: Menu, m: Mention, norm: str, lang: str) -> tuple[str, str]:
     tdef = menu.item_types[m.item_type]
-    for f_name, fdef in tdef.fields.items():  # "what toppings / sizes" names one field
-        words = {normalise(f_name.replace("_", " ")), normalise(f_name.replace("_", " ")) + "s"}
-        if fdef.values and any(f" {w} " in f" {norm} " for w in words):
-            return "menu-field-values-question", say(
-                lang, "menu-field-values-question", item=tdef.label, field=f_name.replace("_", " "),
-                values=join_list(lang, _values(tdef, f_name)))
-    fields = [say(lang, "menu-field-values", field=f.replace("_", " "), values=join_list(lang, _values(tdef, f)))
+    for t_name, f_name in _named_fields(menu, norm):  # "what toppings / sizes" names one field
+        if t_name == m.item_type:
+            return _field_values(menu, t_name, f_name, lang)
+    fields = [say(lang, "menu-field-values", field=f.replace("_", " "), values=_values(tdef, f, lang))
               for f, d in tdef.fields.items() if d.values]
     return "menu-options", say(lang, "menu-options", item=tdef.label, fields="; ".join(fields))
 
@@ -90,7 +109,7 @@ def _kinds(menu: Menu, named: list[Mention], norm: str, lang: str) -> tuple[str,
     field = name_field(menu, named[0].item_type)  # the parser's: names_item, else the "<x>_type" field
     if field is None or not tdef.fields[field].values:
         return None
-    return "menu-kinds", say(lang, "menu-kinds", item=tdef.label, values=join_list(lang, _values(tdef, field)))
+    return "menu-kinds", say(lang, "menu-kinds", item=tdef.label, values=_values(tdef, field, lang))
 
 
 def answer_menu_question(text: str, menu: Menu, lang: str) -> list[tuple[str, str]]:
@@ -99,6 +118,9 @@ def answer_menu_question(text: str, menu: Menu, lang: str) -> list[tuple[str, st
     named = mentions(text, menu)
     items = join_list(lang, [t.label for t in menu.item_types.values() if t.available])
     if not named:
+        fields = _named_fields(menu, norm)  # "what sizes do you have?": that field of every item type having it
+        if fields:
+            return [_field_values(menu, t_name, f_name, lang) for t_name, f_name in fields]
         if has_phrase(norm, ("menu", "carte", "what do you have", "what do you sell")):
             return [("menu-items", say(lang, "menu-items", items=items))]
         return [("menu-unknown", say(lang, "menu-unknown", items=items))]

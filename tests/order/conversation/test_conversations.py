@@ -642,3 +642,21 @@ def test_removing_a_line_of_two_items_asks_first(pizza_menu):
     assert any(it.item_type == "pizza" and it.status != "skipped" for it in s.conv.order.items.items)
     s.say("yes")
     assert not any(it.item_type == "pizza" and it.status != "skipped" for it in s.conv.order.items.items)
+
+
+def test_a_field_asked_about_without_an_item_lists_its_values(pizza_menu, bagel_menu):
+    # was "Sorry, that's not on our menu": the question named a field ("sizes"), not an item
+    s = Session(pizza_menu)
+    out = s.say("what sizes do you have?")
+    assert (out.intent, out.diff) == ("menu_question", [])
+    assert out.reply.startswith("For the pizza, the size options are small, medium, large")
+    assert "For the drink, the size options are" in out.reply
+    out = Session(bagel_menu).say("what spreads do you have?")
+    assert out.reply.startswith("For the bagel, the spread options are cream cheese")
+
+
+def test_a_long_list_of_values_says_how_many_more_there_are(pizza_menu):
+    # was silently cut after six values, as if the menu had no more toppings
+    out = Session(pizza_menu).say("what toppings?")
+    toppings = [v for v in pizza_menu.item_types["pizza"].fields["toppings"].values if v.in_stock]
+    assert f"feta and {len(toppings) - 6} more. What can I get" in out.reply

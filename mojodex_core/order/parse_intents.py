@@ -1,0 +1,100 @@
+"""Order-level intents of one message, read after its item frames: cancel, pickup/delivery, address,
+checkout, payment, contact, name, and the short answers to the pending question ("yes", "no thanks",
+a name, a street). Part of the deterministic parser (:mod:`parser`)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .references import current_item
+
+_NAME_RE = re.compile(r"\b(?:my name is|my name's|name is|name's|call me|under the name(?: of)?)\s+"
+                      r"([a-z][a-z'\-]*(?:\s+[a-z][a-z'\-]*)?)", re.IGNORECASE)
+_NAME_PREFIX_RE = re.compile(r"^\s*(?:it'?s|it is|this is|i'?m|i am|for|under|name'?s|my name is|"
+                             r"the name is|put it under)\s+", re.IGNORECASE)
+_STREET_RE = re.compile(r"\d|\b(?:street|st|avenue|ave|road|rd|boulevard|blvd|lane|ln|drive|dr|way|court|ct|"
+                        r"place|pl|highway|hwy|parkway|pkwy|terrace|circle|square|sq|alley|row|apt|apartment|"
+                        r"suite|unit|floor|building|plaza|close|crescent|mews)\b\.?", re.IGNORECASE)
+# chunk kinds that carry no content of their own: a message made only of these says nothing to act on
+GLUE = frozenset({"filler", "boundary", "yes", "no_answer", "def", "and", "or", "but", "wait"})
+_REFUSAL = frozenset({"yes", "no_answer", "neg", "cancel", "cancel_all", "modify", "checkout"})
+# an answer to another question, not a name: "pickup" answering "can I get a name?"
+_NOT_A_NAME = _REFUSAL | {"pickup", "delivery", "pay"}
+_ADDRESS_RE = re.compile(r"\b(?:deliver(?:ed)?(?: it)?|bring it|send it|delivery)\s+(?:to|at)\s+(.+)$",
+                         re.IGNORECASE)
+
+
+def read_intents(b: Any, text: str, contacts: list[str]) -> None:
+    """Fill the order-level fields of ``b.out`` (``b``: the parser's frame builder)."""
+    flags, out, tree = b.seg.flags, b.out, b.tree
+    pending = tree.pending if tree is not None else None
+    # frames that produced nothing (a bare house number, "one") don't make this an order message
+    no_frames = not (out.new_items or out.modifications or out.cancel_item_index is not None
+                     or any(k != "method" for k in out.answers))
+    if flags.get("cancel_all"):
+        out.wants_cancel = True
+    elif b.seg.cancel_dangling and out.cancel_item_index is None:
+        out.cancel_item_index = current_item(tree)  # "forget it", "cancel that"
+    if flags.get("pickup"):
+        out.order_type = "pickup"
+    if flags.get("delivery"):
+        out.order_type = "delivery"
+    m = _ADDRESS_RE.search(text)
+    if m:
+        out.address, out.order_type = m.group(1).strip(" .!"), "delivery"
+    if flags.get("checkout"):
+        out.wants_checkout = True
+    if flags.get("pay"):
+        method = flags["pay"]
+        if (method == "cash_delivery" and tree is not None and tree.delivery_method.order_type == "pickup"
+                and "deliver" not in text.lower()):
+            method = "in_store"  # "cash" on a pickup order: paid at the counter
+        out.answers["method"] = method
+    if contacts:
+        out.customer_contact = contacts[0]
+    m = _NAME_RE.search(text)
+    if m:
+        out.customer_name = m.group(1).strip().title()
+    if pending is None:
+        return
+    said_yes = bool(flags.get("yes"))
+    said_no = bool(flags.get("no_answer")) or (b.seg.bare_negation and no_frames)
+    if pending.task == "item" and pending.field and pending.field not in out.answers:
+        item = tree.items.items[pending.item_index or 0] if tree is not None else None
+        fdef = b.menu.item_types[item.item_type].fields.get(pending.field) if item else None
+        if fdef is not None and fdef.kind == "bool" and (said_yes or said_no) and no_frames:
+            out.answers[pending.field] = said_yes and not said_no
+        elif pending.optional and said_no:
+            out.answers[pending.field] = None
+    elif pending.task == "checkout" and said_yes and not said_no:
+        out.wants_checkout = True
+    elif pending.task == "address" and no_frames and not out.address and not said_no:
+        cleaned = re.sub(r"^\s*(?:it'?s|deliver(?: it)? to|to|at)\s+", "", text, flags=re.IGNORECASE)
+        cleaned = cleaned.strip(" .!")
+        if cleaned and _STREET_RE.search(cleaned):  # "yes", "sure" are not a street
+            b.free_text = True
+            out.address = cleaned
+            out.order_type = out.order_type or "delivery"
+        elif cleaned:
+            b.leftovers.append(cleaned)
+    elif pending.task == "customer_name" and no_frames and not out.customer_name:
+        name = _name(b.chunks, text)
+        if name:
+            out.customer_name = name
+            b.free_text = True
+        elif out.order_type or out.answers.get("method") or out.wants_checkout:
+            pass  # "pickup" answering "can I get a name?": that answer, not a name
+        elif text.strip(" .!"):
+            b.leftovers.append(text.strip(" .!"))  # "no thanks", "I'd rather not say": asked again
+
+
+def _name(chunks: list[Any], text: str) -> str | None:
+    """A free-text answer to "can I get a name?": not yes/no, not a refusal, not grammar words only."""
+    kinds = {c.kind for c in chunks}
+    name = _NAME_PREFIX_RE.sub("", text).strip(" .!")
+    if not name or len(name.split()) > 4 or re.search(r"\d", name) or kinds & _NOT_A_NAME:
+        return None
+    if kinds <= GLUE and not (len(name.split()) == 1 and name[0].isupper()):
+        return None  # "that one", "me" - but "Will" (capitalised) may be a name
+    return name.title()

@@ -1,0 +1,172 @@
+"""References to items already ordered, for the deterministic parser's frame builder (:mod:`parser`):
+a change named by a reference ("make the pizza thin crust", "the one with olives, thin crust"), an
+ordinal ("the second one"), a removal ("remove one coke" of three), and the doubts they raise.
+
+A mixin of ``parser._Builder``: it uses the builder's ``menu``, ``tree``, ``seg``, ``out``,
+``leftovers``, ``notes`` and ``ref``, and its ``_modify``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from .frame_parts import Frame, Segmentation
+from .menu import Menu
+from .parsed_input import ParsedInput, ReferenceDoubt
+from .references import current_item, diff_fields, find_ref, live_items, said_as
+from .resolve import resolve_frame
+from .tree import OrderTask
+
+ORDINAL_TEXT = {0: "first", 1: "second", 2: "third", 3: "fourth", -1: "last"}
+
+
+class ReferenceRules:
+    menu: Menu
+    tree: OrderTask | None
+    seg: Segmentation
+    out: ParsedInput
+    leftovers: list[str]
+    notes: list[str]
+    ref: int | None
+
+    def _modify(self, idx: int, fields: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def _cancel(self, frame: Frame, item_type: str, fields: dict[str, Any]) -> None:
+        """ "remove the coke": the line it names; "remove one coke" of a line of three: one fewer; more than
+        the line holds, several lines, or a second removal (which the parse can't hold): said, not guessed."""
+        tree = self.tree
+        idx, ambiguous = find_ref(tree, self.menu, item_type, fields) if tree is not None else (None, False)
+        said = said_as(frame, self.menu, item_type)
+        if idx is not None and tree is not None and frame.number is not None:
+            held = tree.items.items[idx].fields.get("quantity") or 1
+            count = int(frame.number) if float(frame.number).is_integer() else None
+            if count is None or count > held:  # "remove three cokes" of two
+                self.leftovers.append(said)
+                return
+            if count < held:
+                self._modify(idx, {"quantity": held - count})
+                return
+        if idx is not None and self.out.cancel_item_index not in (None, idx):
+            self.leftovers.append(said)  # "remove the pizza and the coke": one removal is all the parse can hold
+        elif idx is not None:
+            self.out.cancel_item_index = idx
+        elif ambiguous:  # "cancel the coke" with a diet coke and a cherry coke: which one?
+            self.leftovers.append(said)
+        else:  # "cancel the latte" with no latte ordered: named in an error, not dropped
+            self.out.cancel_item = said
+
+    def _as_change(self, n: int, frame: Frame, item_type: str, fields: dict[str, Any], live: list[int]) -> bool:
+        """A change of an item already ordered, named by a reference: "make the pizza thin crust", "change the
+        bagel to sesame" (values after the noun are the change), "make the coke a diet coke", "make the bagel
+        two", "make it a cappuccino", "make that two cokes", "make it two pizzas". True when handled."""
+        tree = self.tree
+        if tree is None:
+            return False
+        explicit_number = frame.number is not None and not frame.article
+        if frame.definite and not explicit_number:
+            idx, ambiguous = find_ref(tree, self.menu, item_type, fields)
+            if idx is None and self.seg.modify and frame.noun_at is not None:
+                _t, said, _l = resolve_frame(replace(frame, attrs=frame.attrs[:frame.noun_at]), self.menu)
+                idx, ambiguous = find_ref(tree, self.menu, item_type, said)
+            if idx is not None:
+                self.ref = idx
+                changes = diff_fields(tree.items.items[idx], fields)
+                if not changes and frame.joined_by_and and self.out.cancel_item_index not in (None, idx):
+                    # "remove the pizza and the coke": a second removal, which the parse can't hold - said
+                    self.leftovers.append(said_as(frame, self.menu, item_type))
+                self._modify(idx, changes)
+                return True
+            if ambiguous:  # "make the coke large" with two lines of coke: which one? not a new line either
+                self.leftovers.append(said_as(frame, self.menu, item_type))
+                return True
+            if live and frame.has_noun:  # "no ice in the drink" with no drink ordered: not a new line
+                self.leftovers.append(said_as(frame, self.menu, item_type))
+        ref = self.ref
+        if (ref is not None and self.seg.modify and not frame.definite
+                and (frame.article or frame.anchor is None and not frame.attrs and explicit_number)
+                and tree.items.items[ref].item_type == item_type):
+            self._modify(ref, diff_fields(tree.items.items[ref], fields))
+            return True
+        target = current_item(tree)
+        target_it = tree.items.items[target] if target is not None else None
+        if n != 0 or not self.seg.modify_current:
+            return False
+        if (frame.number is not None and target is not None and target_it is not None
+                and target_it.item_type == item_type and not frame.has_noun):
+            self._modify(target, diff_fields(target_it, fields))
+            return True
+        if explicit_number and frame.has_noun:
+            same = [i for i in live if tree.items.items[i].item_type == item_type]
+            if len(same) == 1:
+                self._modify(same[0], diff_fields(tree.items.items[same[0]], fields))
+                return True
+        if target_it is not None and frame.anchor is not None and target_it.item_type != item_type:
+            self.leftovers.append(said_as(frame, self.menu, item_type))  # "make it a combo": a burger can't become one
+            return True
+        return False
+
+    def _fills_missing(self, item_type: str, fields: dict[str, Any]) -> bool:
+        """ "medium, and a sprite" while the combo still has no drink: a new sprite, or the combo's drink? The
+        new item's name is a value a required field of an ordered item still lacks - not guessed."""
+        tree = self.tree
+        if tree is None:
+            return False
+        tdef = self.menu.item_types[item_type]
+        named = [(f, v) for f, v in fields.items() if f in tdef.fields and tdef.fields[f].names_item]
+        for idx in live_items(tree):
+            item = tree.items.items[idx]
+            if item.item_type == item_type:
+                continue
+            for name, fdef in self.menu.item_types[item.item_type].fields.items():
+                if fdef.required and item.fields.get(name) in (None, []) and any(
+                        fdef.value(str(v)) is not None for _f, v in named):
+                    return True
+        return False
+
+    def _ordinal(self, frame: Frame) -> bool:
+        """ "make the second one thin crust", "the first one with lox", "forget the last one": item n of the
+        live items (of the type, when named: "the second pizza"). Out of range: flagged."""
+        tree = self.tree
+        if frame.ordinal is None or tree is None or not live_items(tree):
+            return False
+        if frame.anchor is not None and frame.inherit is not None:
+            return False  # a part of this message's own split ("two pizzas, the first with ham")
+        live = [i for i in live_items(tree) if frame.anchor is None or tree.items.items[i].item_type == frame.anchor]
+        n = frame.ordinal
+        idx = live[n] if -len(live) <= n < len(live) else None
+        said = f"the {ORDINAL_TEXT.get(n, str(n + 1))} one"
+        if idx is None:
+            if frame.cancel:
+                self.out.cancel_item = f"{ORDINAL_TEXT.get(n, str(n + 1))} item"
+            else:
+                self.leftovers.append(said)
+                self._reference_doubt(frame, said)
+            return True
+        if frame.cancel:
+            if self.out.cancel_item_index not in (None, idx):
+                self.leftovers.append(said)  # a second removal: see frames()
+            else:
+                self.out.cancel_item_index = idx
+            return True
+        self.ref = idx
+        item = tree.items.items[idx]
+        _t, fields, left = resolve_frame(replace(frame, anchor=item.item_type, number=None), self.menu, self.notes)
+        self.leftovers.extend(left)
+        changes = diff_fields(item, fields)
+        if changes:
+            self._modify(idx, changes)
+        elif left:  # "make the second one thin crust" when the second is a coke: which one was meant?
+            self._reference_doubt(frame, said)
+        return True
+
+    def _reference_doubt(self, frame: Frame, said: str) -> None:
+        """Keep the change asked of an item not found, per item type that takes all of it (see ReferenceDoubt)."""
+        per_type = {}
+        for item_type in self.menu.item_types:
+            _t, fields, left = resolve_frame(replace(frame, anchor=item_type, number=None), self.menu)
+            if fields and not left:
+                per_type[item_type] = fields
+        if per_type:
+            self.out.reference = ReferenceDoubt(said=said, fields=per_type)

@@ -1,0 +1,197 @@
+"""The review chat of a rejected step: the workflow assistant reads the achieved steps and the step the
+user rejected, and answers with exactly one of an explanation, a clarifying question or a user
+instruction. An instruction invalidates the step, is kept as a learned instruction, and the step runs
+again with it in its prompt. The assistant's message is stored and sent like every message; its
+reasoning goes to the execution's reasoning trace.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Literal
+
+from pydantic import BaseModel, Field, model_validator
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session as DbSession
+from sqlalchemy.orm import sessionmaker
+
+from mojodex_core.db import transaction
+from mojodex_core.db.models import Message, User, UserTaskExecution
+from mojodex_core.execution.events import EventPublisher
+from mojodex_core.execution.failures import fail_or_mark, failure_reason
+from mojodex_core.execution.jobs import TurnJob
+from mojodex_core.execution.reasoning import append_trace
+from mojodex_core.llm import LLMNotConfigured, LLMProvider
+from mojodex_core.workflow import store
+from mojodex_core.workflow.service import invalidate
+
+log = logging.getLogger("mojodex.workflow")
+
+LABEL = "WORKFLOW_REVIEW"
+CONVERSATION_MESSAGES = 20
+REVIEW_CLOSED = "This step is no longer under review (it was restarted or run again): your message was not sent."
+ReviewKind = Literal["explanation", "question", "instruction"]
+
+
+class ReviewDecision(BaseModel):
+    reasoning: str = Field(description="One short sentence: why you answer this way. Never shown to the user.")
+    kind: ReviewKind = Field(description="explanation, question or instruction: exactly one.")
+    message: str = Field(description="What you say to the user, in their language.")
+    instruction: str | None = Field(default=None, description="For kind instruction: the instruction for the "
+                                    "step, written as an order to the assistant running it.")
+
+    @model_validator(mode="after")
+    def _instruction_given(self) -> ReviewDecision:
+        if self.kind == "instruction" and not (self.instruction or "").strip():
+            raise ValueError("kind instruction needs the instruction")
+        if not self.message.strip():
+            raise ValueError("message must not be empty")
+        return self
+
+
+SYSTEM = """You are the assistant of {username}, running a workflow: {task}.
+{username} rejected the result of a step and is telling you why, in this chat.
+
+STEPS ALREADY ACHIEVED
+{achieved}
+
+THE STEP {username} REJECTED: {step} ({definition})
+Its parameter: {parameter}
+Its result: {result}
+
+Answer the user's last message with exactly one of:
+- kind "explanation": explain why the step gave this result (when the user asks why);
+- kind "question": ask one short clarifying question (when you do not know what they want changed);
+- kind "instruction": when you know what to change, give in "instruction" the order the step's assistant must
+  follow on its next run (general enough to apply again later), and tell the user in "message" that you run
+  the step again with it.
+Write "message" in the user's language ({language}). Answer with JSON only:
+{{"reasoning": "...", "kind": "explanation" | "question" | "instruction", "message": "...", "instruction": "..."}}"""
+
+
+@dataclass
+class _Review:
+    session_id: str
+    execution_pk: int
+    message_pk: int
+    message_id: str | None
+    row_pk: int
+    messages: list[dict[str, str]]
+
+
+@dataclass
+class _Closed:
+    session_id: str
+    message_pk: int
+    message_id: str | None
+    execution_pk: int
+
+
+class ReviewTurn:
+    def __init__(self, factory: sessionmaker[DbSession], events: EventPublisher, llm: LLMProvider | None,
+                 advance: Callable[[str, int, threading.Event], None]) -> None:
+        self._factory = factory
+        self._events = events
+        self._llm = llm
+        self._advance = advance
+
+    def __call__(self, job: TurnJob, cancel: threading.Event) -> None:
+        review = self._begin(job)
+        if isinstance(review, _Closed):
+            fail_or_mark(self._factory, self._events, session_id=review.session_id, message_pk=review.message_pk,
+                         message_id=review.message_id, user_task_execution_pk=review.execution_pk,
+                         reason=REVIEW_CLOSED, retryable=False)
+            return
+        if review is None:
+            return
+        try:
+            if self._llm is None:
+                raise LLMNotConfigured("No LLM configured: the review chat needs one.")
+            decision = self._llm.structured(review.messages, ReviewDecision, label=LABEL,
+                                            user_task_execution_pk=review.execution_pk, cancel=cancel)
+            rerun = self._complete(review, decision)
+        except Exception as exc:
+            reason = failure_reason(exc, what="review turn", where=f"execution={review.execution_pk}")
+            fail_or_mark(self._factory, self._events, session_id=review.session_id, message_pk=review.message_pk,
+                         message_id=review.message_id, user_task_execution_pk=review.execution_pk, reason=reason)
+            return
+        if rerun:
+            self._advance(review.session_id, review.execution_pk, cancel)
+
+    def _begin(self, job: TurnJob) -> _Review | _Closed | None:
+        with transaction(self._factory) as db:
+            message = db.get(Message, job.message_pk, with_for_update=True)
+            if message is None or message.status != "pending":
+                return None
+            execution = db.get(UserTaskExecution, message.user_task_execution_fk)
+            task = store.task_of(db, execution)
+            steps = {s.rank: s for s in store.workflow_steps(task)}
+            runs = store.live_runs(db, execution.user_task_execution_pk)
+            rejected = next((r for r in runs if r.validated is False and r.status == "done"), None)
+            if rejected is None:  # a restart or a relaunch closed the review meanwhile
+                return _Closed(message.session_id, message.message_pk, message.message_id,
+                               execution.user_task_execution_pk)
+            message.status = "processing"
+            user = db.get(User, execution.user_task.user_id)
+            achieved = [
+                f"- {steps[r.rank].name if r.rank in steps else r.rank}: parameter {json.dumps(r.parameter)}, "
+                f"result {json.dumps(r.result)}"
+                for r in runs if r.validated and r.rank <= rejected.rank and r.pk != rejected.pk
+            ]
+            step = steps.get(rejected.rank)
+            system = SYSTEM.format(
+                username=user.name, task=task.definition_for_system, achieved="\n".join(achieved) or "(none)",
+                step=step.name if step else rejected.rank, definition=step.definition if step else "",
+                parameter=json.dumps(rejected.parameter, ensure_ascii=False),
+                result=json.dumps(rejected.result, ensure_ascii=False),
+                language=execution.session.language or user.language_code,
+            )
+            return _Review(
+                session_id=execution.session_id, execution_pk=execution.user_task_execution_pk,
+                message_pk=message.message_pk, message_id=message.message_id, row_pk=rejected.pk,
+                messages=[{"role": "system", "content": system}] + self._conversation(db, execution, message),
+            )
+
+    @staticmethod
+    def _conversation(db: DbSession, execution: UserTaskExecution, upto: Message) -> list[dict[str, str]]:
+        rows = list(db.scalars(
+            select(Message)
+            .where(Message.session_id == execution.session_id, Message.event_name.in_(("user_message", "mojo_message")),
+                   Message.message_pk <= upto.message_pk)
+            .order_by(Message.message_pk.desc()).limit(CONVERSATION_MESSAGES)
+        ))
+        return [{"role": "user" if r.sender == "user" else "assistant", "content": r.text} for r in reversed(rows)]
+
+    def _complete(self, review: _Review, decision: ReviewDecision) -> bool:
+        with self._events.publishing(review.session_id) as publication, transaction(self._factory) as db:
+            user_message = db.get(Message, review.message_pk)
+            user_message.status = "answered"
+            row = db.get(store.StepRow, review.row_pk, with_for_update=True)
+            still_rejected = row is not None and row.status == "done" and row.validated is False
+            data: dict[str, Any] = {"review_kind": decision.kind, "user_workflow_step_execution_pk": review.row_pk}
+            if decision.kind == "instruction":
+                data["learned_instruction"] = decision.instruction.strip()
+            answer = Message(
+                session_id=review.session_id, user_task_execution_fk=review.execution_pk, sender="assistant",
+                event_name="mojo_message", text=decision.message.strip(), text_with_tags=None, status="final",
+                data=data,
+            )
+            db.add(answer)
+            db.flush()
+            user_message.answer_message_fk = answer.message_pk
+            append_trace(db, review.execution_pk, [f"[DIRECT] {decision.kind}: {decision.reasoning}"], LABEL)
+            answer.seq = publication.add(db, "mojo_message", {
+                "text": answer.text, "message_pk": answer.message_pk, **data, "session_id": review.session_id,
+                "user_task_execution_pk": review.execution_pk, "user_message_pk": review.message_pk,
+            })
+            if decision.kind != "instruction" or not still_rejected:
+                return False
+            db.execute(update(store.StepRow).where(store.StepRow.user_workflow_step_execution_pk == review.row_pk)
+                       .values(learned_instruction=decision.instruction.strip()))
+            db.refresh(row)
+            invalidate(db, publication, [row], "user instruction")
+        log.info("review of step execution %s: %s", review.row_pk, decision.kind)
+        return True

@@ -1,0 +1,141 @@
+"""What the workflow routes do: validate, reject, edit a result, relaunch, restart. Pure database work
+in the caller's transaction; each returns the ``workflow_run`` message to submit, if any.
+
+Every change of state is a conditional UPDATE (or a row lock), so two concurrent requests on the same
+step act once: the second sees the state the first left.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import update
+from sqlalchemy.orm import Session as DbSession
+
+from mojodex_core.db.models import Task, UserTaskExecution, UserWorkflowStepExecutionResult
+from mojodex_core.execution.events import Publication
+from mojodex_core.workflow import store
+from mojodex_core.workflow.runner import INVALIDATED, request_run
+
+StepRow = store.StepRow
+MAX_RESULT_ITEMS = 100
+
+
+class WorkflowStateError(Exception):
+    """The request does not fit the step's state (a 409)."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    run_message_pk: int | None
+    view: dict[str, Any]
+    # A running step was invalidated: the caller stops it (its result would be dropped anyway).
+    stop_running: bool = False
+
+
+def _view(db: DbSession, task: Task, row: StepRow) -> dict[str, Any]:
+    db.flush()
+    db.refresh(row)
+    result = store.latest_results(db, [row.user_workflow_step_execution_pk]).get(row.user_workflow_step_execution_pk)
+    return store.step_view(row, result, store.step_def(task, row.rank))
+
+
+def invalidate(db: DbSession, publication: Publication, rows: list[StepRow], reason: str) -> None:
+    for row in rows:
+        row.status = "invalidated"
+        row.end_date = row.end_date or datetime.now(UTC)
+    db.flush()
+    for row in rows:
+        publication.add(db, INVALIDATED, {
+            "user_workflow_step_execution_pk": row.user_workflow_step_execution_pk,
+            "user_task_execution_pk": row.user_task_execution_fk, "step_name_for_system": row.step_name,
+            "rank": row.rank, "reason": reason, "session_id": publication.session_id,
+        })
+
+
+def _reopen(execution: UserTaskExecution) -> None:
+    if execution.status == "completed":
+        execution.status, execution.end_date = "started", None
+
+
+def _run(db: DbSession, execution: UserTaskExecution, reason: str) -> int:
+    return request_run(db, execution.session_id, execution.user_task_execution_pk, reason).message_pk
+
+
+def decide(db: DbSession, publication: Publication, row: StepRow, execution: UserTaskExecution, task: Task,
+           validated: bool) -> Outcome:
+    """The user's validation (True) or rejection (False) of a step awaiting it."""
+    changed = db.execute(
+        update(StepRow)
+        .where(StepRow.user_workflow_step_execution_pk == row.user_workflow_step_execution_pk,
+               StepRow.status == "done", StepRow.validated.is_(None))
+        .values(validated=validated)
+    ).rowcount
+    db.refresh(row)
+    if not changed:
+        if row.status == "done" and row.validated is validated:
+            return Outcome(None, _view(db, task, row))  # the same decision twice: nothing more to do
+        raise WorkflowStateError(f"this step execution is not waiting for validation (status {row.status}, "
+                                 f"validated {row.validated})")
+    step = store.step_def(task, row.rank)
+    if validated:
+        return Outcome(_run(db, execution, "validated"), _view(db, task, row))
+    if step is not None and step.review_chat_enabled:
+        return Outcome(None, _view(db, task, row))  # the review chat is open: the user says what is wrong
+    # No review chat: a rejection asks for another try of the step.
+    invalidate(db, publication, [row], "rejected")
+    return Outcome(_run(db, execution, "rejected"), _view(db, task, row))
+
+
+def later_live_rows(db: DbSession, execution_pk: int, rank: int) -> list[StepRow]:
+    return [r for r in store.live_rows(db, execution_pk) if r.rank > rank]
+
+
+def edit_result(db: DbSession, publication: Publication, row: StepRow, execution: UserTaskExecution, task: Task,
+                result: Any) -> Outcome:
+    if not isinstance(result, list) or not result or not all(isinstance(i, dict) for i in result):
+        raise ValueError("result must be a non-empty list of objects")
+    if len(result) > MAX_RESULT_ITEMS:
+        raise ValueError(f"result must have at most {MAX_RESULT_ITEMS} items")
+    if row.status != "done":
+        raise WorkflowStateError(f"only the result of a step that ended can be edited (status {row.status})")
+    db.add(UserWorkflowStepExecutionResult(
+        user_workflow_step_execution_fk=row.user_workflow_step_execution_pk, result=result, author="user"))
+    run = None
+    if row.validated:
+        # Later steps ran on the old result: they run again on the edited one.
+        invalidate(db, publication, later_live_rows(db, execution.user_task_execution_pk, row.rank), "edited")
+        _reopen(execution)
+        run = _run(db, execution, "edited")
+    view = _view(db, task, row)
+    view["result_author"] = "user"
+    return Outcome(run, view)
+
+
+def relaunch(db: DbSession, publication: Publication, row: StepRow, execution: UserTaskExecution,
+             task: Task) -> Outcome:
+    if row.status != "failed":
+        raise WorkflowStateError(f"only a failed step can be relaunched (status {row.status})")
+    view = _view(db, task, row)
+    invalidate(db, publication, [row], "relaunched")
+    return Outcome(_run(db, execution, "relaunched"), view)
+
+
+def restart(db: DbSession, publication: Publication, execution: UserTaskExecution, task: Task, from_rank: int,
+            inputs: dict[str, Any] | None) -> Outcome:
+    ranks = [s.rank for s in store.workflow_steps(task)]
+    if from_rank not in ranks:
+        raise ValueError(f"from_rank must be one of {', '.join(map(str, ranks))}")
+    if execution.start_date is None:
+        raise WorkflowStateError("this execution has not started: start it with POST /user_task_execution_run")
+    if inputs is not None:
+        execution.json_input_values = inputs
+    rows = later_live_rows(db, execution.user_task_execution_pk, from_rank - 1)
+    running = any(r.status == "running" for r in rows)
+    invalidate(db, publication, rows, "restarted")
+    _reopen(execution)
+    return Outcome(_run(db, execution, f"restarted from rank {from_rank}"),
+                   {"user_task_execution_pk": execution.user_task_execution_pk, "from_rank": from_rank,
+                    "json_inputs_values": execution.json_input_values}, stop_running=running)

@@ -1,0 +1,193 @@
+"""Step executions in the database: loading the engine's view, claiming, finishing, views for clients."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session as DbSession
+
+from mojodex_core.db.models import (
+    STEP_EXECUTION_GONE,
+    Task,
+    UserTask,
+    UserTaskExecution,
+    UserTaskExecutionFile,
+    UserWorkflowStepExecution,
+    UserWorkflowStepExecutionResult,
+)
+from mojodex_core.workflow.context import UploadedFile
+from mojodex_core.workflow.engine import RunStep, StepDef, StepRun, steps_from_spec
+
+StepRow = UserWorkflowStepExecution
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def task_of(db: DbSession, execution: UserTaskExecution) -> Task:
+    return db.scalar(
+        select(Task).join(UserTask, UserTask.task_fk == Task.task_pk).where(
+            UserTask.user_task_pk == execution.user_task_fk
+        )
+    )
+
+
+def workflow_steps(task: Task) -> list[StepDef]:
+    return steps_from_spec(task.spec or {})
+
+
+def step_def(task: Task, rank: int) -> StepDef | None:
+    return next((s for s in workflow_steps(task) if s.rank == rank), None)
+
+
+def latest_results(db: DbSession, step_pks: list[int]) -> dict[int, list[dict[str, Any]]]:
+    """The current result of each step execution: its latest result row (a user's edit wins)."""
+    if not step_pks:
+        return {}
+    rows = db.execute(
+        select(UserWorkflowStepExecutionResult.user_workflow_step_execution_fk, UserWorkflowStepExecutionResult.result)
+        .where(UserWorkflowStepExecutionResult.user_workflow_step_execution_fk.in_(step_pks))
+        .order_by(UserWorkflowStepExecutionResult.user_workflow_step_execution_result_pk)
+    ).all()
+    return {fk: result for fk, result in rows}
+
+
+def live_rows(db: DbSession, user_task_execution_pk: int) -> list[StepRow]:
+    return list(db.scalars(
+        select(StepRow)
+        .where(StepRow.user_task_execution_fk == user_task_execution_pk, StepRow.status.not_in(STEP_EXECUTION_GONE))
+        .order_by(StepRow.rank, StepRow.user_workflow_step_execution_pk)
+    ))
+
+
+def live_runs(db: DbSession, user_task_execution_pk: int) -> list[StepRun]:
+    rows = live_rows(db, user_task_execution_pk)
+    results = latest_results(db, [r.user_workflow_step_execution_pk for r in rows])
+    return [
+        StepRun(
+            pk=r.user_workflow_step_execution_pk, rank=r.rank, slot=r.slot, parent_pk=r.parent_step_execution_fk,
+            item_index=r.item_index, status=r.status, validated=r.validated, parameter=r.parameter or {},
+            result=results.get(r.user_workflow_step_execution_pk),
+        )
+        for r in rows
+    ]
+
+
+def attempt_for(db: DbSession, user_task_execution_pk: int, rank: int, slot: str) -> int:
+    """2 for the re-run of a slot whose last run lapsed (its process died), else 1."""
+    last = db.scalar(
+        select(StepRow)
+        .where(StepRow.user_task_execution_fk == user_task_execution_pk, StepRow.rank == rank, StepRow.slot == slot)
+        .order_by(StepRow.user_workflow_step_execution_pk.desc())
+        .limit(1)
+    )
+    return last.attempt + 1 if last is not None and last.status == "lapsed" else 1
+
+
+def claim_run(db: DbSession, user_task_execution_pk: int, action: RunStep) -> StepRow:
+    """Inserts the running row; the live-slot unique index makes a second claim fail (IntegrityError)."""
+    moment = now()
+    row = StepRow(
+        user_task_execution_fk=user_task_execution_pk, step_name=action.step.name, rank=action.step.rank,
+        slot=action.slot, parent_step_execution_fk=action.parent_pk, item_index=action.item_index,
+        parameter=action.parameter, status="running",
+        attempt=attempt_for(db, user_task_execution_pk, action.step.rank, action.slot),
+        start_date=moment, heartbeat_at=moment,
+    )
+    db.add(row)
+    db.flush()
+    return row
+
+
+def learned_instructions(db: DbSession, user_task_pk: int, step_name: str) -> list[str]:
+    """What this user taught this step, on this execution and their earlier ones of the same task."""
+    return list(db.scalars(
+        select(StepRow.learned_instruction)
+        .join(UserTaskExecution, UserTaskExecution.user_task_execution_pk == StepRow.user_task_execution_fk)
+        .where(
+            UserTaskExecution.user_task_fk == user_task_pk,
+            StepRow.step_name == step_name,
+            StepRow.learned_instruction.is_not(None),
+        )
+        .order_by(StepRow.user_workflow_step_execution_pk)
+    ))
+
+
+def uploaded_file(db: DbSession, user_task_execution_pk: int, input_name: str) -> UploadedFile | None:
+    row = db.scalar(select(UserTaskExecutionFile).where(
+        UserTaskExecutionFile.user_task_execution_fk == user_task_execution_pk,
+        UserTaskExecutionFile.input_name == input_name,
+    ))
+    return UploadedFile(row.filename, row.content_type, row.data) if row is not None else None
+
+
+def save_file(db: DbSession, user_task_execution_pk: int, input_name: str, file: UploadedFile) -> None:
+    row = db.scalar(select(UserTaskExecutionFile).where(
+        UserTaskExecutionFile.user_task_execution_fk == user_task_execution_pk,
+        UserTaskExecutionFile.input_name == input_name,
+    ))
+    if row is None:
+        row = UserTaskExecutionFile(user_task_execution_fk=user_task_execution_pk, input_name=input_name)
+        db.add(row)
+    row.filename, row.content_type, row.data = file.filename, file.content_type, file.data
+    db.flush()
+
+
+def owned_step_row(db: DbSession, pk: int, user_id: str) -> tuple[StepRow, UserTaskExecution] | None:
+    found = db.execute(
+        select(StepRow, UserTaskExecution)
+        .join(UserTaskExecution, UserTaskExecution.user_task_execution_pk == StepRow.user_task_execution_fk)
+        .join(UserTask, UserTask.user_task_pk == UserTaskExecution.user_task_fk)
+        .where(
+            StepRow.user_workflow_step_execution_pk == pk,
+            UserTask.user_id == user_id,
+            UserTaskExecution.status != "deleted",
+        )
+        .with_for_update(of=StepRow)
+    ).first()
+    return (found[0], found[1]) if found is not None else None
+
+
+def step_view(row: StepRow, result: list[dict[str, Any]] | None, step: StepDef | None,
+              author: str | None = None) -> dict[str, Any]:
+    return {
+        "user_workflow_step_execution_pk": row.user_workflow_step_execution_pk,
+        "user_task_execution_pk": row.user_task_execution_fk,
+        "step_name_for_system": row.step_name,
+        "rank": row.rank,
+        "parent_user_workflow_step_execution_pk": row.parent_step_execution_fk,
+        "item_index": row.item_index,
+        "parameter": row.parameter,
+        "status": row.status,
+        "validated": row.validated,
+        "result": result,
+        "result_author": author,
+        "error": row.error,
+        "learned_instruction": row.learned_instruction,
+        "attempt": row.attempt,
+        "user_validation_required": step.user_validation_required if step else None,
+        "review_chat_enabled": step.review_chat_enabled if step else None,
+        "start_date": row.start_date.isoformat() if row.start_date else None,
+        "end_date": row.end_date.isoformat() if row.end_date else None,
+    }
+
+
+def execution_steps_view(db: DbSession, task: Task, user_task_execution_pk: int,
+                         include_history: bool = False) -> list[dict[str, Any]]:
+    query = select(StepRow).where(StepRow.user_task_execution_fk == user_task_execution_pk)
+    if not include_history:
+        query = query.where(StepRow.status.not_in(STEP_EXECUTION_GONE))
+    rows = list(db.scalars(query.order_by(StepRow.user_workflow_step_execution_pk)))
+    pks = [r.user_workflow_step_execution_pk for r in rows]
+    authors = dict(db.execute(
+        select(UserWorkflowStepExecutionResult.user_workflow_step_execution_fk, UserWorkflowStepExecutionResult.author)
+        .where(UserWorkflowStepExecutionResult.user_workflow_step_execution_fk.in_(pks))
+        .order_by(UserWorkflowStepExecutionResult.user_workflow_step_execution_result_pk)
+    ).all()) if pks else {}
+    results = latest_results(db, pks)
+    steps = {s.rank: s for s in workflow_steps(task)}
+    return [step_view(r, results.get(r.user_workflow_step_execution_pk), steps.get(r.rank),
+                      authors.get(r.user_workflow_step_execution_pk)) for r in rows]

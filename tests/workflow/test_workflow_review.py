@@ -1,0 +1,168 @@
+"""The review chat of a rejected step: exactly one of explanation, question or instruction; an instruction
+is learned and re-runs the step with it in the prompt; the message is stored and sent; the reasoning
+goes to the trace."""
+
+from __future__ import annotations
+
+from tests.support.scripted_llm import Reply
+from tests.workflow._helpers import (
+    awaiting,
+    poem_user,
+    prompts,
+    start_doc,
+    start_poem,
+    steps,
+    validate,
+    wait_steps,
+)
+
+INSTRUCTION = "Use at most two stanzas"
+
+
+def _rejected_divider(wf, llm):  # noqa: ANN001, ANN202
+    user = poem_user(wf)
+    llm.script(Reply(json={"stanza_topics": ["a", "b", "c", "d"]}))
+    created = start_poem(user)
+    pk = created["user_task_execution_pk"]
+    (divider,) = wait_steps(user, pk, awaiting(1))
+    rejected = validate(user, divider["user_workflow_step_execution_pk"], validated=False)
+    assert rejected["validated"] is False and rejected["run_submitted"] is False  # the review chat is open
+    return user, created, pk, divider
+
+
+def _say(user, created, text, message_id):  # noqa: ANN001, ANN202
+    return user.ok("PUT", "/user_message", json={
+        "session_id": created["session_id"], "user_task_execution_pk": created["user_task_execution_pk"],
+        "text": text, "message_id": message_id})
+
+
+def decision(kind: str, message: str, instruction: str | None = None, why: str = "SECRET-WHY") -> Reply:
+    return Reply(json={"reasoning": why, "kind": kind, "message": message, "instruction": instruction})
+
+
+def test_a_user_instruction_is_learned_and_reruns_the_step_with_it(wf, llm):
+    user, created, pk, divider = _rejected_divider(wf, llm)
+    socket = user.socket(created["session_id"])
+    try:
+        llm.script(decision("instruction", "I will write it in two stanzas.", INSTRUCTION, "the user wants fewer"),
+                   Reply(json={"stanza_topics": ["a", "b"]}))
+        _say(user, created, "Too long, two stanzas please", "review-1")
+        answer = socket.wait_event("mojo_message")[0]
+        assert answer["text"] == "I will write it in two stanzas."
+        assert answer["review_kind"] == "instruction" and answer["learned_instruction"] == INSTRUCTION
+        invalidated = socket.wait_event("workflow_step_execution_invalidated")[0]
+        assert invalidated["user_workflow_step_execution_pk"] == divider["user_workflow_step_execution_pk"]
+        (again,) = wait_steps(user, pk, awaiting(1))
+        assert again["result"] == [{"stanza_topic": "a"}, {"stanza_topic": "b"}]
+        assert INSTRUCTION in prompts(llm)[2]  # the re-run's prompt carries the learned instruction
+        assert INSTRUCTION not in prompts(llm)[0]
+        assert "Too long, two stanzas please" in str(llm.requests[1]["messages"])
+        history = steps(user, pk, history=True)
+        assert history[0]["learned_instruction"] == INSTRUCTION and history[0]["status"] == "invalidated"
+    finally:
+        socket.close()
+    messages = user.ok("GET", "/message", params={"session_id": created["session_id"]})["messages"]
+    stored = [m for m in messages if m["sender"] == "assistant" and m["event_name"] == "mojo_message"]
+    assert stored[-1]["text"] == "I will write it in two stanzas."  # stored, not dropped
+    reasoning = user.ok("GET", "/user_task_execution/reasoning", params={"user_task_execution_pk": pk})["reasoning"]
+    assert [(e["kind"], e["source"]) for e in reasoning] == [("DIRECT", "WORKFLOW_REVIEW")]
+    assert "the user wants fewer" in reasoning[0]["text"]
+    assert all("the user wants fewer" not in m["text"] for m in messages)
+
+    # Learned for this user's later executions of the task too.
+    llm.reset()
+    llm.script(Reply(json={"stanza_topics": ["x"]}))
+    second = start_poem(user, "autumn")
+    wait_steps(user, second["user_task_execution_pk"], awaiting(1))
+    assert INSTRUCTION in prompts(llm)[0]
+
+
+def test_an_explanation_or_a_question_keeps_the_step_under_review(wf, llm):
+    user, created, pk, divider = _rejected_divider(wf, llm)
+    socket = user.socket(created["session_id"])
+    try:
+        llm.script(decision("question", "How many stanzas would you like?"))
+        _say(user, created, "I don't like it", "r1")
+        assert socket.wait_event("mojo_message")[0]["review_kind"] == "question"
+        llm.script(decision("explanation", "I chose four stanzas for the four moments of the night."))
+        _say(user, created, "Why four?", "r2")
+        assert socket.wait_event("mojo_message", count=2)[1]["review_kind"] == "explanation"
+        wf.wait_idle()
+        assert steps(user, pk) == [{**divider, "validated": False}]
+        assert socket.named("workflow_step_execution_invalidated") == []
+        assert len(llm.requests) == 3
+    finally:
+        socket.close()
+
+
+def test_an_invalid_review_answer_fails_the_message_visibly_and_changes_nothing(wf, llm):
+    user, created, pk, divider = _rejected_divider(wf, llm)
+    socket = user.socket(created["session_id"])
+    try:
+        # kind instruction without the instruction, twice (the corrective retry too)
+        llm.script(decision("instruction", "ok"), decision("instruction", "ok"))
+        _say(user, created, "change it", "r1")
+        error = socket.wait_event("error")[0]
+        assert error["retryable"] is True
+        assert steps(user, pk) == [{**divider, "validated": False}]
+    finally:
+        socket.close()
+
+
+def test_rejecting_a_step_without_review_chat_runs_it_again(wf, llm):
+    user = poem_user(wf)
+    llm.script(Reply("1. Intro"))
+    created = start_doc(user, "talk.txt", b"Hello and welcome.")
+    pk = created["user_task_execution_pk"]
+    chapters = next(r for r in wait_steps(user, pk, awaiting(2)) if r["rank"] == 2)
+    assert chapters["review_chat_enabled"] is False
+    llm.script(Reply("1. Welcome\n2. Outro"))
+    rejected = validate(user, chapters["user_workflow_step_execution_pk"], validated=False)
+    assert rejected["run_submitted"] is True
+    again = next(r for r in wait_steps(user, pk, lambda rs: awaiting(2)(rs) and all(
+        r["user_workflow_step_execution_pk"] != chapters["user_workflow_step_execution_pk"] for r in rs))
+        if r["rank"] == 2)
+    assert again["result"] == [{"chapters": "1. Welcome\n2. Outro"}]
+
+
+def test_a_chat_message_while_steps_run_is_refused_visibly(wf, llm):
+    user = poem_user(wf)
+    llm.script(Reply(json={"stanza_topics": ["a"]}))
+    created = start_poem(user)
+    wait_steps(user, created["user_task_execution_pk"], awaiting(1))
+    socket = user.socket(created["session_id"])
+    try:
+        _say(user, created, "hello?", "m1")
+        error = socket.wait_event("error")[0]
+        assert "review" in error["error"] and error["retryable"] is False
+        assert len(llm.requests) == 1
+    finally:
+        socket.close()
+
+
+def test_a_review_message_whose_review_closed_meanwhile_fails_instead_of_staying_pending(wf, llm):
+    import threading
+
+    from mojodex_core.execution.intake import accept_user_message
+    from mojodex_core.execution.jobs import TurnJob
+    from mojodex_core.workflow.review import REVIEW_CLOSED
+
+    user = poem_user(wf)
+    llm.script(Reply(json={"stanza_topics": ["a"]}))
+    created = start_poem(user)
+    wait_steps(user, created["user_task_execution_pk"], awaiting(1))  # awaiting validation: no review open
+    platform = wf.platform
+    accepted = accept_user_message(platform.session_factory, platform.events, session_id=created["session_id"],
+                                   user_task_execution_pk=created["user_task_execution_pk"], text="why?",
+                                   message_id="late-review")
+    socket = user.socket(created["session_id"])
+    try:
+        review = platform.dispatcher.handler("workflow")._review  # as if routed before a restart closed it
+        review(TurnJob(session_id=created["session_id"], message_pk=accepted.message_pk), threading.Event())
+        error = socket.wait_event("error")[0]
+        assert error["error"] == REVIEW_CLOSED and error["retryable"] is False
+    finally:
+        socket.close()
+    messages = user.ok("GET", "/message", params={"session_id": created["session_id"]})["messages"]
+    assert next(m for m in messages if m["message_id"] == "late-review")["status"] == "failed"
+    assert len(llm.requests) == 1
