@@ -6,16 +6,20 @@ import logging
 
 from flask import request
 from flask_socketio import SocketIO, emit, join_room
+from pydantic import ValidationError
 
+from backend.api_models import StartSessionPayload
 from backend.auth import token_from_header
 from backend.context import Platform
+from backend.validation import validation_error
 from mojodex_core.db.models import Session
 from mojodex_core.users import user_for_token
 
 log = logging.getLogger("mojodex.socket")
 
 
-def register_socket_events(socketio: SocketIO, platform: Platform) -> None:
+def register_socket_events(socketio: SocketIO, platform: Platform, manager: object | None = None) -> None:
+    """``manager``: the distributed message-queue manager, told when a socket goes away."""
     users_by_sid: dict[str, str] = {}
 
     @socketio.on("connect")
@@ -35,18 +39,17 @@ def register_socket_events(socketio: SocketIO, platform: Platform) -> None:
     @socketio.on("disconnect")
     def on_disconnect(*_args):  # noqa: ANN002, ANN202
         users_by_sid.pop(request.sid, None)
+        if manager is not None:
+            manager.forget(request.sid)
 
     @socketio.on("start_session")
     def on_start_session(data=None):  # noqa: ANN001, ANN202
         user_id = users_by_sid.get(request.sid)
-        data = data if isinstance(data, dict) else {}
-        session_id = data.get("session_id")
         try:
-            last_seq = int(data.get("last_seq") or 0)
-        except (TypeError, ValueError):
-            return {"error": "last_seq must be an integer"}
-        if not isinstance(session_id, str) or not session_id:
-            return {"error": "session_id is required"}
+            payload = StartSessionPayload.model_validate({} if data is None else data)
+        except ValidationError as exc:  # an error acknowledgement, as a REST route answers 400
+            return validation_error(exc, "payload").body()
+        session_id, last_seq = payload.session_id, payload.last_seq
         with platform.db() as db:
             session = db.get(Session, session_id)
             owned = session is not None and session.user_id == user_id
@@ -58,6 +61,7 @@ def register_socket_events(socketio: SocketIO, platform: Platform) -> None:
             last_seq,
             join=lambda: join_room(session_id, sid=sid),
             send=lambda name, payload: emit(name, payload, to=sid),
+            sid=sid,
         )
         log.info("socket %s joined session %s after seq %d (%d replayed)", sid, session_id, last_seq, replayed)
         return {"session_id": session_id, "replayed": replayed}

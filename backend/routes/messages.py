@@ -10,10 +10,12 @@ from flask_restful import Resource
 from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session as DbSession
 
+from backend import api_models as m
 from backend.auth import user_required
 from backend.context import platform
 from backend.errors import ApiError, bad_request, not_found
 from backend.routes._input import current_user_id, field, json_body, owned_session, query_int
+from backend.validation import USER, api
 from mojodex_core.db.models import Message, OrderSession, Session, Task, UserTask, UserTaskExecution
 from mojodex_core.execution.dispatch import UnsupportedTaskType
 from mojodex_core.execution.intake import FORM_MESSAGE_ID, MAX_TEXT_CHARS, MessageIdTaken, accept_user_message
@@ -57,6 +59,7 @@ def message_view(message: Message) -> dict:
 class UserMessageResource(Resource):
     method_decorators = [user_required]
 
+    @api.validate(json=m.UserMessageBody, resp=m.answers(m.AcceptedMessageOut), security=USER, tags=["messages"])
     def put(self):  # noqa: ANN201
         body = json_body()
         session_id = field(body, "session_id", str)
@@ -113,6 +116,7 @@ class UserMessageResource(Resource):
 class MessageResource(Resource):
     method_decorators = [user_required]
 
+    @api.validate(query=m.MessagesQuery, resp=m.answers(m.MessagesOut), security=USER, tags=["messages"])
     def get(self):  # noqa: ANN201
         session_id = request.args.get("session_id")
         if not session_id:

@@ -83,6 +83,11 @@ _RETRY_FAILED = (
     .values(status="pending", error=None)
 )
 _INSERT_MESSAGE = insert(_message)
+_SET_SEQ = (
+    update(_message)
+    .where(_message.c.message_pk == bindparam("b_pk"))
+    .values(seq=bindparam("b_seq", type_=_message.c.seq.type))
+)
 
 
 def accept_user_message(
@@ -138,13 +143,12 @@ def _store(
             db.execute(_RETRY_FAILED, {"b_pk": existing.message_pk})
             return Accepted(existing.message_pk, "pending", run=True)
         return Accepted(existing.message_pk, existing.status, run=False)
-    seq = publication.next_seq
     message_pk = db.execute(_INSERT_MESSAGE, {
         "session_id": session_id, "user_task_execution_fk": user_task_execution_pk, "sender": "user",
         "message_id": message_id, "event_name": event_name, "text": text, "status": "pending",
-        "data": data or {}, "seq": seq, "created_at": utcnow(),
+        "data": data or {}, "created_at": utcnow(),
     }).inserted_primary_key[0]
-    added = publication.add(db, "user_message_reception", {
+    seq = publication.add(db, "user_message_reception", {
         "message_pk": message_pk,
         "message_id": message_id,
         "text": text,
@@ -153,5 +157,6 @@ def _store(
         "session_id": session_id,
         "user_task_execution_pk": user_task_execution_pk,
     })
-    assert added == seq, "the message's seq is its reception event's"
+    # The seq is known only now (the distributed log takes it from Redis at add time).
+    db.execute(_SET_SEQ, {"b_pk": message_pk, "b_seq": seq})
     return Accepted(message_pk, "pending", run=True)

@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session as DbSession
 from mojodex_core.db.models import Message, OrderAudit, OrderSession, UserTaskExecution
 from mojodex_core.execution.events import Publication
 from mojodex_core.execution.reasoning import append_trace
+from mojodex_core.execution.session_claims import check_fence
 from mojodex_core.order.conversation import TurnOutcome, build_ticket, order_view
 from mojodex_core.order_runtime.context import OrderTurnContext, TurnFailed
 from mojodex_core.order_runtime.tickets import create_ticket, ticket_view
@@ -35,6 +36,11 @@ _session = OrderSession.__table__
 _execution = UserTaskExecution.__table__
 
 _INSERT_ANSWER = insert(_message)
+_SET_SEQ = (
+    update(_message)
+    .where(_message.c.message_pk == bindparam("b_pk"))
+    .values(seq=bindparam("b_seq", type_=_message.c.seq.type))
+)
 _CLAIM_ANSWERED = (
     update(_message)
     .where(_message.c.message_pk == bindparam("b_pk"), _message.c.status == bindparam("b_expected"))
@@ -106,13 +112,13 @@ def store_turn(
 ) -> int | None:
     """Writes the turn in the caller's transaction; the ticket's pk when one was made."""
     persist_started = time.perf_counter()
+    check_fence(db, context.session_id)  # distributed: a worker that lost its lease stores nothing
     now = datetime.now(UTC)
     pk = context.user_task_execution_pk
     base = {"session_id": context.session_id, "user_task_execution_pk": pk}
-    seq = publication.next_seq
     answer_pk = db.execute(_INSERT_ANSWER, {
         "session_id": context.session_id, "user_task_execution_fk": pk, "sender": "assistant",
-        "event_name": "mojo_message", "text": outcome.reply, "status": "final", "seq": seq,
+        "event_name": "mojo_message", "text": outcome.reply, "status": "final",
         "data": {"response_key": outcome.response_key, "state": outcome.state_after}, "created_at": now,
     }).inserted_primary_key[0]
     claimed = db.execute(_CLAIM_ANSWERED, {"b_pk": context.message_pk, "b_expected": expected_status,
@@ -138,11 +144,12 @@ def store_turn(
         )
     if outcome.ended or outcome.state_after == "Idle":
         db.execute(_COMPLETE_EXECUTION, {"b_pk": pk, "b_now": now})
-    added = publication.add(db, "mojo_message", {
+    seq = publication.add(db, "mojo_message", {
         **base, "text": outcome.reply, "message_pk": answer_pk, "user_message_pk": context.message_pk,
         "response_key": outcome.response_key,
     })
-    assert added == seq, "the answer's seq is its mojo_message event's"
+    # The seq is known only now (the distributed log takes it from Redis at add time).
+    db.execute(_SET_SEQ, {"b_pk": answer_pk, "b_seq": seq})
     if ticket is not None:
         publication.add(db, "order_ticket", {**base, "ticket": ticket_view(ticket)})
     publication.add(db, "order_state", {
