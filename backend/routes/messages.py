@@ -78,7 +78,7 @@ class UserMessageResource(Resource):
         user_id = current_user_id()
 
         def check(db: DbSession) -> None:
-            """Ownership, task type and order state: two Core reads on the request's one connection."""
+            """Ownership, task type and order state: two Core reads on one connection."""
             if db.execute(_SESSION_OWNER, {"b_session": session_id}).scalar() != user_id:
                 raise not_found("session")
             found = db.execute(_EXECUTION, {"b_pk": pk, "b_user": user_id}).first()
@@ -92,6 +92,8 @@ class UserMessageResource(Resource):
                 # Idle is final: refuse before anything is stored (no message row, no event).
                 raise ApiError(409, "this order is finished (the conversation is Idle): start a new one")
 
+        with current.db() as db:  # before the session's stream is held: nothing of a foreign session is touched
+            check(db)
         try:
             accepted = accept_user_message(
                 current.session_factory,
@@ -100,7 +102,6 @@ class UserMessageResource(Resource):
                 user_task_execution_pk=pk,
                 text=text,
                 message_id=message_id,
-                check=check,
             )
         except MessageIdTaken as exc:
             raise ApiError(409, str(exc), field="message_id") from exc

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
+from mojodex_core.db import transaction
 from mojodex_core.db.models import Message, utcnow
 from mojodex_core.execution.events import EventPublisher, Publication
 
@@ -100,32 +101,18 @@ def accept_user_message(
     message_id: str,
     event_name: str = "user_message",
     data: dict[str, Any] | None = None,
-    check: Callable[[DbSession], None] | None = None,
 ) -> Accepted:
     """Stores the message once per (session, message_id); a failed one is set to run again.
 
-    ``check`` (e.g. the route's ownership checks) runs first on the same database session, before
-    the session's event stream is held: one connection for the whole request, and nothing of a
-    session the caller may not use is touched. Whatever it raises rolls back and propagates.
-    """
+    The session's event stream is held before a connection is taken, as every publisher does:
+    taking them in the other order can deadlock on an exhausted pool (or a distributed lock)."""
     for _ in range(3):
-        db = factory()
         try:
-            if check is not None:
-                check(db)
-            with events.publishing(session_id) as publication:
-                accepted = _store(db, publication, session_id, user_task_execution_pk, text, message_id,
-                                  event_name, data)
-                db.commit()  # inside the block: the event is sent only once the row is committed
-            return accepted
+            with events.publishing(session_id) as publication, transaction(factory) as db:
+                return _store(db, publication, session_id, user_task_execution_pk, text, message_id, event_name,
+                              data)
         except IntegrityError:
-            db.rollback()
             continue  # the same message_id raced in from a retrying client: read theirs
-        except BaseException:
-            db.rollback()
-            raise
-        finally:
-            db.close()
     raise RuntimeError(f"could not store message {message_id!r} of session {session_id}")
 
 
