@@ -10,7 +10,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, RootModel, StrictBool, WithJsonSchema
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    RootModel,
+    StrictBool,
+    ValidationInfo,
+    WithJsonSchema,
+    field_validator,
+)
 from spectree import Response
 
 from backend.validation import INT_MAX, Int32, Pk, Text, no_bool
@@ -124,10 +134,21 @@ class TitleBody(_In):
 
 
 class UserMessageBody(_In):
+    """A user message as JSON (an audio message is the same fields as multipart form data, plus ``file``)."""
+
     session_id: SessionId
-    user_task_execution_pk: Pk
+    origin: Literal["home_chat"] | None = Field(None, description="home_chat: a message of the user's home chat.")
+    user_task_execution_pk: Pk | None = Field(None, description="Required unless origin is home_chat.",
+                                              validate_default=True)
     text: Text(MAX_TEXT_CHARS)
     message_id: MessageId | None = Field(None, description="Idempotency key; a UUID is made when absent.")
+
+    @field_validator("user_task_execution_pk")
+    @classmethod
+    def _execution_unless_home_chat(cls, value: int | None, info: ValidationInfo) -> int | None:
+        if value is None and info.data.get("origin") != "home_chat":
+            raise ValueError("is required (unless origin is home_chat)")
+        return value
 
 
 class ProducedTextBody(_In):
@@ -507,6 +528,40 @@ class RestartOut(_Out):
 
 
 # Every route may answer these (bad input, auth, ownership, conflicts, size, throttling, outage).
+class HomeChatBody(_In):
+    platform: ClientPlatform = "webapp"
+    leave_task: StrictBool = Field(False, description="Leave the task the chat is running; back to free chat.")
+
+
+class HomeChatOut(_Out):
+    home_chat_pk: int
+    session_id: str
+    platform: str | None = None
+    running_user_task_execution_pk: int | None = None
+    created_at: str | None = None
+    left_user_task_execution_pk: int | None = None
+
+
+class UserProfileBody(_In):
+    """Partial update: only the fields sent are written; an empty string clears a field."""
+
+    name: Text(255) | None = None
+    language: Text(16) | None = None
+    timezone: Text(64) | None = Field(None, description="An IANA zone, e.g. Europe/Paris.")
+    company_name: Text(255) | None = None
+    company_description: Text(2000) | None = None
+    job: Text(255) | None = None
+    about_me: Text(2000) | None = None
+
+
+class UserProfileOut(_Out):
+    user_profile: dict[str, Any]
+
+
+class MessagePkQuery(_In):
+    message_pk: Pk
+
+
 ERROR_CODES = ("400", "401", "403", "404", "409", "413", "415", "422", "429", "503")
 
 

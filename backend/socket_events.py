@@ -34,6 +34,8 @@ def register_socket_events(socketio: SocketIO, platform: Platform, manager: obje
             log.info("socket refused: missing or invalid token")
             return False
         users_by_sid[request.sid] = user_id
+        if platform.push is not None:
+            platform.push.presence.connected(request.sid, user_id)
         return True
 
     @socketio.on("disconnect")
@@ -41,6 +43,8 @@ def register_socket_events(socketio: SocketIO, platform: Platform, manager: obje
         users_by_sid.pop(request.sid, None)
         if manager is not None:
             manager.forget(request.sid)
+        if platform.push is not None:
+            platform.push.presence.disconnected(request.sid)
 
     @socketio.on("start_session")
     def on_start_session(data=None):  # noqa: ANN001, ANN202

@@ -15,6 +15,8 @@ from backend.auth import user_required
 from backend.context import platform
 from backend.errors import ApiError, bad_request, not_found
 from backend.routes._input import current_user_id, field, json_body, owned_session, query_int
+from backend.routes.audio import is_audio_upload, put_audio_message
+from backend.routes.home_chat import accept_home_chat_message
 from backend.validation import USER, api
 from mojodex_core.db.models import Message, OrderSession, Session, Task, UserTask, UserTaskExecution
 from mojodex_core.execution.dispatch import UnsupportedTaskType
@@ -61,7 +63,11 @@ class UserMessageResource(Resource):
 
     @api.validate(json=m.UserMessageBody, resp=m.answers(m.AcceptedMessageOut), security=USER, tags=["messages"])
     def put(self):  # noqa: ANN201
+        if is_audio_upload():
+            return put_audio_message()
         body = json_body()
+        if body.get("origin") == "home_chat":
+            return accept_home_chat_message(body)
         session_id = field(body, "session_id", str)
         pk = field(body, "user_task_execution_pk", int)
         text = field(body, "text", str)
