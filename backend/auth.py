@@ -15,7 +15,7 @@ from flask import g, request
 from backend.context import platform
 from backend.errors import ApiError
 from backend.rate_limits import client_address, rate_limits
-from mojodex_core.users import user_for_token
+from mojodex_core.users import TokenHolder, token_holder
 
 
 def token_from_header(value: str | None) -> str:
@@ -28,12 +28,12 @@ def token_from_header(value: str | None) -> str:
     return value
 
 
-def authenticate_token(token: str):  # noqa: ANN201
-    with platform().db() as db:
-        user = user_for_token(db, token)
-        if user is not None:
-            db.expunge(user)
-        return user
+def authenticate_token(token: str) -> TokenHolder | None:
+    """Every user route's first step: one Core query on a pooled connection, no ORM session."""
+    if not token:
+        return None
+    with platform().engine.connect() as conn:
+        return token_holder(conn, token)
 
 
 def is_admin_secret(given: str) -> bool:

@@ -97,6 +97,9 @@ class Platform:
     speech: OpenAISpeech | None = None
     # Push notifications of final replies to users with no open socket.
     push: PushOnFinalReplies | None = None
+    # Executions whose title job is known to be claimed (title_status never goes back to NULL):
+    # later inputs skip the claim, a write transaction that would change nothing.
+    _titled: set[int] = field(default_factory=set, repr=False)
 
     @contextmanager
     def db(self) -> Iterator[DbSession]:
@@ -106,10 +109,13 @@ class Platform:
 
     def request_title_summary(self, user_task_execution_pk: int, session_id: str) -> bool:
         """After an accepted input: submits the title/summary job the first time only (never awaited)."""
-        if self.jobs is None:
+        if self.jobs is None or user_task_execution_pk in self._titled:
             return False
         with self.db() as db:
             claimed = claim_title_summary(db, user_task_execution_pk)
+        if len(self._titled) >= 100_000:
+            self._titled.clear()  # a cache: an execution dropped from it costs one claim again
+        self._titled.add(user_task_execution_pk)
         if claimed:
             self.jobs.submit(TitleSummaryJob(user_task_execution_pk=user_task_execution_pk, session_id=session_id))
         return claimed

@@ -96,6 +96,8 @@ def prepare_database(url: str | None) -> tuple[str, str | None]:
 class PlatformHost:
     """The platform server under test (tests.support.live), production timeouts."""
 
+    turn_function = "mojodex_core/execution/turn.py:InstructTurn.__call__"  # what --profile wall reports on
+
     def __init__(self, database_url: str, llm_base_url: str) -> None:
         self.database_url = database_url
         self.llm_base_url = llm_base_url
@@ -119,7 +121,7 @@ class PlatformHost:
 
     def profile_start(self, kind: str) -> None:
         if kind == "wall":
-            self.sampler = StackSampler(0.01)
+            self.sampler = StackSampler(0.01, self.turn_function)
             self.sampler.start()
         else:
             self.sampler = profiler = CpuProfiler()
@@ -137,6 +139,29 @@ class PlatformHost:
     def stop(self) -> None:
         self.server.shutdown()
         self.live.platform.close()
+
+
+class OrderPlatformHost(PlatformHost):
+    """The platform with the shipped order tasks and no LLM (deterministic order turns)."""
+
+    turn_function = "mojodex_core/order_runtime/turn.py:OrderTurn.__call__"
+
+    def __init__(self, database_url: str) -> None:
+        super().__init__(database_url, "")
+
+    def start(self) -> str:
+        from tests.order_platform.conftest import load_order_specs, order_settings
+
+        quiet_logs()
+        logging.getLogger("werkzeug").addFilter(lambda r: "code 400, message Bad" not in r.getMessage())
+        settings = replace(order_settings(self.database_url), log_level="WARNING", redis_url=None)
+        self.live, self.server, _thread = start_live_server(settings, configure=load_order_specs)
+        return self.live.base_url
+
+    def new_user(self, tasks: list[str]) -> tuple[str, str]:
+        """(token, user_id) of a new user granted these tasks."""
+        client = self.live.new_user(tasks=tasks)
+        return client.token, client.user_id
 
 
 class LLMHost:
@@ -166,7 +191,7 @@ class LLMHost:
             self.server.stop()
 
 
-HOSTS: dict[str, Callable[..., Any]] = {"platform": PlatformHost, "llm": LLMHost}
+HOSTS: dict[str, Callable[..., Any]] = {"platform": PlatformHost, "order_platform": OrderPlatformHost, "llm": LLMHost}
 
 
 def _host_main(conn, name: str, args: tuple) -> None:

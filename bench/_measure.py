@@ -114,8 +114,11 @@ class StackSampler:
     inclusive counts are wall-time shares, not CPU shares.
     """
 
-    def __init__(self, interval_s: float = 0.01) -> None:
+    def __init__(
+        self, interval_s: float = 0.01, turn_function: str = "mojodex_core/execution/turn.py:InstructTurn.__call__"
+    ) -> None:
         self.interval_s = interval_s
+        self.turn_function = turn_function
         self.ticks = 0
         self.groups: Counter[str] = Counter()
         self.inclusive: Counter[tuple[str, str]] = Counter()
@@ -157,11 +160,11 @@ class StackSampler:
         self._stop.set()
         self._thread.join(timeout=2)
         lines = [f"stack samples: {self.ticks} ticks every {self.interval_s * 1000:.0f} ms"]
-        turn_key = ("turn_N", "mojodex_core/execution/turn.py:InstructTurn.__call__")
+        turn_key = ("turn_N", self.turn_function)
         busy = self.inclusive.get(turn_key, 0)
         if busy:
             lines.append(
-                f"turn threads inside InstructTurn.__call__: {busy} samples "
+                f"turn threads inside {self.turn_function.split(':')[-1]}: {busy} samples "
                 f"(= {busy / max(self.ticks, 1):.1f} turns in flight on average); share of that time:"
             )
             rows = sorted(((fn, n) for (g, fn), n in self.inclusive.items() if g == "turn_N"), key=lambda r: -r[1])

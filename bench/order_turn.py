@@ -1,16 +1,20 @@
 """Order-task turn latency over the live API, deterministic path (no LLM configured).
 
     .venv/bin/python bench/order_turn.py [--turns 200] [--sessions 20] [--session-turns 20] [--database-url URL]
+                                         [--in-process] [--profile wall|cpu]
 
-A live platform server (tests/support/live.py) runs in this process on a fresh SQLite file (or
-the given database: a Postgres URL has its `public` SCHEMA DROPPED AND RECREATED), with the
-shipped bagel-shop order task. A turn is timed at the client from just before
-`PUT /user_message` to the arrival of that message's `mojo_message` event on the session's
-Socket.IO client. Each session replays the seed's first example conversation (an order up to
-its ticket), then starts a new order; before the sessions are timed, 2 conversations warm up.
+A live platform server (tests/support/live.py) runs in a child process of its own (so the
+clients' Python work does not share its GIL; --in-process runs it in this process instead) on
+a fresh SQLite file (or the given database: a Postgres URL has its `public` SCHEMA DROPPED AND
+RECREATED), with the shipped bagel-shop order task. A turn is timed at the client from just
+before `PUT /user_message` to the arrival of that message's `mojo_message` event on the
+session's Socket.IO client. Each session replays the seed's first example conversation (an
+order up to its ticket), then starts a new order; before the sessions are timed, they warm up.
 
 Phase 1: one session, --turns sequential turns. Phase 2: --sessions sessions in parallel
-threads, --session-turns turns each. The split of the server-side time comes from the audit
+threads, --session-turns turns each. The split of the client-side time: the PUT round trip
+(the request path: auth, ownership, the idempotent insert) and the rest (runner hand-off,
+the turn, the Socket.IO emit). The split of the server-side time comes from the audit
 (`timings_ms`: parse, supervisor, update, response from the engine, persistence from the
 platform) and `latency_ms` (the whole turn in the runner).
 
@@ -22,8 +26,7 @@ The last line is machine readable:
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import logging
+import os
 import shutil
 import sys
 import threading
@@ -36,10 +39,9 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from bench._hosts import prepare_database, quiet_logs  # noqa: E402
-from bench._measure import percentile  # noqa: E402
-from tests.order_platform.conftest import load_order_specs, order_settings  # noqa: E402
-from tests.support.live import Client, LiveServer, start_live_server  # noqa: E402
+from bench._hosts import Local, Remote, masked, prepare_database, quiet_logs  # noqa: E402
+from bench._measure import CpuMeter, percentile  # noqa: E402
+from tests.support.live import Client  # noqa: E402
 
 SCRIPT = (
     "Hi, I'd like an everything bagel with lox and a large iced latte",
@@ -58,8 +60,9 @@ SPLIT_KEYS = ("parse", "supervisor", "update", "response", "persistence")
 class OrderSession:
     """One customer replaying SCRIPT over and over, one order execution per replay."""
 
-    def __init__(self, live: LiveServer) -> None:
-        self.client: Client = live.new_user(tasks=["order_bagel_shop"])
+    def __init__(self, platform: Any) -> None:
+        token, user_id = platform.call("new_user", ["order_bagel_shop"])
+        self.client = Client(platform.base_url, token, user_id)
         self.task_pk = self.client.user_task_pk("order_bagel_shop")
         self.socket = self.client.socket()
         self.cond = threading.Condition()
@@ -84,8 +87,9 @@ class OrderSession:
         self.executions.append(self.pk)
         self.position = 0
 
-    def turn(self) -> float:
-        """One timed turn (ms); a new order is started first when the last one ended."""
+    def turn(self) -> tuple[float, float]:
+        """One timed turn: (PUT round trip, PUT to reply) in ms; a new order is started first when
+        the last one ended."""
         if self.position >= len(SCRIPT):
             self._new_order()
         text = SCRIPT[self.position]
@@ -95,13 +99,14 @@ class OrderSession:
             "session_id": self.session_id, "user_task_execution_pk": self.pk, "text": text,
             "message_id": uuid.uuid4().hex,
         })
+        put_done = time.perf_counter()
         if response.status_code != 200:
             raise RuntimeError(f"PUT /user_message: {response.status_code} {response.text}")
         message_pk = response.json()["message_pk"]
         with self.cond:
             if not self.cond.wait_for(lambda: message_pk in self.arrivals, timeout=30):
                 raise RuntimeError(f"no reply to {text!r} within 30 s")
-            return (self.arrivals[message_pk] - started) * 1000
+            return (put_done - started) * 1000, (self.arrivals[message_pk] - started) * 1000
 
     def audit(self) -> list[dict[str, Any]]:
         entries = []
@@ -113,14 +118,23 @@ class OrderSession:
         self.socket.close()
 
 
-def run_phase(live: LiveServer, sessions: int, turns_each: int, warmup: int) -> tuple[list[float], list[dict]]:
-    clients = [OrderSession(live) for _ in range(sessions)]
+class Phase:
+    def __init__(self, latencies: list[tuple[float, float]], audit: list[dict], wall_s: float, cpu: str) -> None:
+        self.put = [put for put, _ in latencies]
+        self.turn = [turn for _, turn in latencies]
+        self.audit = audit
+        self.wall_s = wall_s
+        self.cpu = cpu
+
+
+def run_phase(platform: Any, sessions: int, turns_each: int, warmup: int, meter_pids: dict[str, int]) -> Phase:
+    clients = [OrderSession(platform) for _ in range(sessions)]
     for client in clients:
         for _ in range(warmup):
             client.turn()
     for client in clients:
         client.executions = client.executions[-1:]  # keep the audit of timed turns only (roughly)
-    latencies: list[list[float]] = [[] for _ in clients]
+    latencies: list[list[tuple[float, float]]] = [[] for _ in clients]
     errors: list[BaseException] = []
 
     def run(i: int) -> None:
@@ -131,16 +145,19 @@ def run_phase(live: LiveServer, sessions: int, turns_each: int, warmup: int) -> 
             errors.append(exc)
 
     threads = [threading.Thread(target=run, args=(i,)) for i in range(sessions)]
+    meter = CpuMeter(meter_pids)
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+    wall_s = time.perf_counter() - meter.wall
+    cpu = meter.summary()
     if errors:
         raise errors[0]
     audit = [entry for client in clients for entry in client.audit()]
     for client in clients:
         client.close()
-    return [ms for per in latencies for ms in per], audit
+    return Phase([ms for per in latencies for ms in per], audit, wall_s, cpu)
 
 
 def split(audit: list[dict]) -> str:
@@ -153,6 +170,20 @@ def split(audit: list[dict]) -> str:
     return ", ".join(parts) + " (ms)"
 
 
+def report(label: str, phase: Phase) -> tuple[float, float]:
+    p50, p99 = percentile(phase.turn, 50), percentile(phase.turn, 99)
+    rest = [turn - put for put, turn in zip(phase.put, phase.turn, strict=True)]
+    mean = sum(phase.turn) / max(len(phase.turn), 1)
+    print(f"{label}, {len(phase.turn)} turns in {phase.wall_s:.1f} s ({len(phase.turn) / phase.wall_s:.0f} turns/s): "
+          f"p50 {p50:.2f} ms, p99 {p99:.2f} ms, mean {mean:.2f} ms")
+    print(f"  client split: PUT round trip p50={percentile(phase.put, 50):.2f} p99={percentile(phase.put, 99):.2f}, "
+          f"PUT response -> mojo_message p50={percentile(rest, 50):.2f} p99={percentile(rest, 99):.2f} (ms)")
+    print(f"  server split: {split(phase.audit)}")
+    if phase.cpu:
+        print(f"  {phase.cpu}")
+    return p50, p99
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=200, help="timed turns of the single session")
@@ -160,28 +191,43 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--session-turns", type=int, default=20, help="timed turns per concurrent session")
     parser.add_argument("--warmup", type=int, default=16, help="untimed turns per session first")
     parser.add_argument("--database-url", default=None)
+    parser.add_argument("--in-process", action="store_true", help="run the server in this process (shared GIL)")
+    parser.add_argument("--profile", choices=("wall", "cpu"), default=None,
+                        help="profile the server in each phase ('wall': stack samples, 'cpu': cProfile)")
     args = parser.parse_args(argv)
 
     quiet_logs()
-    logging.getLogger("werkzeug").addFilter(lambda r: "code 400, message Bad" not in r.getMessage())
     url, tmpdir = prepare_database(args.database_url)
-    settings = dataclasses.replace(order_settings(url), log_level="WARNING", redis_url=None)
-    live, server, _thread = start_live_server(settings, configure=load_order_specs)
     try:
-        one, audit_one = run_phase(live, 1, args.turns, args.warmup)
-        many, audit_many = run_phase(live, args.sessions, args.session_turns, max(2, args.warmup // 4))
+        make_host = Local if args.in_process else Remote
+        platform = make_host("order_platform", url)
+        pids = {"bench (clients)": os.getpid()}
+        if platform.process is not None:
+            pids["platform"] = platform.process.pid
+        print(f"bench: database {'postgres' if url.startswith('postgresql') else 'sqlite'} ({masked(url)}), "
+              f"server {'in this process' if args.in_process else 'in its own process'}, "
+              f"load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+        profiles = {}
+        try:
+            if args.profile:
+                platform.call("profile_start", args.profile)
+            one = run_phase(platform, 1, args.turns, args.warmup, pids)
+            if args.profile:
+                profiles["1 session"] = platform.call("profile_stop", timeout_s=120)
+                platform.call("profile_start", args.profile)
+            many = run_phase(platform, args.sessions, args.session_turns, max(2, args.warmup // 4), pids)
+            if args.profile:
+                profiles[f"{args.sessions} sessions"] = platform.call("profile_stop", timeout_s=120)
+        finally:
+            platform.stop()
     finally:
-        server.shutdown()
-        live.platform.close()
         if tmpdir:
             shutil.rmtree(tmpdir, ignore_errors=True)
     n = args.sessions
-    p50_1, p99_1 = percentile(one, 50), percentile(one, 99)
-    p50_n, p99_n = percentile(many, 50), percentile(many, 99)
-    print(f"1 session, {len(one)} turns: p50 {p50_1:.2f} ms, p99 {p99_1:.2f} ms")
-    print(f"  server split: {split(audit_one)}")
-    print(f"{n} sessions, {len(many)} turns: p50 {p50_n:.2f} ms, p99 {p99_n:.2f} ms")
-    print(f"  server split: {split(audit_many)}")
+    p50_1, p99_1 = report("1 session", one)
+    p50_n, p99_n = report(f"{n} sessions", many)
+    for label, profile in profiles.items():
+        print(f"== server profile, {label} (warm-up turns included)\n{profile}")
     print(f"order_turn_p50_ms_1={p50_1:.2f} order_turn_p99_ms_1={p99_1:.2f} "
           f"order_turn_p50_ms_{n}={p50_n:.2f} order_turn_p99_ms_{n}={p99_n:.2f}")
     return 0

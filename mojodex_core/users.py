@@ -7,9 +7,11 @@ import re
 import secrets
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session as DbSession
 
 from mojodex_core.db.models import ApiToken, Task, User, UserTask
@@ -47,6 +49,32 @@ def issue_token(db: DbSession, user: User, label: str = "default") -> str:
     db.add(ApiToken(user_id=user.user_id, token_hash=hash_token(token), label=label))
     db.flush()
     return token
+
+
+@dataclass(frozen=True)
+class TokenHolder:
+    """Who a request's token belongs to: the user's columns, read without loading an ORM object."""
+
+    user_id: str
+    name: str
+    email: str
+    language_code: str
+    timezone_offset_minutes: int
+
+
+_TOKEN_HOLDER = (
+    select(User.user_id, User.name, User.email, User.language_code, User.timezone_offset_minutes)
+    .join(ApiToken, ApiToken.user_id == User.user_id)
+    .where(ApiToken.token_hash == bindparam("b_hash"), ApiToken.revoked_at.is_(None))
+)
+
+
+def token_holder(conn: Connection, token: str) -> TokenHolder | None:
+    """The holder of a valid (not revoked) token, on a Core connection: the per-request check."""
+    if not token:
+        return None
+    row = conn.execute(_TOKEN_HOLDER, {"b_hash": hash_token(token)}).first()
+    return TokenHolder(*row) if row is not None else None
 
 
 def user_for_token(db: DbSession, token: str) -> User | None:

@@ -7,23 +7,38 @@ import uuid
 
 from flask import request
 from flask_restful import Resource
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
+from sqlalchemy.orm import Session as DbSession
 
 from backend import api_models as m
 from backend.auth import user_required
 from backend.context import platform
-from backend.errors import ApiError, bad_request
+from backend.errors import ApiError, bad_request, not_found
 from backend.rate_limits import limit_message_sends
-from backend.routes._input import field, json_body, owned_execution, owned_session, query_int
+from backend.routes._input import current_user_id, field, json_body, owned_session, query_int
 from backend.routes.audio import is_audio_upload, put_audio_message
 from backend.routes.home_chat import accept_home_chat_message
 from backend.validation import USER, api
-from mojodex_core.db.models import Message, OrderSession, Task, UserTask
+from mojodex_core.db.models import Message, OrderSession, Session, Task, UserTask, UserTaskExecution
 from mojodex_core.execution.dispatch import UnsupportedTaskType
 from mojodex_core.execution.intake import FORM_MESSAGE_ID, MAX_TEXT_CHARS, MessageIdTaken, accept_user_message
 from mojodex_core.execution.jobs import TurnJob
 
 log = logging.getLogger("mojodex.messages")
+
+_SESSION_OWNER = select(Session.user_id).where(Session.session_id == bindparam("b_session"))
+_EXECUTION = (
+    select(UserTaskExecution.session_id, Task.type, OrderSession.state)
+    .select_from(UserTaskExecution)
+    .join(UserTask, UserTask.user_task_pk == UserTaskExecution.user_task_fk)
+    .join(Task, Task.task_pk == UserTask.task_fk)
+    .outerjoin(OrderSession, OrderSession.user_task_execution_fk == UserTaskExecution.user_task_execution_pk)
+    .where(
+        UserTaskExecution.user_task_execution_pk == bindparam("b_pk"),
+        UserTask.user_id == bindparam("b_user"),
+        UserTaskExecution.status != "deleted",
+    )
+)
 
 
 def message_view(message: Message) -> dict:
@@ -68,23 +83,25 @@ class UserMessageResource(Resource):
         if len(message_id) > 128:
             raise bad_request("message_id must be at most 128 characters", field="message_id")
         current = platform()
-        with current.db() as db:
-            owned_session(db, session_id)
-            execution = owned_execution(db, pk)
-            if execution.session_id != session_id:
+        user_id = current_user_id()
+
+        def check(db: DbSession) -> None:
+            """Ownership, task type and order state: two Core reads on one connection."""
+            if db.execute(_SESSION_OWNER, {"b_session": session_id}).scalar() != user_id:
+                raise not_found("session")
+            found = db.execute(_EXECUTION, {"b_pk": pk, "b_user": user_id}).first()
+            if found is None:
+                raise not_found("user_task_execution")
+            if found.session_id != session_id:
                 raise bad_request("session_id is not the session of this user_task_execution", field="session_id")
-            task_type, order_state = db.execute(
-                select(Task.type, OrderSession.state)
-                .select_from(UserTask)
-                .join(Task, Task.task_pk == UserTask.task_fk)
-                .outerjoin(OrderSession, OrderSession.user_task_execution_fk == pk)
-                .where(UserTask.user_task_pk == execution.user_task_fk)
-            ).one()
-            if not current.dispatcher.handles(task_type):
-                raise ApiError(422, str(UnsupportedTaskType(task_type)))
-            if order_state == "Idle":
+            if not current.dispatcher.handles(found.type):
+                raise ApiError(422, str(UnsupportedTaskType(found.type)))
+            if found.state == "Idle":
                 # Idle is final: refuse before anything is stored (no message row, no event).
                 raise ApiError(409, "this order is finished (the conversation is Idle): start a new one")
+
+        with current.db() as db:  # before the session's stream is held: nothing of a foreign session is touched
+            check(db)
         try:
             accepted = accept_user_message(
                 current.session_factory,
@@ -97,7 +114,8 @@ class UserMessageResource(Resource):
         except MessageIdTaken as exc:
             raise ApiError(409, str(exc), field="message_id") from exc
         if accepted.run:
-            current.runner.submit(TurnJob(session_id=session_id, message_pk=accepted.message_pk))
+            current.runner.submit(TurnJob(session_id=session_id, message_pk=accepted.message_pk,
+                                          event_name="user_message"))
             current.request_title_summary(pk, session_id)  # first input only; submitted, never awaited
         log.info("message %s (%s) accepted for session %s, run=%s", accepted.message_pk, message_id, session_id,
                  accepted.run)

@@ -10,15 +10,19 @@ from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from mojodex_core.db.sqlite_writes import WriteGate, gated_connection_class
+
 
 def make_engine(database_url: str, *, pool_size: int = 20, max_overflow: int = 40) -> Engine:
     if database_url.startswith("sqlite"):
         path = database_url.split("///", 1)[1] if "///" in database_url else ""
         if path and path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
+        # Writers of this process queue on one lock rather than in SQLite's busy handler.
+        gate = WriteGate(timeout_s=30)
         engine = create_engine(
             database_url,
-            connect_args={"check_same_thread": False, "timeout": 30},
+            connect_args={"check_same_thread": False, "timeout": 30, "factory": gated_connection_class(gate)},
             pool_size=pool_size,
             max_overflow=max_overflow,
         )

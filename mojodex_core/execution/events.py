@@ -17,7 +17,7 @@ from collections import deque
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Callable, Iterator, Protocol
 
-from sqlalchemy import select
+from sqlalchemy import insert, select
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
@@ -42,6 +42,9 @@ class EventPublisher(Protocol):
     def publish(self, session_id: str, event_name: str, payload: dict[str, Any], *, durable: bool = True) -> int: ...
 
 
+_INSERT_EVENT = insert(SessionEvent.__table__)
+
+
 class Publication:
     """Events written inside one transaction, sent after it commits."""
 
@@ -53,7 +56,10 @@ class Publication:
     def add(self, db: DbSession, event_name: str, payload: dict[str, Any]) -> int:
         self.last_seq += 1
         payload = {**payload, "seq": self.last_seq}
-        db.add(SessionEvent(session_id=self.session_id, seq=self.last_seq, event_name=event_name, payload=payload))
+        # A Core INSERT on the table, at once: no ORM unit of work (and no autoflush) per event.
+        db.execute(_INSERT_EVENT, {
+            "session_id": self.session_id, "seq": self.last_seq, "event_name": event_name, "payload": payload,
+        })
         self.events.append((event_name, payload))
         return self.last_seq
 

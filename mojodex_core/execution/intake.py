@@ -5,14 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
 from mojodex_core.db import transaction
-from mojodex_core.db.models import Message
-from mojodex_core.execution.events import EventPublisher
+from mojodex_core.db.models import Message, utcnow
+from mojodex_core.execution.events import EventPublisher, Publication
 
 MAX_TEXT_CHARS = 50_000
 # The message_id of the user message that carries a submitted form (reserved for it).
@@ -74,6 +74,23 @@ class MessageIdTaken(ValueError):
         super().__init__(f"message_id {message_id!r} is already used by another kind of message of this session")
 
 
+_message = Message.__table__
+_EXISTING = select(_message.c.message_pk, _message.c.event_name, _message.c.status).where(
+    _message.c.session_id == bindparam("b_session"), _message.c.message_id == bindparam("b_message_id")
+)
+_RETRY_FAILED = (
+    update(_message)
+    .where(_message.c.message_pk == bindparam("b_pk"), _message.c.status == "failed")
+    .values(status="pending", error=None)
+)
+_INSERT_MESSAGE = insert(_message)
+_SET_SEQ = (
+    update(_message)
+    .where(_message.c.message_pk == bindparam("b_pk"))
+    .values(seq=bindparam("b_seq", type_=_message.c.seq.type))
+)
+
+
 def accept_user_message(
     factory: sessionmaker[DbSession],
     events: EventPublisher,
@@ -85,49 +102,48 @@ def accept_user_message(
     event_name: str = "user_message",
     data: dict[str, Any] | None = None,
 ) -> Accepted:
-    """Stores the message once per (session, message_id); a failed one is set to run again."""
+    """Stores the message once per (session, message_id); a failed one is set to run again.
+
+    The session's event stream is held before a connection is taken, as every publisher does:
+    taking them in the other order can deadlock on an exhausted pool (or a distributed lock)."""
     for _ in range(3):
         try:
             with events.publishing(session_id) as publication, transaction(factory) as db:
-                existing = db.scalar(
-                    select(Message).where(Message.session_id == session_id, Message.message_id == message_id)
-                )
-                if existing is not None:
-                    if existing.event_name != event_name:
-                        # The id of another kind of message (a text edit, a chat message): answering
-                        # with that one would silently drop this text.
-                        raise MessageIdTaken(message_id)
-                    if existing.status == "failed":
-                        existing.status = "pending"
-                        existing.error = None
-                        return Accepted(existing.message_pk, existing.status, run=True)
-                    return Accepted(existing.message_pk, existing.status, run=False)
-                message = Message(
-                    session_id=session_id,
-                    user_task_execution_fk=user_task_execution_pk,
-                    sender="user",
-                    message_id=message_id,
-                    event_name=event_name,
-                    text=text,
-                    status="pending",
-                    data=data or {},
-                )
-                db.add(message)
-                db.flush()
-                message.seq = publication.add(
-                    db,
-                    "user_message_reception",
-                    {
-                        "message_pk": message.message_pk,
-                        "message_id": message_id,
-                        "text": text,
-                        "event_name": event_name,
-                        **({"data": data} if data else {}),
-                        "session_id": session_id,
-                        "user_task_execution_pk": user_task_execution_pk,
-                    },
-                )
-                return Accepted(message.message_pk, "pending", run=True)
+                return _store(db, publication, session_id, user_task_execution_pk, text, message_id, event_name,
+                              data)
         except IntegrityError:
             continue  # the same message_id raced in from a retrying client: read theirs
     raise RuntimeError(f"could not store message {message_id!r} of session {session_id}")
+
+
+def _store(
+    db: DbSession, publication: Publication, session_id: str, user_task_execution_pk: int, text: str,
+    message_id: str, event_name: str, data: dict[str, Any] | None,
+) -> Accepted:
+    existing = db.execute(_EXISTING, {"b_session": session_id, "b_message_id": message_id}).first()
+    if existing is not None:
+        if existing.event_name != event_name:
+            # The id of another kind of message (a text edit, a chat message): answering
+            # with that one would silently drop this text.
+            raise MessageIdTaken(message_id)
+        if existing.status == "failed":
+            db.execute(_RETRY_FAILED, {"b_pk": existing.message_pk})
+            return Accepted(existing.message_pk, "pending", run=True)
+        return Accepted(existing.message_pk, existing.status, run=False)
+    message_pk = db.execute(_INSERT_MESSAGE, {
+        "session_id": session_id, "user_task_execution_fk": user_task_execution_pk, "sender": "user",
+        "message_id": message_id, "event_name": event_name, "text": text, "status": "pending",
+        "data": data or {}, "created_at": utcnow(),
+    }).inserted_primary_key[0]
+    seq = publication.add(db, "user_message_reception", {
+        "message_pk": message_pk,
+        "message_id": message_id,
+        "text": text,
+        "event_name": event_name,
+        **({"data": data} if data else {}),
+        "session_id": session_id,
+        "user_task_execution_pk": user_task_execution_pk,
+    })
+    # The seq is known only now (the distributed log takes it from Redis at add time).
+    db.execute(_SET_SEQ, {"b_pk": message_pk, "b_seq": seq})
+    return Accepted(message_pk, "pending", run=True)

@@ -30,6 +30,8 @@ class MessageKindDispatcher:
         self._by_event_name = by_event_name
 
     def __call__(self, job: TurnJob, cancel: threading.Event) -> None:
-        with self._factory() as db:
-            event_name = db.scalar(select(Message.event_name).where(Message.message_pk == job.message_pk))
+        event_name = job.event_name
+        if event_name is None:
+            with self._factory() as db:
+                event_name = db.scalar(select(Message.event_name).where(Message.message_pk == job.message_pk))
         self._by_event_name.get(event_name, self._default)(job, cancel)

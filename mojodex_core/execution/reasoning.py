@@ -23,10 +23,10 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import bindparam, func, insert, select
 from sqlalchemy.orm import Session as DbSession
 
-from mojodex_core.db.models import REASONING_KINDS, ReasoningTraceEntry
+from mojodex_core.db.models import REASONING_KINDS, ReasoningTraceEntry, utcnow
 
 log = logging.getLogger("mojodex.reasoning")
 
@@ -104,16 +104,17 @@ def entry_kind(entry: str) -> str:
     return kind if kind in REASONING_KINDS else "DIRECT"
 
 
+_trace = ReasoningTraceEntry.__table__
+_LAST_POSITION = select(func.max(_trace.c.position)).where(_trace.c.user_task_execution_fk == bindparam("b_pk"))
+_INSERT_ENTRIES = insert(_trace)
+
+
 def append_trace(db: DbSession, user_task_execution_pk: int, entries: Iterable[str], source: str) -> None:
     """Append entries to the execution's trace, in order, in the caller's transaction."""
     entries = [e for e in entries if e and e.strip()]
     if not entries:
         return
-    last = db.scalar(
-        select(func.max(ReasoningTraceEntry.position)).where(
-            ReasoningTraceEntry.user_task_execution_fk == user_task_execution_pk
-        )
-    )
+    last = db.execute(_LAST_POSITION, {"b_pk": user_task_execution_pk}).scalar()
     position = (last or 0) + 1
     rows = [
         {
@@ -125,9 +126,10 @@ def append_trace(db: DbSession, user_task_execution_pk: int, entries: Iterable[s
         }
         for offset, entry in enumerate(entries)
     ]
-    # One INSERT for the turn's entries: an order turn writes several, and the ORM's per-row
-    # unit of work was a fifth of the turn's time.
-    db.execute(insert(ReasoningTraceEntry), rows)
+    # One Core INSERT (executemany) for the turn's entries, on the table: an order turn writes
+    # several, and the ORM's per-row unit of work (then its bulk path) cost more than the SQL.
+    now = utcnow()
+    db.execute(_INSERT_ENTRIES, [{**row, "created_at": now} for row in rows])
     for row in rows:  # the model's decisions are worth a line; deterministic rules only when debugging
         level = logging.DEBUG if row["kind"] == "RULE" else logging.INFO
         log.log(level, "reasoning execution=%s #%d %s", user_task_execution_pk, row["position"], row["text"][:200])

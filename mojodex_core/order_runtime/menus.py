@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session as DbSession
 
 from mojodex_core.db.models import MenuStock, OrderSession, StoredMenu
@@ -75,6 +75,13 @@ def _apply(menu: Menu, overrides: tuple[StockOverride, ...]) -> Menu:
     return menu
 
 
+_OVERRIDES = (
+    select(MenuStock.item_type, MenuStock.field, MenuStock.value, MenuStock.in_stock)
+    .where(MenuStock.menu_id == bindparam("b_menu"))
+    .order_by(MenuStock.menu_stock_pk)
+)
+
+
 class MenuCatalog:
     """Resolves menu references to Menu objects, stock overrides applied."""
 
@@ -130,11 +137,7 @@ class MenuCatalog:
     # --- stock
     @staticmethod
     def overrides(db: DbSession, menu_id: str) -> tuple[StockOverride, ...]:
-        rows = db.execute(
-            select(MenuStock.item_type, MenuStock.field, MenuStock.value, MenuStock.in_stock)
-            .where(MenuStock.menu_id == menu_id)
-            .order_by(MenuStock.menu_stock_pk)
-        ).all()
+        rows = db.execute(_OVERRIDES, {"b_menu": menu_id}).all()
         return tuple(StockOverride(r.item_type, r.field or None, r.value or None, r.in_stock) for r in rows)
 
     def with_stock(self, db: DbSession, menu: Menu) -> Menu:

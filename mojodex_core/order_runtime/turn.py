@@ -16,24 +16,15 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
 from mojodex_core.db import transaction
-from mojodex_core.db.models import (
-    Message,
-    OrderAudit,
-    OrderSession,
-    Task,
-    UserTask,
-    UserTaskExecution,
-)
-from mojodex_core.execution.events import EventPublisher, Publication
+from mojodex_core.db.models import Message, OrderSession, Task, UserTask, UserTaskExecution
+from mojodex_core.execution.events import EventPublisher
 from mojodex_core.execution.failures import fail_or_mark, failure_reason, mark_failed
 from mojodex_core.execution.jobs import TurnJob
-from mojodex_core.execution.reasoning import append_trace
-from mojodex_core.execution.session_claims import check_fence
 from mojodex_core.llm import LLMCancelled
 from mojodex_core.order.conversation import (
     Conversation,
@@ -41,21 +32,49 @@ from mojodex_core.order.conversation import (
     NoTransition,
     TurnInput,
     TurnOutcome,
-    build_ticket,
     converse,
-    order_view,
 )
 from mojodex_core.order_runtime import ORDER_EVENT
 from mojodex_core.order_runtime.context import BoundLLM, OrderTurnContext, TurnFailed, live_state
 from mojodex_core.order_runtime.intake import OrderFinished, accept_event
 from mojodex_core.order_runtime.menus import MenuCatalog, MenuNotFound
+from mojodex_core.order_runtime.record import NotClaimed, TurnRecord, store_turn
 from mojodex_core.order_runtime.store import LiveStateStore, state_key
-from mojodex_core.order_runtime.tickets import TicketDelivery, create_ticket
+from mojodex_core.order_runtime.tickets import TicketDelivery
 
 log = logging.getLogger("mojodex.order.turn")
 
 
+_CONTEXT = (
+    select(
+        Message.status.label("message_status"), Message.message_id, Message.event_name, Message.text, Message.data,
+        Message.user_task_execution_fk,
+        UserTaskExecution.session_id, UserTaskExecution.status, UserTaskExecution.start_date,
+        UserTask.user_id, Task.output_text_type_fk, Task.spec,
+        OrderSession.menu_ref, OrderSession.location, OrderSession.lane, OrderSession.state, OrderSession.turn,
+    )
+    .select_from(Message)
+    .outerjoin(UserTaskExecution, UserTaskExecution.user_task_execution_pk == Message.user_task_execution_fk)
+    .outerjoin(UserTask, UserTask.user_task_pk == UserTaskExecution.user_task_fk)
+    .outerjoin(Task, Task.task_pk == UserTask.task_fk)
+    .outerjoin(OrderSession, OrderSession.user_task_execution_fk == UserTaskExecution.user_task_execution_pk)
+    .where(Message.message_pk == bindparam("b_pk"))
+)
+_CLAIM_PROCESSING = (
+    update(Message.__table__)
+    .where(Message.__table__.c.message_pk == bindparam("b_pk"), Message.__table__.c.status == "pending")
+    .values(status="processing")
+)
+_MARK_FAILED = (
+    update(Message.__table__)
+    .where(Message.__table__.c.message_pk == bindparam("b_pk"))
+    .values(status="failed", error=bindparam("b_error", type_=Message.__table__.c.error.type))
+)
 RECENT_CONVERSATIONS = 10_000  # conversations kept in memory by the process that answered them last
+
+
+class _ExecutionGone(Exception):
+    """The message's task execution no longer exists."""
 
 
 class OrderTurn:
@@ -124,39 +143,41 @@ class OrderTurn:
             self._order_complete(context)
 
     def _run_in_one_transaction(self, job: TurnJob, cancel: threading.Event) -> None:
-        """No LLM: the engine is pure and fast, so the whole turn is one write transaction (the
-        message claimed by its first statement, which also takes SQLite's write lock)."""
+        """No LLM: the turn reads what it needs, runs the (pure, fast) engine, then writes the whole
+        turn in one write transaction, which claims the message: SQLite's write lock is held for
+        the writes only, never while the turn reads or the engine thinks."""
         started = time.perf_counter()
-        context: OrderTurnContext | None = None
         try:
+            with transaction(self._factory) as db:
+                context = self._load(db, job, expected_status="pending")
+        except _ExecutionGone:
+            mark_failed(self._factory, job.message_pk, "the task execution does not exist")
+            return
+        except Exception:
+            log.exception("order turn set-up failed session=%s message_pk=%s", job.session_id, job.message_pk)
+            mark_failed(self._factory, job.message_pk, "The assistant failed to answer because of an internal "
+                                                        "error. Please retry.")
+            return
+        if context is None:
+            return  # answered already, or not ours to answer: never answer twice
+        context.begin_ms = (time.perf_counter() - started) * 1000
+        try:
+            if context.setup_error is not None:
+                raise TurnFailed(context.setup_error)
+            outcome = self._converse(context, cancel)
+            record = TurnRecord.of(context, outcome)
             with self._events.publishing(job.session_id) as publication, transaction(self._factory) as db:
-                claimed = db.execute(
-                    update(Message)
-                    .where(Message.message_pk == job.message_pk, Message.status == "pending")
-                    .values(status="processing")
-                )
-                if claimed.rowcount != 1:
-                    return  # answered already, or not ours to answer: never answer twice
-                message = db.get(Message, job.message_pk)
-                context = self._load(db, job, message)
-                if context is None:
-                    return
                 if context.started_now:
+                    self._start_execution(db, context)
                     publication.add(db, "user_task_execution_start", {
                         "session_id": context.session_id, "user_task_execution_pk": context.user_task_execution_pk,
                     })
-                context.begin_ms = (time.perf_counter() - started) * 1000
-                if context.setup_error is not None:
-                    raise TurnFailed(context.setup_error)
-                outcome = self._converse(context, cancel)
-                ticket_pk = self._store(db, publication, context, outcome, started)
+                ticket_pk = store_turn(db, publication, context, outcome, record, expected_status="pending",
+                                       started=started)
+        except NotClaimed:
+            return  # rolled back: another turn answered this message meanwhile
         except Exception as exc:  # rolled back: the message is pending again, then failed visibly
-            if context is None:
-                log.exception("order turn set-up failed session=%s message_pk=%s", job.session_id, job.message_pk)
-                mark_failed(self._factory, job.message_pk, "The assistant failed to answer because of an internal "
-                                                            "error. Please retry.")
-            else:
-                self._fail(context, exc)
+            self._fail(context, exc)
             return
         self._finish(context, outcome, ticket_pk, started)
 
@@ -183,8 +204,14 @@ class OrderTurn:
             if context.setup_error is not None:
                 raise TurnFailed(context.setup_error)
             outcome = self._converse(context, cancel)
+            record = TurnRecord.of(context, outcome)
             with self._events.publishing(context.session_id) as publication, transaction(self._factory) as db:
-                ticket_pk = self._store(db, publication, context, outcome, started)
+                ticket_pk = store_turn(db, publication, context, outcome, record, expected_status="processing",
+                                       started=started)
+        except NotClaimed:
+            log.warning("order turn session=%s message_pk=%s: the message was answered elsewhere",
+                        context.session_id, context.message_pk)
+            return
         except Exception as exc:
             self._fail(context, exc)
             return
@@ -205,45 +232,45 @@ class OrderTurn:
             return
         self(TurnJob(session_id=context.session_id, message_pk=message_pk), threading.Event())
 
-    # --- phase 1: the message, its conversation and menu; the message marked processing
+    # --- phase 1: the message, its conversation and menu
     def _begin(self, job: TurnJob) -> OrderTurnContext | None:
+        """With an LLM: the message marked processing (committed) before the engine runs."""
         with transaction(self._factory) as db:
-            message = db.get(Message, job.message_pk, with_for_update=True)
-            if message is None or message.status != "pending":
+            claimed = db.execute(_CLAIM_PROCESSING, {"b_pk": job.message_pk}).rowcount == 1
+            if not claimed:
                 return None
-            context = self._load(db, job, message)
-            if context is not None:
-                message.status = "processing"
+            try:
+                context = self._load(db, job, expected_status="processing")
+            except _ExecutionGone:
+                db.execute(_MARK_FAILED, {"b_pk": job.message_pk, "b_error": "the task execution does not exist"})
+                return None
+            if context is not None and context.started_now:
+                self._start_execution(db, context)
         return context
 
-    def _load(self, db: DbSession, job: TurnJob, message: Message) -> OrderTurnContext | None:
-        """What the turn needs; None (the message failed) when its execution is gone. Column reads,
-        not whole rows: with a live copy the conversation JSON is not read from the database."""
-        found = db.execute(
-            select(
-                UserTaskExecution.session_id, UserTaskExecution.status, UserTaskExecution.start_date,
-                UserTask.user_id, Task.output_text_type_fk, Task.spec,
-                OrderSession.menu_ref, OrderSession.location, OrderSession.lane, OrderSession.state,
-                OrderSession.turn,
-            )
-            .select_from(UserTaskExecution)
-            .join(UserTask, UserTask.user_task_pk == UserTaskExecution.user_task_fk)
-            .join(Task, Task.task_pk == UserTask.task_fk)
-            .outerjoin(
-                OrderSession, OrderSession.user_task_execution_fk == UserTaskExecution.user_task_execution_pk
-            )
-            .where(UserTaskExecution.user_task_execution_pk == message.user_task_execution_fk)
-        ).first() if message.user_task_execution_fk is not None else None
-        if found is None:
-            message.status = "failed"
-            message.error = "the task execution does not exist"
+    @staticmethod
+    def _start_execution(db: DbSession, context: OrderTurnContext) -> None:
+        db.execute(
+            update(UserTaskExecution)
+            .where(UserTaskExecution.user_task_execution_pk == context.user_task_execution_pk)
+            .values(start_date=datetime.now(UTC), status="started")
+        )
+
+    def _load(self, db: DbSession, job: TurnJob, *, expected_status: str) -> OrderTurnContext | None:
+        """What the turn needs, in one query (column reads, not whole rows: with a live copy the
+        conversation JSON is not read from the database); None when the message is gone or not in
+        the expected status. Raises _ExecutionGone when its execution is."""
+        found = db.execute(_CONTEXT, {"b_pk": job.message_pk}).first()
+        if found is None or found.message_status != expected_status:
             return None
+        if found.user_task_execution_fk is None or found.session_id is None:
+            raise _ExecutionGone(job.message_pk)
         has_row = found.menu_ref is not None
         context = OrderTurnContext(
             session_id=found.session_id,
-            message_pk=message.message_pk,
-            message_id=message.message_id,
-            user_task_execution_pk=message.user_task_execution_fk,
+            message_pk=job.message_pk,
+            message_id=found.message_id,
+            user_task_execution_pk=found.user_task_execution_fk,
             user_id=found.user_id,
             output_text_type_fk=found.output_text_type_fk,
             webhook_url=(found.spec or {}).get("pos_webhook_url"),
@@ -253,13 +280,13 @@ class OrderTurn:
             menu=None,
             turn_input=None,
         )
-        if message.event_name == ORDER_EVENT:
-            data = message.data or {}
+        if found.event_name == ORDER_EVENT:
+            data = found.data or {}
             context.event = data.get("event")
             context.turn_input = TurnInput(event=context.event, item=data.get("item"))
         else:
-            context.utterance = message.text
-            context.turn_input = TurnInput(text=message.text)
+            context.utterance = found.text
+            context.turn_input = TurnInput(text=found.text)
         if found.status == "deleted":
             context.setup_error = "The task execution was deleted."
         elif not has_row:
@@ -273,17 +300,11 @@ class OrderTurn:
             except MenuNotFound as exc:
                 context.setup_error = f"The menu of this order is not available: {exc}"
             except Exception:
-                # Raising here would leave the message failed with no error event: commit
-                # "processing", then fail it visibly (retryable) like any other turn.
+                # Raising here would leave the message failed with no error event: fail it
+                # visibly (retryable) like any other turn.
                 log.exception("order turn set-up failed session=%s message_pk=%s", job.session_id, job.message_pk)
                 context.setup_error = "The assistant failed to answer because of an internal error. Please retry."
         context.started_now = found.start_date is None and found.status != "deleted"
-        if context.started_now:
-            db.execute(
-                update(UserTaskExecution)
-                .where(UserTaskExecution.user_task_execution_pk == context.user_task_execution_pk)
-                .values(start_date=datetime.now(UTC), status="started")
-            )
         return context
 
     def _conversation(self, db: DbSession, context: OrderTurnContext) -> Conversation:
@@ -307,101 +328,6 @@ class OrderTurn:
         )
         return Conversation.from_json(stored)
 
-    # --- phase 3: the reply, audit, state and ticket in one transaction, then the events
-    def _store(
-        self, db: DbSession, publication: Publication, context: OrderTurnContext, outcome: TurnOutcome, started: float
-    ) -> int | None:
-        """Writes the turn in the caller's transaction; the ticket's pk when one was made."""
-        check_fence(db, context.session_id)  # distributed: a worker that lost its lease stores nothing
-        persist_started = time.perf_counter()
-        conversation = outcome.conversation
-        ticket_pk = None
-        # The first write takes SQLite's lock (Postgres: the row lock) before the status checks.
-        stored = db.execute(
-            update(OrderSession)
-            .where(
-                OrderSession.user_task_execution_fk == context.user_task_execution_pk,
-                OrderSession.turn == context.turn,
-            )
-            .values(
-                conversation=conversation.model_dump(mode="json"), state=outcome.state_after,
-                turn=context.turn + 1, updated_at=datetime.now(UTC),
-            )
-        )
-        if stored.rowcount != 1:
-            # Another process answered a turn of this conversation meanwhile: never overwrite it.
-            raise TurnFailed("The order changed while this message was handled. Please retry.")
-        execution = db.get(UserTaskExecution, context.user_task_execution_pk, with_for_update=True)
-        if execution is None or execution.status == "deleted":
-            raise TurnFailed("The task execution was deleted.")
-        view = order_view(conversation, context.menu)
-        base = {"session_id": context.session_id, "user_task_execution_pk": context.user_task_execution_pk}
-        answer = Message(
-            session_id=context.session_id,
-            user_task_execution_fk=context.user_task_execution_pk,
-            sender="assistant",
-            event_name="mojo_message",
-            text=outcome.reply,
-            status="final",
-            data={"response_key": outcome.response_key, "state": outcome.state_after},
-        )
-        db.add(answer)
-        db.flush()
-        db.execute(
-            update(Message)
-            .where(Message.message_pk == context.message_pk)
-            .values(status="answered", answer_message_fk=answer.message_pk)
-        )
-        ticket = None
-        if outcome.closed:
-            ticket = create_ticket(
-                db, execution, context.user_id, build_ticket(conversation, context.menu),
-                webhook_url=context.webhook_url, text_type_fk=context.output_text_type_fk,
-                message_pk=answer.message_pk, title=f"Order ticket #{context.user_task_execution_pk}",
-            )
-            ticket_pk = ticket.order_ticket_pk
-        if outcome.ended or outcome.state_after == "Idle":
-            execution.status = "completed"
-            execution.end_date = datetime.now(UTC)
-        answer.seq = publication.add(db, "mojo_message", {
-            **base, "text": outcome.reply, "message_pk": answer.message_pk, "user_message_pk": context.message_pk,
-            "response_key": outcome.response_key,
-        })
-        if ticket is not None:
-            from mojodex_core.order_runtime.tickets import ticket_view
-
-            publication.add(db, "order_ticket", {**base, "ticket": ticket_view(ticket)})
-        publication.add(db, "order_state", {
-            **base, "state": outcome.state_after, "order": view, "cancel_reply": outcome.cancel_reply,
-        })
-        timings = {
-            **outcome.timings_ms,
-            "begin": round(context.begin_ms, 3),
-            "persistence": round((time.perf_counter() - persist_started) * 1000, 3),
-        }
-        db.add(OrderAudit(
-            user_task_execution_fk=context.user_task_execution_pk,
-            seq=context.turn + 1,
-            message_fk=context.message_pk,
-            utterance=context.utterance,
-            event=context.event,
-            intent=outcome.intent,
-            off_topic_type=outcome.off_topic_type,
-            parsed=outcome.parsed,
-            diff=outcome.diff,
-            state_before=outcome.state_before,
-            state_after=outcome.state_after,
-            transition=outcome.transition,
-            response_key=outcome.response_key,
-            reply=outcome.reply,
-            trace=outcome.trace,
-            timings_ms=timings,
-            latency_ms=round((time.perf_counter() - started) * 1000, 3),
-        ))
-        # The same decisions in the execution's reasoning trace, beside instruct and tool turns'.
-        append_trace(db, context.user_task_execution_pk, outcome.trace, source="ORDER_TURN")
-        return ticket_pk
-
     def _after_commit(self, context: OrderTurnContext, outcome: TurnOutcome) -> None:
         conversation = outcome.conversation
         if outcome.state_after == "Idle":
@@ -411,4 +337,5 @@ class OrderTurn:
             if len(self._recent) >= RECENT_CONVERSATIONS:
                 self._recent.clear()
             self._recent[context.user_task_execution_pk] = (context.turn + 1, conversation)
-            self.store.save(context.key, live_state(context.turn + 1, conversation))
+            if self.store.name != "database":  # that store keeps nothing: don't serialise for it
+                self.store.save(context.key, live_state(context.turn + 1, conversation))

@@ -207,3 +207,36 @@ def test_a_task_started_by_an_audio_message_is_named_from_its_transcription(titl
         socket.close()
     title_request = next(body for body in llm.requests if "response_format" in body)
     assert "an email to say the sync moves" in json.dumps(title_request["messages"])
+
+
+def test_later_inputs_do_not_claim_the_title_job_again(titled, llm):
+    # Before, every accepted message ran the claim (an UPDATE ... WHERE title_status IS NULL): a
+    # write transaction per message that changed nothing after the first.
+    from sqlalchemy import event
+
+    client = titled.new_user()
+    pk, session_id = new_execution(client)
+    socket = client.socket(session_id)
+    claims: list[str] = []
+
+    def count(_conn, _cursor, statement, *_args) -> None:  # noqa: ANN001
+        if statement.lstrip().upper().startswith("UPDATE") and "title_status" in statement:
+            claims.append(statement)
+
+    engine = titled.platform.engine
+    try:
+        route(llm, [Reply(DRAFT), Reply(QUESTION), Reply(QUESTION)], Reply(json=GENERATED))
+        run_form(client, pk)
+        socket.wait_event("draft_message")
+        settle(titled)
+        event.listen(engine, "before_cursor_execute", count)
+        send(client, pk, session_id, "make it shorter")
+        send(client, pk, session_id, "and friendlier")
+        socket.wait_event("mojo_message", 2)
+        settle(titled)
+        assert claims == []
+        assert title_requests(llm) == 1
+    finally:
+        if event.contains(engine, "before_cursor_execute", count):
+            event.remove(engine, "before_cursor_execute", count)
+        socket.close()

@@ -1,0 +1,102 @@
+"""How a deterministic order turn writes: the engine runs outside the write transaction, the
+message is claimed by that transaction, and a message answered meanwhile is never answered twice."""
+
+from __future__ import annotations
+
+import threading
+
+from sqlalchemy import select, text, update
+
+from mojodex_core.db import transaction
+from mojodex_core.db.models import Message, OrderSession, SessionEvent
+from mojodex_core.execution.intake import accept_user_message
+from mojodex_core.execution.jobs import TurnJob
+from tests.order_platform._helpers import audit_count, customer, message_count, open_order
+
+
+def _accept(live, chat, text_: str) -> int:  # noqa: ANN001
+    """A message stored as the route stores it, but not handed to the runner (the test runs it)."""
+    platform = live.platform
+    return accept_user_message(platform.session_factory, platform.events, session_id=chat.session_id,
+                               user_task_execution_pk=chat.pk, text=text_, message_id=f"m-{text_}").message_pk
+
+
+def _turn_of(live, chat):  # noqa: ANN001, ANN202
+    with live.db() as db:
+        return db.scalar(select(OrderSession.turn).where(OrderSession.user_task_execution_fk == chat.pk))
+
+
+def _events(live, chat) -> int:  # noqa: ANN001
+    with live.db() as db:
+        return len(db.scalars(select(SessionEvent.seq).where(SessionEvent.session_id == chat.session_id)).all())
+
+
+def test_a_message_answered_elsewhere_while_the_engine_ran_is_not_answered_twice(orders, monkeypatch):
+    chat = open_order(customer(orders))
+    try:
+        chat.say("an everything bagel")
+        handler = orders.platform.dispatcher.handler("order")
+        message_pk = _accept(orders, chat, "a large iced latte")
+        before = (message_count(orders, chat.session_id), audit_count(orders, chat.pk), _turn_of(orders, chat),
+                  _events(orders, chat))
+        converse = handler._converse
+
+        def answered_meanwhile(context, cancel):  # noqa: ANN001, ANN202
+            outcome = converse(context, cancel)
+            with orders.db() as db:  # another process answers the same message first
+                db.execute(update(Message).where(Message.message_pk == message_pk).values(status="answered"))
+            return outcome
+
+        monkeypatch.setattr(handler, "_converse", answered_meanwhile)
+        handler(TurnJob(session_id=chat.session_id, message_pk=message_pk), threading.Event())
+        after = (message_count(orders, chat.session_id), audit_count(orders, chat.pk), _turn_of(orders, chat),
+                 _events(orders, chat))
+        assert after == before  # no answer, no audit row, no turn, no event: the transaction rolled back
+        assert chat.socket.named("error") == []
+    finally:
+        chat.close()
+
+
+def test_a_job_replayed_for_an_answered_message_changes_nothing(orders):
+    chat = open_order(customer(orders))
+    try:
+        chat.say("an everything bagel")
+        with orders.db() as db:
+            message_pk = db.scalar(select(Message.message_pk).where(
+                Message.session_id == chat.session_id, Message.sender == "user").order_by(Message.message_pk.desc()))
+        before = (message_count(orders, chat.session_id), audit_count(orders, chat.pk), _turn_of(orders, chat))
+        orders.platform.dispatcher.handler("order")(TurnJob(session_id=chat.session_id, message_pk=message_pk),
+                                                    threading.Event())
+        assert (message_count(orders, chat.session_id), audit_count(orders, chat.pk), _turn_of(orders, chat)) == before
+    finally:
+        chat.close()
+
+
+def test_the_engine_runs_outside_the_write_transaction(orders, monkeypatch):
+    # Before, the turn claimed its message first, so on SQLite it held the database's write lock
+    # while the engine ran: another writer waited for the whole turn.
+    chat = open_order(customer(orders))
+    try:
+        handler = orders.platform.dispatcher.handler("order")
+        message_pk = _accept(orders, chat, "an everything bagel")
+        converse = handler._converse
+        wrote: list[bool] = []
+
+        def write_elsewhere() -> None:
+            with transaction(orders.platform.session_factory) as db:
+                db.execute(text("UPDATE message SET error = NULL WHERE message_pk = :pk"), {"pk": -1})
+            wrote.append(True)
+
+        def with_a_writer(context, cancel):  # noqa: ANN001, ANN202
+            other = threading.Thread(target=write_elsewhere, daemon=True)
+            other.start()
+            other.join(3)
+            return converse(context, cancel)
+
+        monkeypatch.setattr(handler, "_converse", with_a_writer)
+        handler(TurnJob(session_id=chat.session_id, message_pk=message_pk), threading.Event())
+        assert wrote == [True], "another writer waited on this turn's engine"
+        with orders.db() as db:
+            assert db.scalar(select(Message.status).where(Message.message_pk == message_pk)) == "answered"
+    finally:
+        chat.close()
