@@ -58,15 +58,17 @@ def _yes_no(ctx: Ctx, parsed: ParsedInput) -> ParsedInput | None:
 
 def _info_keywords(ctx: Ctx, parsed: ParsedInput) -> ParsedInput | None:
     """Pickup/delivery and payment answers in the keyword lists' words ("à emporter", "par carte"), when the
-    parse found nothing."""
+    parse found nothing. Pickup or delivery is taken whatever was asked, as the parser takes "pickup": else
+    "à emporter" said early would be an unknown menu item."""
     pending = ctx.conv.order.pending
-    if pending is None or not parsed.is_empty():
+    if not parsed.is_empty():
         return None
-    if pending.task == "order_type":
-        for kind in ("pickup", "delivery"):
-            if ctx.only(kind):
-                ctx.rule("repair", f"keywords answer order_type {kind}")
-                return ParsedInput(order_type=kind)  # type: ignore[arg-type]
+    for kind in ("pickup", "delivery"):
+        if ctx.only(kind):
+            ctx.rule("repair", f"keywords answer order_type {kind}")
+            return ParsedInput(order_type=kind)  # type: ignore[arg-type]
+    if pending is None:
+        return None
     if pending.task == "payment":
         for method in ("in_store", "cash_delivery", "card_link"):
             if ctx.only(f"payment_{method}"):

@@ -31,3 +31,20 @@ def test_a_seven_digit_phone_number_is_taken_as_the_contact(bagel_menu):
     out = s.say("555-1234")
     assert s.conv.order.customer_info.contact == "555-1234"
     assert out.response_key == "ask-payment"
+
+
+@pytest.mark.parametrize("text", ["à emporter", "emporter", "en livraison"])
+def test_french_pickup_or_delivery_said_early_is_the_order_type_not_an_item(pizza_menu, text):
+    s = Session(pizza_menu, "fr")
+    s.say("a large margherita pizza")
+    out = s.say(text)
+    assert out.response_key != "clarify-unparsed" and "emporter »" not in out.reply
+    assert s.conv.order.delivery_method.order_type == ("delivery" if "livraison" in text else "pickup")
+    assert [it.item_type for _, it in s.conv.order.items.active()] == ["pizza"]
+
+
+def test_french_pickup_as_the_first_words(pizza_menu):
+    s = Session(pizza_menu, "fr")
+    out = s.say("à emporter")
+    assert s.conv.order.delivery_method.order_type == "pickup" and out.state_after == "Ordering"
+    assert not s.conv.order.items.active()
