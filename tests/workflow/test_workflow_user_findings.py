@@ -1,0 +1,37 @@
+"""Workflows used as a user would, through the live server: each test is a bug a tester found."""
+
+from __future__ import annotations
+
+from tests.support.scripted_llm import HTTPError, Reply
+from tests.workflow._helpers import awaiting, poem_user, start_poem, steps, validate, wait_completed, wait_steps
+
+
+def _reasoning(user, pk):  # noqa: ANN001, ANN202
+    return user.ok("GET", "/user_task_execution/reasoning", params={"user_task_execution_pk": pk})["reasoning"]
+
+
+def test_each_llm_backed_step_leaves_a_reasoning_trace_entry(wf, llm):
+    user = poem_user(wf)
+    llm.script(Reply(json={"stanza_topics": ["tide", "dawn"]}))
+    created = start_poem(user)
+    pk = created["user_task_execution_pk"]
+    (divider,) = wait_steps(user, pk, awaiting(1))
+    llm.script(Reply("Stanza about the tide"), Reply("Stanza about dawn"))
+    validate(user, divider["user_workflow_step_execution_pk"])
+    wait_completed(user, pk)
+    entries = _reasoning(user, pk)
+    sources = [e["source"] for e in entries]
+    assert sources == ["WORKFLOW_STANZA_DIVIDER", "WORKFLOW_STANZA_WRITER", "WORKFLOW_STANZA_WRITER"]
+    assert all(e["kind"] == "DIRECT" for e in entries)
+    assert "stanza_divider" in entries[0]["text"] and "tide" in entries[0]["text"]
+    assert "Stanza about the tide" in entries[1]["text"] and "Stanza about dawn" in entries[2]["text"]
+
+
+def test_a_failed_llm_call_of_a_step_leaves_no_decision_in_the_trace(wf, llm):
+    user = poem_user(wf)
+    llm.script(HTTPError(400))
+    created = start_poem(user)
+    pk = created["user_task_execution_pk"]
+    wait_steps(user, pk, lambda rows: rows and rows[0]["status"] == "failed")
+    assert _reasoning(user, pk) == []
+    assert steps(user, pk)[0]["error"]
