@@ -35,3 +35,25 @@ def test_a_failed_llm_call_of_a_step_leaves_no_decision_in_the_trace(wf, llm):
     wait_steps(user, pk, lambda rows: rows and rows[0]["status"] == "failed")
     assert _reasoning(user, pk) == []
     assert steps(user, pk)[0]["error"]
+
+
+def test_internal_workflow_run_messages_are_never_listed(wf, llm):
+    """Validations, relaunches and restarts store internal ``workflow_run`` messages: GET /message hides them."""
+    user = poem_user(wf)
+    llm.script(Reply(json={"stanza_topics": ["tide"]}))
+    created = start_poem(user)
+    pk = created["user_task_execution_pk"]
+    (divider,) = wait_steps(user, pk, awaiting(1))
+    llm.script(HTTPError(400))
+    validate(user, divider["user_workflow_step_execution_pk"])
+    failed = wait_steps(user, pk, lambda rows: any(r["status"] == "failed" for r in rows))[-1]
+    llm.script(Reply("Stanza about the tide"))
+    user.ok("PUT", "/user_workflow_step_execution",
+            json={"user_workflow_step_execution_pk": failed["user_workflow_step_execution_pk"]})
+    wait_completed(user, pk)
+    llm.script(Reply("Another stanza"))
+    user.ok("POST", "/restart_user_workflow_execution", json={"user_task_execution_pk": pk, "from_rank": 2})
+    wf.wait_idle()
+    messages = user.ok("GET", "/message", params={"session_id": created["session_id"]})["messages"]
+    assert [m["event_name"] for m in messages if m["sender"] == "system"] == []
+    assert {m["event_name"] for m in messages} <= {"form_input", "draft_message"}
