@@ -57,3 +57,20 @@ def test_internal_workflow_run_messages_are_never_listed(wf, llm):
     messages = user.ok("GET", "/message", params={"session_id": created["session_id"]})["messages"]
     assert [m["event_name"] for m in messages if m["sender"] == "system"] == []
     assert {m["event_name"] for m in messages} <= {"form_input", "draft_message"}
+
+
+def test_restart_from_a_rank_whose_previous_step_is_not_validated_is_refused(wf, llm):
+    """It answered 200 "run_submitted" and nothing ran: rank 2 has nothing validated to start from."""
+    user = poem_user(wf)
+    llm.script(Reply(json={"stanza_topics": ["tide"]}))
+    created = start_poem(user)
+    pk = created["user_task_execution_pk"]
+    (divider,) = wait_steps(user, pk, awaiting(1))
+    response = user.call("POST", "/restart_user_workflow_execution",
+                         json={"user_task_execution_pk": pk, "from_rank": 2, "inputs": {"poem_topic": "rain"}})
+    assert response.status_code == 409, response.text
+    assert "rank 1" in response.json()["error"]
+    wf.wait_idle()
+    assert steps(user, pk) == [divider]  # nothing changed
+    assert user.ok("GET", "/user_task_execution", params={"user_task_execution_pk": pk})["json_inputs_values"] == {
+        "poem_topic": "the sea at night"}
