@@ -48,3 +48,14 @@ def test_french_pickup_as_the_first_words(pizza_menu):
     out = s.say("à emporter")
     assert s.conv.order.delivery_method.order_type == "pickup" and out.state_after == "Ordering"
     assert not s.conv.order.items.active()
+
+
+def test_stock_values_are_named_by_id_label_or_synonym_in_any_case(pizza_menu):
+    from mojodex_core.order_runtime.menus import StockError, check_stock_item
+
+    for name in ("PEPPERONI", "pepperoni", "Pepperoni"):
+        assert check_stock_item(pizza_menu, "pizza", "toppings", name) == "PEPPERONI"
+    assert check_stock_item(pizza_menu, "pizza", "toppings", "mozz") == "MOZZARELLA_CHEESE"
+    assert check_stock_item(pizza_menu, "pizza", None, None) is None
+    with pytest.raises(StockError):
+        check_stock_item(pizza_menu, "pizza", "toppings", "pepper oni")
