@@ -145,6 +145,8 @@ def _references(ctx: Ctx, text: str) -> tuple[list[int], bool]:
         if m.field is not None and not matched and any(
                 x.field is None or x.item_type != m.item_type for x in mentions(text, ctx.menu) if x is not m):
             continue  # a value qualifying another mention ("the large coke")
+        if not matched and m.field is not None and m.value is not None:
+            matched = _named_within(ctx, live, m.item_type, m.field, m.value)
         if not matched:
             unresolved = unresolved or m.field is None or ctx.menu.item_types[m.item_type].fields[m.field].names_item
             continue
@@ -152,6 +154,27 @@ def _references(ctx: Ctx, text: str) -> tuple[list[int], bool]:
         if pick is not None:
             refs.append(pick)
     return refs, unresolved
+
+
+def _named_within(ctx: Ctx, live: list[int], item_type: str, field: str, value: str) -> list[int]:
+    """The one live item whose value's name contains the said one's ("the coke" for the only diet coke); none
+    when several do (then "which one?")."""
+    fdef = ctx.menu.item_types[item_type].fields[field]
+    said = fdef.value(value)
+    if said is None:
+        return []
+    words = f" {normalise(said.display)} "
+    found = []
+    for i in live:
+        item = ctx.conv.order.items.items[i]
+        current = item.fields.get(field)
+        for entry in current if isinstance(current, list) else [current]:
+            vdef = fdef.value(entry.get("name") if isinstance(entry, dict) else entry) if entry else None
+            names = [vdef.display, *vdef.synonyms] if vdef is not None else []
+            if item.item_type == item_type and any(words in f" {normalise(n)} " for n in names):
+                found.append(i)
+                break
+    return found if len(found) == 1 else []
 
 
 def _uses(fields: dict[str, Any], field: str, value: str) -> bool:

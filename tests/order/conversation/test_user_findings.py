@@ -59,3 +59,26 @@ def test_stock_values_are_named_by_id_label_or_synonym_in_any_case(pizza_menu):
     assert check_stock_item(pizza_menu, "pizza", None, None) is None
     with pytest.raises(StockError):
         check_stock_item(pizza_menu, "pizza", "toppings", "pepper oni")
+
+
+
+def test_cancel_the_coke_removes_the_only_diet_coke(pizza_menu):
+    s = Session(pizza_menu)
+    s.say("a large pepperoni pizza and a diet coke")
+    out = s.say("cancel the coke")
+    assert out.response_key != "clarify-reference"
+    assert [it.item_type for _, it in s.conv.order.items.active()] == ["pizza"]
+
+
+def test_cancel_the_coke_asks_which_one_when_two_cokes_could_be_meant(pizza_menu):
+    s = Session(pizza_menu)
+    s.say("a large pepperoni pizza, a diet coke and a coke zero")
+    assert s.say("cancel the coke").response_key == "clarify-reference"
+    assert len(s.conv.order.items.active()) == 3
+
+
+def test_cancel_the_coke_with_only_a_sprite_removes_nothing(pizza_menu):
+    s = Session(pizza_menu)
+    s.say("a large pepperoni pizza and a sprite")
+    s.say("cancel the coke")
+    assert [it.item_type for _, it in s.conv.order.items.active()] == ["pizza", "drink"]
