@@ -15,7 +15,9 @@ from mojodex_core.workflow.context import T
 
 class ProviderStepLLM:
     def __init__(self, llm: LLMProvider, user_task_execution_pk: int, cancel: threading.Event, *,
-                 step_name: str = "step", trace: list[tuple[str, str]] | None = None) -> None:
+                 step_name: str = "step", trace: list[tuple[str, str]] | None = None,
+                 max_tokens: int | None = None) -> None:
+        self._max_tokens = max_tokens
         self._llm = llm
         self._pk = user_task_execution_pk
         self._cancel = cancel
@@ -28,14 +30,15 @@ class ProviderStepLLM:
         self.trace.append((label, f"{kind} {self._step}: {why}"))
 
     def chat(self, messages: list[dict[str, str]], *, label: str) -> str:
-        text = self._llm.chat(messages, label=label, user_task_execution_pk=self._pk, cancel=self._cancel).text
+        text = self._llm.chat(messages, label=label, user_task_execution_pk=self._pk, cancel=self._cancel,
+                              max_tokens=self._max_tokens).text
         reasoning, _ = extract_reasoning(text)
         self._record(label, reasoning, text)
         return text
 
     def structured(self, messages: list[dict[str, str]], model: type[T], *, label: str) -> T:
         result = self._llm.structured(messages, model, label=label, user_task_execution_pk=self._pk,
-                                      cancel=self._cancel)
+                                      cancel=self._cancel, max_tokens=self._max_tokens)
         reasoning = getattr(result, "reasoning", None)
         self._record(label, reasoning if isinstance(reasoning, str) else None, result.model_dump_json())
         return result

@@ -93,7 +93,9 @@ class WorkflowTurn:
         transcriber: Transcriber | None = None,
         review: Handler | None = None,
         result_chat: Handler | None = None,
+        max_tokens: int | None = None,
     ) -> None:
+        self._max_tokens = max_tokens  # every step's LLM call is bounded like turns are (the local model: 400)
         self._factory = session_factory
         self._events = events
         self._llm = llm
@@ -224,7 +226,8 @@ class WorkflowTurn:
         context = StepContext(
             user_task_execution_pk=execution_pk, step_name=action.step.name, step_definition=action.step.definition,
             task_definition=prepared.task_definition, username=prepared.username, language=prepared.language,
-            llm=(ProviderStepLLM(self._llm, execution_pk, cancel, step_name=action.step.name, trace=decisions)
+            llm=(ProviderStepLLM(self._llm, execution_pk, cancel, step_name=action.step.name, trace=decisions,
+                                 max_tokens=self._max_tokens)
                  if self._llm is not None else None),
             files=files, transcriber=self._transcriber, cancel=cancel,
         )

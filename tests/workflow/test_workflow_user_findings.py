@@ -74,3 +74,27 @@ def test_restart_from_a_rank_whose_previous_step_is_not_validated_is_refused(wf,
     assert steps(user, pk) == [divider]  # nothing changed
     assert user.ok("GET", "/user_task_execution", params={"user_task_execution_pk": pk})["json_inputs_values"] == {
         "poem_topic": "the sea at night"}
+
+
+def test_steps_and_the_review_are_bounded_by_the_configured_max_tokens(database_url, scripted_llm, llm):
+    """`make run`'s local model gets max_tokens=400 for every call: workflow steps asked without a bound, and
+    the tiny model generated for minutes before its timeout."""
+    import dataclasses
+
+    from tests.support.live import serving
+    from tests.workflow.conftest import load_workflows, workflow_settings
+
+    settings = workflow_settings(database_url, scripted_llm.base_url)
+    settings = dataclasses.replace(settings, extra={**settings.extra, "max_tokens": 123})
+    with serving(settings, configure=load_workflows) as live:
+        user = poem_user(live)
+        llm.script(Reply(json={"stanza_topics": ["tide"]}))
+        created = start_poem(user)
+        pk = created["user_task_execution_pk"]
+        (divider,) = wait_steps(user, pk, awaiting(1))
+        validate(user, divider["user_workflow_step_execution_pk"], validated=False)
+        llm.script(Reply(json={"reasoning": "r", "kind": "explanation", "message": "Because.", "instruction": None}))
+        user.ok("PUT", "/user_message", json={"session_id": created["session_id"], "user_task_execution_pk": pk,
+                                              "text": "why?", "message_id": "why-1"})
+        live.wait_idle()
+        assert [r.get("max_tokens") for r in llm.requests] == [123, 123]
