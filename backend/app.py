@@ -7,7 +7,7 @@ import threading
 import time
 from datetime import UTC, datetime
 
-from flask import Flask, redirect, request
+from flask import Flask, redirect, request, send_from_directory
 from flask_socketio import SocketIO
 from sqlalchemy import or_, select
 from sqlalchemy.exc import OperationalError
@@ -23,14 +23,30 @@ from mojodex_core.order_runtime import ORDER_EVENT
 from mojodex_core.workflow.runner import RUN_EVENT as WORKFLOW_RUN_EVENT
 
 log = logging.getLogger("mojodex.platform")
-WEBAPP_DIR = PROJECT_ROOT / "webapp"
 UPLOAD_PATHS = frozenset({"/user_task_execution_run", "/restart_user_workflow_execution"})
+WEBAPP_BUILD = PROJECT_ROOT / "webapp" / "dist"
+NOT_BUILT = """<!doctype html><html lang="en"><meta charset="utf-8"><title>Mojodex</title>
+<h1>Mojodex API is running</h1>
+<p>The web app is not built. It needs Node.js 20+ and npm: install them (Debian: <code>apt-get install nodejs
+npm</code>), then run <code>make webapp</code> (or <code>make run</code> again) and reload this page.</p>"""
+
+
+def webapp_index():  # noqa: ANN201
+    """The built web app (webapp/dist, made by `make webapp`), or how to get it."""
+    if not (WEBAPP_BUILD / "index.html").exists():
+        return NOT_BUILT, 200, {"Content-Type": "text/html; charset=utf-8"}
+    response = send_from_directory(WEBAPP_BUILD, "index.html", max_age=0)
+    response.headers["Cache-Control"] = "no-cache"
+    return response
 
 
 def create_app(platform: Platform) -> tuple[Flask, SocketIO]:
     # The web client is served by the backend too, so it talks to the API from the same origin.
-    app = Flask("mojodex", static_folder=str(WEBAPP_DIR), static_url_path="/webapp")
-    app.add_url_rule("/", "webapp_index", lambda: redirect("/webapp/index.html"))
+    # Its assets have content-hashed names: cached for long.
+    app = Flask("mojodex", static_folder=str(WEBAPP_BUILD / "assets"), static_url_path="/assets")
+    app.config["SEND_FILE_MAX_AGE_DEFAULT"] = 31536000
+    app.add_url_rule("/", "webapp_index", webapp_index)
+    app.add_url_rule("/webapp/", "webapp_legacy", lambda: redirect("/"))
     app.config["SECRET_KEY"] = platform.settings.secret_key
     app.config["JSON_SORT_KEYS"] = False
     app.config["MAX_CONTENT_LENGTH"] = 2 * 1024 * 1024
@@ -46,6 +62,16 @@ def create_app(platform: Platform) -> tuple[Flask, SocketIO]:
     register_app_errors(app)
     api = JsonErrorApi(app)
     register_routes(api)
+    socket_options: dict = {}
+    manager = None
+    if platform.settings.distributed:
+        # Several backend processes: rooms and emits go through Flask-SocketIO's Redis message
+        # queue (workers emit on it too); the manager skips live events a socket got in its replay.
+        from background.distributed.events import ReplayAwareRedisManager, socketio_channel
+
+        manager = ReplayAwareRedisManager(platform.settings.redis_url, socketio_channel(platform.settings.redis_url))
+        socket_options["client_manager"] = manager
+        platform.events.set_floors(manager)
     socketio = SocketIO(
         app,
         async_mode="threading",
@@ -54,12 +80,16 @@ def create_app(platform: Platform) -> tuple[Flask, SocketIO]:
         ping_timeout=20,
         logger=False,
         engineio_logger=False,
+        **socket_options,
     )
-    register_socket_events(socketio, platform)
+    register_socket_events(socketio, platform, manager)
     # Final events reach clients through the session's room, named after the session id.
     platform.events.set_transport(lambda session_id, name, payload: socketio.emit(name, payload, to=session_id))
-    resume_unfinished_turns(platform)
-    platform.resume_title_summaries()
+    if not platform.settings.distributed:
+        # Distributed: a backend (re)starting must not take over turns workers are running; the
+        # beat sweep re-runs turns whose worker died (background/distributed/sweep.py).
+        resume_unfinished_turns(platform)
+        platform.resume_title_summaries()
     platform.start_workflow_watch()
     return app, socketio
 

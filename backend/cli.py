@@ -148,19 +148,42 @@ def users() -> None:
 @click.option("--name", required=True)
 @click.option("--email", required=True)
 @click.option("--language", default="en", show_default=True)
-def users_create(name: str, email: str, language: str) -> None:
+@click.option("--password", default=None, envvar="MOJODEX_USER_PASSWORD",
+              help="Lets the user sign in to the web app with email and password (at least 8 characters).")
+def users_create(name: str, email: str, language: str, password: str | None) -> None:
     """Create a user; prints its API token once, alone on the last line."""
     from mojodex_core.db import transaction
+    from mojodex_core.passwords import set_password
     from mojodex_core.users import UserError, create_user, issue_token
 
     try:
         with transaction(_session_factory()) as session:
             user = create_user(session, name=name, email=email, language_code=language)
+            if password is not None:
+                set_password(user, password)
             token = issue_token(session, user)
     except UserError as exc:
         _fail(str(exc))
     click.echo(f"created user {user.email} ({user.user_id}); API token (shown once):")
     click.echo(token)
+
+
+@users.command("set-password")
+@click.option("--email", required=True)
+@click.option("--password", required=True, envvar="MOJODEX_USER_PASSWORD", prompt=True, hide_input=True,
+              help="At least 8 characters.")
+def users_set_password(email: str, password: str) -> None:
+    """Set (or change) the password a user signs in to the web app with."""
+    from mojodex_core.db import transaction
+    from mojodex_core.passwords import set_password
+    from mojodex_core.users import UserError, find_user
+
+    try:
+        with transaction(_session_factory()) as session:
+            set_password(find_user(session, email), password)
+    except UserError as exc:
+        _fail(str(exc))
+    click.echo(f"password set for {email}")
 
 
 @users.command("grant")
@@ -200,6 +223,7 @@ def users_demo(email: str) -> None:
                 user = find_user(session, email)
             except UserError:
                 user = create_user(session, name="Demo", email=email)
+            password = _demo_password(session, user, var_dir / "demo_password")
             token = token_file.read_text().strip() if token_file.exists() else ""
             holder = user_for_token(session, token) if token else None
             # The kept token is reused only if it is this user's: never hand out someone else's.
@@ -211,8 +235,25 @@ def users_demo(email: str) -> None:
             grant(session, user, None)
     except UserError as exc:
         _fail(str(exc))
-    click.echo(f"demo user {email}; API token:")
+    click.echo(f"demo user {email}; web app password: {password}; API token:")
     click.echo(token)
+
+
+def _demo_password(session, user, password_file: Path) -> str:  # noqa: ANN001
+    """The demo user's web app password: kept in var/demo_password, made once, set on the user."""
+    import secrets
+
+    from mojodex_core.passwords import check_password, set_password
+
+    password = password_file.read_text().strip() if password_file.exists() else ""
+    if len(password) < 8:
+        password = secrets.token_urlsafe(12)
+        password_file.parent.mkdir(parents=True, exist_ok=True)
+        password_file.write_text(password + "\n")
+        password_file.chmod(0o600)
+    if check_password(session, user.email, password) is None:
+        set_password(user, password)
+    return password
 
 
 # --- server

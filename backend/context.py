@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterator
 
 from flask import current_app
@@ -13,13 +13,13 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
-from background.jobs import JobRunner, ThreadJobRunner
+from background.jobs import JobHandler, JobRunner, ThreadJobRunner
 from background.runner import ThreadTurnRunner, TurnRunner
 from mojodex_core.config import Settings, webhook_secret
 from mojodex_core.db import make_engine, make_session_factory, transaction
 from mojodex_core.execution.dispatch import TurnDispatcher
 from mojodex_core.execution.events import SessionEventLog
-from mojodex_core.execution.jobs import TurnJob
+from mojodex_core.execution.jobs import SessionJob, SessionJobs, TurnJob
 from mojodex_core.execution.llm_calls import DbLLMCallRecorder
 from mojodex_core.execution.message_dispatch import MessageKindDispatcher
 from mojodex_core.execution.title_summary import (
@@ -61,6 +61,19 @@ class Platform:
     tickets: TicketDelivery | None = None
     # Background jobs (title and summary); None when there is no LLM or they are turned off.
     jobs: JobRunner | None = None
+    # What the runner calls for each job: turns by message kind and task type, session jobs by kind
+    # (register more with ``turn_handler.register``); workers call it directly in distributed mode.
+    turn_handler: SessionJobs | None = None
+    job_handlers: dict[type, JobHandler] = field(default_factory=dict)
+
+    def submit_session_job(self, session_id: str, kind: str, payload: dict | None = None) -> None:
+        """Runs ``kind``'s handler for the session in its turn order, in-process or on a worker.
+
+        Register the handler first on every process that runs jobs (backends and workers):
+        ``platform.turn_handler.register(kind, handler)``; ``payload`` must be JSON-able."""
+        if self.turn_handler is None or not self.turn_handler.handles(kind):
+            raise LookupError(f"no session job handler for kind {kind!r}")
+        self.runner.submit(SessionJob(session_id=session_id, kind=kind, payload=payload or {}))
     # Workflow steps: the heartbeat of running steps and the watch for lapsed ones (started by create_app).
     heartbeat: Heartbeat | None = None
 
@@ -158,9 +171,18 @@ def build_platform(
 ) -> Platform:
     """``local_model``: the embedded model server (a ServerGuard with ``status()``), if one runs;
     ``no_llm_reason``: why there is no LLM, added to the users' "No LLM configured" answer."""
-    engine = make_engine(settings.database_url)
+    engine = make_engine(settings.database_url, pool_size=settings.db_pool_size, max_overflow=settings.db_max_overflow)
     factory = make_session_factory(engine)
-    events = SessionEventLog(factory)
+    redis_client = None
+    if settings.distributed:
+        import redis
+
+        from background.distributed.events import RedisSessionEventLog
+
+        redis_client = redis.Redis.from_url(settings.redis_url, socket_timeout=10, socket_connect_timeout=5)
+        events = RedisSessionEventLog(factory, redis_client, token_ttl_s=settings.token_stream_ttl_s)
+    else:
+        events = SessionEventLog(factory)
     llm = build_llm(settings, factory, local_model, **(llm_overrides or {}))
     turn = InstructTurn(
         factory,
@@ -197,12 +219,24 @@ def build_platform(
     )
     # Text edits answer user messages too, on the same per-session runner as turns; every other
     # message goes to its task type's turn.
-    runner = ThreadTurnRunner(MessageKindDispatcher(factory, dispatcher, {TEXT_EDIT_EVENT: text_edit}))
+    handler = SessionJobs(MessageKindDispatcher(factory, dispatcher, {TEXT_EDIT_EVENT: text_edit}))
+    handlers = job_handlers(settings, factory, events, llm)
+    if settings.distributed:
+        from background.distributed.celery_app import make_celery
+        from background.distributed.runner import CeleryJobRunner, CeleryTurnRunner
+
+        celery = make_celery(settings)
+        runner: TurnRunner = CeleryTurnRunner(celery, redis_client, factory)
+        jobs: JobRunner | None = CeleryJobRunner(celery) if handlers else None
+        log.info("runner: celery (broker %s)", settings.redis_url.split("@")[-1])
+    else:
+        runner = ThreadTurnRunner(handler)
+        jobs = thread_jobs(settings, handlers)
     log.info("order live state: %s", store.name)
     return Platform(
         settings=settings, engine=engine, session_factory=factory, events=events, runner=runner, llm=llm,
         dispatcher=dispatcher, menus=menus, order_store=store, tickets=tickets, local_model=local_model,
-        jobs=build_jobs(settings, factory, events, llm), heartbeat=heartbeat,
+        jobs=jobs, turn_handler=handler, job_handlers=handlers, heartbeat=heartbeat,
     )
 
 
@@ -223,14 +257,28 @@ def build_workflow_turn(
     return workflow
 
 
-def build_jobs(
-    settings: Settings, factory: sessionmaker[DbSession], events: SessionEventLog, llm: LLMProvider | None
-) -> JobRunner | None:
-    """The title/summary job runner; none without an LLM or with ``extra["title_summary_jobs"]`` False."""
+def job_handlers(
+    settings: Settings, factory: sessionmaker[DbSession], events: object, llm: LLMProvider | None
+) -> dict[type, JobHandler]:
+    """The background jobs' handlers; none without an LLM or with ``extra["title_summary_jobs"]`` False."""
     if llm is None or not settings.extra.get("title_summary_jobs", True):
+        return {}
+    return {TitleSummaryJob: TitleSummaryWriter(factory, events, llm)}
+
+
+def build_jobs(
+    settings: Settings, factory: sessionmaker[DbSession], events: object, llm: LLMProvider | None
+) -> JobRunner | None:
+    """The in-process title/summary job runner; none without an LLM or with the jobs turned off."""
+    return thread_jobs(settings, job_handlers(settings, factory, events, llm))
+
+
+def thread_jobs(settings: Settings, handlers: dict[type, JobHandler]) -> JobRunner | None:
+    """The in-process job runner for ``handlers`` (None when there are none)."""
+    if not handlers:
         return None
     return ThreadJobRunner(
-        {TitleSummaryJob: TitleSummaryWriter(factory, events, llm)},
+        handlers,
         max_attempts=settings.extra.get("job_max_attempts", 3),
         backoff_base_s=settings.extra.get("job_backoff_s", 2.0),
     )

@@ -6,6 +6,8 @@ import logging
 
 from flask import jsonify
 from flask_restful import Api
+from redis.exceptions import ConnectionError as RedisConnectionError
+from sqlalchemy.exc import DBAPIError, OperationalError
 from werkzeug.exceptions import HTTPException
 
 log = logging.getLogger("mojodex.api")
@@ -35,6 +37,14 @@ def error_response(exc: BaseException):
         return exc.body(), exc.status
     if isinstance(exc, HTTPException):
         return {"error": exc.description or exc.name}, exc.code or 500
+    if isinstance(exc, OperationalError) or (isinstance(exc, DBAPIError) and exc.connection_invalidated):
+        # The database is unreachable or refuses connections: the request wrote nothing (its
+        # transaction rolled back); the client may retry.
+        log.error("database unavailable: %s", str(exc).splitlines()[0][:300])
+        return {"error": "the database is unavailable; please retry shortly"}, 503
+    if isinstance(exc, RedisConnectionError):
+        log.error("redis unavailable: %s", exc)
+        return {"error": "the message broker is unavailable; please retry shortly"}, 503
     log.exception("unhandled error: %s", exc)
     return {"error": "internal server error"}, 500
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 
-from mojodex_core.config import ConfigError, Settings, load_settings
+from mojodex_core.config import PROJECT_ROOT, ConfigError, Settings, load_settings
 
 
 def configure_logging(level: str) -> None:
@@ -74,4 +74,10 @@ def ready_banner(settings: Settings) -> str:
     token_file = settings.var_dir / "demo_token"
     if settings.embedded and token_file.exists():
         lines.append(f"Demo user's API token (sign in with it): {token_file.read_text().strip()}")
+    password_file = settings.var_dir / "demo_password"
+    if settings.embedded and password_file.exists():
+        lines.append(f"Web app sign-in: demo@mojodex.local / {password_file.read_text().strip()}")
+    if not (PROJECT_ROOT / "webapp" / "dist" / "index.html").exists():
+        lines.append("The web app is not built (it needs Node.js 20+ and npm): install them and run `make webapp`; "
+                     "the API is served meanwhile.")
     return "\n".join(lines)

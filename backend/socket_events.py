@@ -15,7 +15,8 @@ from mojodex_core.users import user_for_token
 log = logging.getLogger("mojodex.socket")
 
 
-def register_socket_events(socketio: SocketIO, platform: Platform) -> None:
+def register_socket_events(socketio: SocketIO, platform: Platform, manager: object | None = None) -> None:
+    """``manager``: the distributed message-queue manager, told when a socket goes away."""
     users_by_sid: dict[str, str] = {}
 
     @socketio.on("connect")
@@ -35,6 +36,8 @@ def register_socket_events(socketio: SocketIO, platform: Platform) -> None:
     @socketio.on("disconnect")
     def on_disconnect(*_args):  # noqa: ANN002, ANN202
         users_by_sid.pop(request.sid, None)
+        if manager is not None:
+            manager.forget(request.sid)
 
     @socketio.on("start_session")
     def on_start_session(data=None):  # noqa: ANN001, ANN202
@@ -58,6 +61,7 @@ def register_socket_events(socketio: SocketIO, platform: Platform) -> None:
             last_seq,
             join=lambda: join_room(session_id, sid=sid),
             send=lambda name, payload: emit(name, payload, to=sid),
+            sid=sid,
         )
         log.info("socket %s joined session %s after seq %d (%d replayed)", sid, session_id, last_seq, replayed)
         return {"session_id": session_id, "replayed": replayed}

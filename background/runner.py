@@ -12,18 +12,22 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Protocol
 
-from mojodex_core.execution.jobs import TurnJob
+from mojodex_core.execution.jobs import SessionJob, TurnJob
 
 log = logging.getLogger("mojodex.runner")
 
-__all__ = ["ThreadTurnRunner", "TurnJob", "TurnRunner"]
+__all__ = ["SessionJob", "ThreadTurnRunner", "TurnJob", "TurnRunner"]
 
 
-TurnHandler = Callable[[TurnJob, threading.Event], None]
+TurnHandler = Callable[[TurnJob | SessionJob, threading.Event], None]
 
 
 class TurnRunner(Protocol):
-    def submit(self, job: TurnJob) -> None: ...
+    """Runs a session's jobs one at a time, in the order submitted (per session).
+
+    ThreadTurnRunner here (embedded); CeleryTurnRunner in background/distributed/runner.py."""
+
+    def submit(self, job: TurnJob | SessionJob) -> None: ...
 
     def cancel(self, session_id: str) -> None: ...
 
@@ -37,11 +41,11 @@ class ThreadTurnRunner:
         self._handler = handler
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="turn")
         self._lock = threading.Lock()
-        self._queues: dict[str, deque[TurnJob]] = {}
-        self._running: dict[str, tuple[TurnJob, threading.Event]] = {}
+        self._queues: dict[str, deque[TurnJob | SessionJob]] = {}
+        self._running: dict[str, tuple[TurnJob | SessionJob, threading.Event]] = {}
         self._idle = threading.Condition(self._lock)
 
-    def submit(self, job: TurnJob) -> None:
+    def submit(self, job: TurnJob | SessionJob) -> None:
         with self._lock:
             queue = self._queues.setdefault(job.session_id, deque())
             if job in queue:
@@ -68,7 +72,7 @@ class ThreadTurnRunner:
             try:
                 self._handler(job, cancel)
             except Exception:  # the handler records its own failures; this is the last net
-                log.exception("turn crashed: session=%s message_pk=%s", job.session_id, job.message_pk)
+                log.exception("turn crashed: session=%s job=%s", job.session_id, job)
 
     def cancel(self, session_id: str) -> None:
         """Stops the session's running turn. Queued turns still run: each then sees why it

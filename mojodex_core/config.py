@@ -66,6 +66,18 @@ class Settings:
     tool_max_calls: int = 3
     # Default time a tool may run (a task's tool config may set its own timeout_s).
     tool_timeout_s: float = 10.0
+    # Where turns and jobs run: "thread" (in this process, the default) or "celery" (distributed
+    # workers; needs REDIS_URL). See docs/scale_out.md.
+    runner: str = "thread"
+    # Distributed mode: a session's lease lapses after this long without a heartbeat (the turn is
+    # then re-run elsewhere); the sweep looks for such turns this often; token streams expire.
+    turn_lease_s: float = 30.0
+    sweep_interval_s: float = 5.0
+    token_stream_ttl_s: int = 3600
+    # Connections each process may open to the database (pool, then overflow): several processes
+    # share the server's max_connections (Postgres: 100 by default).
+    db_pool_size: int = 20
+    db_max_overflow: int = 40
     # Workflows: an OpenAI-compatible /audio/transcriptions endpoint for recordings (none: transcripts only),
     # and the heartbeat of running steps (a step whose heartbeat is older than the lapse is re-run once).
     transcription_base_url: str | None = None
@@ -75,6 +87,10 @@ class Settings:
     workflow_heartbeat_lapse_s: float = 30.0
     # The largest request that may carry a file (a form start or a restart with a recording); others: 2 MB.
     upload_max_mb: int = 25
+
+    @property
+    def distributed(self) -> bool:
+        return self.runner == "celery"
 
     @property
     def is_sqlite(self) -> bool:
@@ -201,9 +217,13 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         max_retries=_int(env, "MOJODEX_LLM_MAX_RETRIES", 3, 0, 10),
     )
     tasks_dir = Path(env.get("MOJODEX_TASKS_CONFIG_DIR") or PROJECT_ROOT / "tasks_config")
+    runner = _choice(env, "MOJODEX_RUNNER", "thread", ("thread", "celery"))
+    redis_url = _url(env, "REDIS_URL", ("redis", "rediss", "unix"))
+    if runner == "celery" and not redis_url:
+        raise ConfigError("MOJODEX_RUNNER: celery needs REDIS_URL (the broker, message queue and token streams)")
     return Settings(
         database_url=database_url,
-        redis_url=_url(env, "REDIS_URL", ("redis", "rediss", "unix")),
+        redis_url=redis_url,
         llm=llm,
         admin_secret=_secret(env, "MOJODEX_ADMIN_SECRET", embedded, var_dir),
         secret_key=_secret(env, "MOJODEX_SECRET_KEY", embedded, var_dir),
@@ -223,6 +243,12 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         tool_mode=_choice(env, "MOJODEX_LLM_TOOL_MODE", "auto", ("auto", "tags", "functions")),
         tool_max_calls=_int(env, "MOJODEX_TOOL_MAX_CALLS", 3, 0, 20),
         tool_timeout_s=_float(env, "MOJODEX_TOOL_TIMEOUT_S", 10.0, 0.1, 600.0),
+        runner=runner,
+        turn_lease_s=_float(env, "MOJODEX_TURN_LEASE_S", 30.0, 1.0, 3600.0),
+        sweep_interval_s=_float(env, "MOJODEX_SWEEP_INTERVAL_S", 5.0, 0.2, 3600.0),
+        token_stream_ttl_s=_int(env, "MOJODEX_TOKEN_STREAM_TTL_S", 3600, 10, 7 * 24 * 3600),
+        db_pool_size=_int(env, "MOJODEX_DB_POOL_SIZE", 20, 1, 500),
+        db_max_overflow=_int(env, "MOJODEX_DB_MAX_OVERFLOW", 40, 0, 1000),
         transcription_base_url=_url(env, "MOJODEX_TRANSCRIPTION_BASE_URL", ("http", "https")),
         transcription_api_key=env.get("MOJODEX_TRANSCRIPTION_API_KEY") or None,
         transcription_model=env.get("MOJODEX_TRANSCRIPTION_MODEL") or "whisper-1",

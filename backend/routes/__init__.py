@@ -7,9 +7,11 @@ from flask_restful import Api
 from backend.routes.execution import (
     UserTaskExecutionResource,
     UserTaskExecutionRunResource,
+    UserTaskExecutionStopResource,
     UserTaskExecutionTitleResource,
 )
 from backend.routes.health import HealthResource
+from backend.routes.login import LoginResource, LogoutResource, UserResource
 from backend.routes.messages import MessageResource, UserMessageResource
 from backend.routes.orders import (
     MenuAvailabilityResource,
@@ -32,11 +34,15 @@ from backend.routes.workflow import (
 
 def register_routes(api: Api) -> None:
     api.add_resource(HealthResource, "/health")
+    api.add_resource(LoginResource, "/login")
+    api.add_resource(LogoutResource, "/logout")
+    api.add_resource(UserResource, "/user")
     api.add_resource(TaskAdminResource, "/task")
     api.add_resource(UserTaskResource, "/user_task")
     api.add_resource(UserTaskExecutionResource, "/user_task_execution")
     api.add_resource(UserTaskExecutionRunResource, "/user_task_execution_run")
     api.add_resource(UserTaskExecutionTitleResource, "/user_task_execution_title")
+    api.add_resource(UserTaskExecutionStopResource, "/user_task_execution_stop")
     api.add_resource(UserMessageResource, "/user_message")
     api.add_resource(MessageResource, "/message")
     api.add_resource(UserTaskExecutionProducedTextResource, "/user_task_execution_produced_text")

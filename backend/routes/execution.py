@@ -147,7 +147,13 @@ class UserTaskExecutionResource(Resource):
         with platform().db() as db:
             if request.args.get("user_task_execution_pk"):
                 execution = owned_execution(db, query_int("user_task_execution_pk"))
-                return execution_views(db, [execution])[0], 200
+                view = execution_views(db, [execution])[0]
+                # One execution: also what a client needs to reopen it (as PUT answers on creation).
+                task = execution_task(db, execution)
+                view["actions"] = predefined_actions(db, task, current_user_id(), g.user.language_code)
+                view["text_edit_actions"] = actions_for_text_type(db, task.output_text_type_fk, g.user.language_code)
+                view["type"] = task.type
+                return view, 200
             offset = query_int("offset", 0, minimum=0)
             limit = query_int("limit", 20, minimum=1, maximum=100)
             base = (
@@ -280,3 +286,18 @@ class UserTaskExecutionTitleResource(Resource):
             execution = owned_execution(db, pk)
             execution.title = title
             return {"user_task_execution_pk": pk, "title": title}, 200
+
+
+class UserTaskExecutionStopResource(Resource):
+    """The web app's stop button: the running turn is cancelled; its message fails with a
+    retryable `error` event (sending the same message_id again retries it)."""
+
+    method_decorators = [user_required]
+
+    def post(self):  # noqa: ANN201
+        pk = field(json_body(), "user_task_execution_pk", int)
+        with platform().db() as db:
+            session_id = owned_execution(db, pk).session_id
+        platform().runner.cancel(session_id)
+        log.info("execution %s: running turn stopped by the user", pk)
+        return {"user_task_execution_pk": pk, "stopped": True}, 200

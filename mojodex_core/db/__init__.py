@@ -11,7 +11,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 
-def make_engine(database_url: str) -> Engine:
+def make_engine(database_url: str, *, pool_size: int = 20, max_overflow: int = 40) -> Engine:
     if database_url.startswith("sqlite"):
         path = database_url.split("///", 1)[1] if "///" in database_url else ""
         if path and path != ":memory:":
@@ -19,8 +19,8 @@ def make_engine(database_url: str) -> Engine:
         engine = create_engine(
             database_url,
             connect_args={"check_same_thread": False, "timeout": 30},
-            pool_size=20,
-            max_overflow=40,
+            pool_size=pool_size,
+            max_overflow=max_overflow,
         )
 
         @event.listens_for(engine, "connect")
@@ -36,7 +36,8 @@ def make_engine(database_url: str) -> Engine:
         return engine
     # A bounded connect: a database host that drops packets must not hang /health for minutes.
     return create_engine(
-        database_url, pool_size=20, max_overflow=40, pool_pre_ping=True, connect_args={"connect_timeout": 5}
+        database_url, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True,
+        connect_args={"connect_timeout": 5},
     )
 
 

@@ -75,6 +75,8 @@ class User(Base):
     email: Mapped[str] = mapped_column(String(255), unique=True)
     language_code: Mapped[str] = mapped_column(String(8), default="en")
     timezone_offset_minutes: Mapped[int] = mapped_column(Integer, default=0)
+    # argon2id hash (argon2-cffi); None: this user signs in with an API token only.
+    password_hash: Mapped[str | None] = mapped_column(String(255), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
@@ -519,6 +521,23 @@ class OrderTicket(Base):
     delivered_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
+
+class SessionRunner(Base):
+    """Who runs a session's turns in distributed mode: a lease with a fencing token.
+
+    A worker claims a session by bumping ``fence`` (an atomic conditional UPDATE); it renews
+    ``heartbeat_at`` while it runs turns. A completion whose fence is no longer current is
+    dropped, so a worker that lost its lease can never store an answer twice.
+    """
+
+    __tablename__ = "session_runner"
+
+    session_id: Mapped[str] = mapped_column(
+        ForeignKey("md_session.session_id", ondelete="CASCADE"), primary_key=True
+    )
+    owner: Mapped[str | None] = mapped_column(String(128))
+    fence: Mapped[int] = mapped_column(Integer, default=0)
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), index=True)
 
 
 # --- workflow tasks --------------------------------------------------------------------------

@@ -66,6 +66,36 @@ class _SessionStream:
         self.touched = time.monotonic()
 
 
+def resume_seq(factory: sessionmaker[DbSession], session_id: str) -> int:
+    """Where a session's seqs continue when this process first sees it.
+
+    Token events are not stored. If the last stored event opened a turn, that turn may
+    have streamed tokens before the process died, with seqs above the stored maximum
+    that a client may have seen: jump past them so every new event is new to it.
+    """
+    with factory() as db:
+        last = db.execute(
+            select(SessionEvent.seq, SessionEvent.event_name)
+            .where(SessionEvent.session_id == session_id)
+            .order_by(SessionEvent.seq.desc())
+            .limit(1)
+        ).first()
+        unanswered = db.scalar(
+            select(Message.message_pk)
+            .where(
+                Message.session_id == session_id,
+                Message.sender == "user",
+                Message.status.in_(("pending", "processing")),
+            )
+            .limit(1)
+        )
+    if last is None:
+        return 0
+    if last.event_name in TURN_OPENING_EVENTS or unanswered is not None:
+        return last.seq + TOKEN_SEQ_HEADROOM
+    return last.seq
+
+
 class SessionEventLog:
     def __init__(
         self,
@@ -95,33 +125,7 @@ class SessionEventLog:
             return stream
 
     def _resume_seq(self, session_id: str) -> int:
-        """Where a session's seqs continue when this process first sees it.
-
-        Token events are not stored. If the last stored event opened a turn, that turn may
-        have streamed tokens before the process died, with seqs above the stored maximum
-        that a client may have seen: jump past them so every new event is new to it.
-        """
-        with self._factory() as db:
-            last = db.execute(
-                select(SessionEvent.seq, SessionEvent.event_name)
-                .where(SessionEvent.session_id == session_id)
-                .order_by(SessionEvent.seq.desc())
-                .limit(1)
-            ).first()
-            unanswered = db.scalar(
-                select(Message.message_pk)
-                .where(
-                    Message.session_id == session_id,
-                    Message.sender == "user",
-                    Message.status.in_(("pending", "processing")),
-                )
-                .limit(1)
-            )
-        if last is None:
-            return 0
-        if last.event_name in TURN_OPENING_EVENTS or unanswered is not None:
-            return last.seq + TOKEN_SEQ_HEADROOM
-        return last.seq
+        return resume_seq(self._factory, session_id)
 
     def _forget_idle(self) -> None:
         now = time.monotonic()
@@ -200,8 +204,11 @@ class SessionEventLog:
         last_seq: int,
         join: Callable[[], None],
         send: Callable[[str, dict[str, Any]], None],
+        sid: str | None = None,
     ) -> int:
-        """Joins the live stream and sends what came after last_seq, with no gap or duplicate."""
+        """Joins the live stream and sends what came after last_seq, with no gap or duplicate.
+
+        ``sid`` (the socket) matters only to the distributed log; here one lock orders everything."""
         stream = self._stream(session_id)
         with stream.lock:
             join()

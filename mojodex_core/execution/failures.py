@@ -14,6 +14,7 @@ from sqlalchemy.orm import sessionmaker
 from mojodex_core.db import transaction
 from mojodex_core.db.models import Message
 from mojodex_core.execution.events import EventPublisher
+from mojodex_core.execution.session_claims import Superseded, check_fence
 from mojodex_core.llm import LLMCancelled, LLMError, LLMNotConfigured
 
 log = logging.getLogger("mojodex.turn")
@@ -31,6 +32,7 @@ def record_failure(
     retryable: bool = True,
 ) -> None:
     with events.publishing(session_id) as publication, transaction(factory) as db:
+        check_fence(db, session_id)  # a worker that lost its lease leaves the message to the new one
         user_message = db.get(Message, message_pk)
         error = Message(
             session_id=session_id,
@@ -67,9 +69,13 @@ def mark_failed(factory: sessionmaker[DbSession], message_pk: int, reason: str) 
     try:
         with transaction(factory) as db:
             message = db.get(Message, message_pk)
+            if message is not None:
+                check_fence(db, message.session_id)
             if message is not None and message.status in ("pending", "processing"):
                 message.status = "failed"
                 message.error = reason
+    except Superseded as exc:
+        log.warning("not marking message_pk=%s failed: %s", message_pk, exc)
     except Exception:
         log.exception("could not mark message_pk=%s as failed", message_pk)
 
@@ -77,6 +83,8 @@ def mark_failed(factory: sessionmaker[DbSession], message_pk: int, reason: str) 
 def fail_or_mark(factory: sessionmaker[DbSession], events: EventPublisher, **kwargs: object) -> None:
     try:
         record_failure(factory, events, **kwargs)  # type: ignore[arg-type]
+    except Superseded as exc:
+        log.warning("turn failure of message_pk=%s not recorded: %s", kwargs.get("message_pk"), exc)
     except Exception:  # storing the error failed too: at least never leave the message "processing"
         log.exception("could not record the failure of message_pk=%s", kwargs.get("message_pk"))
         mark_failed(factory, kwargs["message_pk"], str(kwargs["reason"]))  # type: ignore[arg-type]

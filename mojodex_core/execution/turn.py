@@ -41,6 +41,7 @@ from mojodex_core.execution.prompt import (
     render,
     window_conversation,
 )
+from mojodex_core.execution.session_claims import Superseded, check_fence
 from mojodex_core.execution.tool_loop import (
     ReplyGenerator,
     ToolSettings,
@@ -171,6 +172,8 @@ class InstructTurn:
                 job.session_id, job.message_pk, "approval" if outcome.approval else outcome.reply.kind,
                 (time.monotonic() - started) * 1000,
             )
+        except Superseded as exc:  # another worker took the session over: it answers, not this one
+            log.warning("turn dropped session=%s message_pk=%s: %s", job.session_id, job.message_pk, exc)
         except Exception as exc:  # every failure ends the turn the same visible way
             if timed_out.is_set():
                 reason = f"The assistant took too long to answer (over {self._turn_timeout_s:.0f} s). Please retry."
@@ -308,7 +311,11 @@ class InstructTurn:
     def _complete(self, context: TurnContext, outcome: TurnOutcome) -> None:
         reply = outcome.reply
         with self._events.publishing(context.session_id) as publication, transaction(self._factory) as db:
+            check_fence(db, context.session_id)
             user_message = db.get(Message, context.message_pk)
+            if user_message is None or user_message.status != "processing":
+                # Answered (or reset for a retry) by another run: idempotent completion stores nothing.
+                raise Superseded(f"message {context.message_pk} is {getattr(user_message, 'status', 'gone')}")
             # Write first, then read the status under a row lock: on SQLite the write takes the
             # database lock, on Postgres FOR UPDATE waits for a concurrent DELETE to commit, so
             # a deletion can no longer slip in between this check and the draft's "completed".

@@ -33,6 +33,7 @@ from mojodex_core.execution.events import EventPublisher, Publication
 from mojodex_core.execution.failures import fail_or_mark, failure_reason, mark_failed
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.execution.reasoning import append_trace
+from mojodex_core.execution.session_claims import check_fence
 from mojodex_core.llm import LLMCancelled
 from mojodex_core.order.conversation import (
     Conversation,
@@ -311,6 +312,7 @@ class OrderTurn:
         self, db: DbSession, publication: Publication, context: OrderTurnContext, outcome: TurnOutcome, started: float
     ) -> int | None:
         """Writes the turn in the caller's transaction; the ticket's pk when one was made."""
+        check_fence(db, context.session_id)  # distributed: a worker that lost its lease stores nothing
         persist_started = time.perf_counter()
         conversation = outcome.conversation
         ticket_pk = None

@@ -32,6 +32,7 @@ from mojodex_core.execution.failures import failure_reason
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.execution.produced_text import append_version, version_payload
 from mojodex_core.execution.prompt import PromptError
+from mojodex_core.execution.session_claims import check_fence
 from mojodex_core.llm import LLMNotConfigured, LLMProvider
 from mojodex_core.tags import ParsedReply, TagStreamParser
 from mojodex_core.text_edit.prompt import edit_messages
@@ -191,6 +192,7 @@ class TextEditTurn:
             raise EditFailed("The assistant returned no text for this edit. Please retry.")
         title = (reply.title or "").strip() or context.title
         with self._events.publishing(context.session_id) as publication, transaction(self._factory) as db:
+            check_fence(db, context.session_id)  # distributed: a worker that lost its lease stores nothing
             user_message = db.get(Message, context.message_pk)
             user_message.status = "answered"
             db.flush()

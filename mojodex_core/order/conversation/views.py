@@ -35,6 +35,7 @@ def order_view(conversation: Conversation, menu: Menu) -> dict:
         items.append({
             "index": idx, "item_type": it.item_type, "status": it.status, "quantity": it.quantity,
             "fields": dict(it.fields), "summary": it.summary or it.label, "line_total": it.line_total,
+            "missing": it.get_missing_fields(),
         })
     dm = tree.delivery_method
     return {
@@ -48,6 +49,8 @@ def order_view(conversation: Conversation, menu: Menu) -> dict:
         "total": tree.total(),
         "currency": tree.currency or menu.currency,
         "missing": tree.get_missing_fields(),
+        # Each part of the progress tree with its status (pending, in_progress, complete, skipped).
+        "statuses": {name: task.status for name, task in tree._children()},
     }
 
 

@@ -1,0 +1,81 @@
+"""Sign-in for people: POST /login (email + password -> a fresh API token), POST /logout
+(revokes the calling token), GET /user (who the token belongs to)."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+
+from flask import current_app, g, request
+from flask_restful import Resource
+from sqlalchemy import select
+
+from backend.auth import token_from_header, user_required
+from backend.context import platform
+from backend.errors import ApiError
+from backend.routes._input import field, json_body
+from mojodex_core.db.models import ApiToken
+from mojodex_core.passwords import FailedLoginLimiter, check_password
+from mojodex_core.users import hash_token, issue_token
+
+log = logging.getLogger("mojodex.login")
+
+
+def login_limiter() -> FailedLoginLimiter:
+    limiter = current_app.extensions.get("mojodex_login_limiter")
+    if limiter is None:
+        extra = platform().settings.extra
+        limiter = FailedLoginLimiter(
+            per_email=str(extra.get("login_failures_per_email", "5/minute")),
+            per_address=str(extra.get("login_failures_per_address", "30/minute")),
+        )
+        current_app.extensions["mojodex_login_limiter"] = limiter
+    return limiter
+
+
+def _profile(user) -> dict:  # noqa: ANN001
+    return {"user_id": user.user_id, "name": user.name, "email": user.email, "language_code": user.language_code}
+
+
+class LoginResource(Resource):
+    def post(self):  # noqa: ANN201
+        body = json_body()
+        email = field(body, "email", str).strip().lower()
+        password = field(body, "password", str)
+        address = request.remote_addr or "?"
+        limiter = login_limiter()
+        if limiter.blocked(email, address):
+            wait = limiter.retry_after_s(email, address)
+            log.warning("login refused (too many failures) for %s from %s", email, address)
+            raise ApiError(429, f"too many failed sign-ins: try again in {wait} s", retry_after_s=wait)
+        with platform().db() as db:
+            user = check_password(db, email, password)
+            if user is None:
+                limiter.failed(email, address)
+                log.info("login failed for %s from %s", email, address)
+                raise ApiError(401, "wrong email or password")
+            token = issue_token(db, user, label="login")
+            profile = _profile(user)
+        log.info("login %s from %s", email, address)
+        return {"token": token, "user": profile}, 200
+
+
+class LogoutResource(Resource):
+    method_decorators = [user_required]
+
+    def post(self):  # noqa: ANN201
+        token = token_from_header(request.headers.get("Authorization"))
+        with platform().db() as db:
+            row = db.scalar(select(ApiToken).where(ApiToken.token_hash == hash_token(token)))
+            # Only a sign-in's own token is revoked: an API client's long-lived token is kept.
+            revoked = row is not None and row.label == "login"
+            if revoked:
+                row.revoked_at = datetime.now(UTC)
+        return {"revoked": revoked}, 200
+
+
+class UserResource(Resource):
+    method_decorators = [user_required]
+
+    def get(self):  # noqa: ANN201
+        return _profile(g.user), 200

@@ -1,0 +1,197 @@
+"""A worker drains one session: claim its lease, answer its pending messages in order, release.
+
+Run by the Celery task ``mojodex.drain_session`` (background/distributed/worker.py). Kept free of
+Celery so it can be tested against a database alone.
+
+- Order: messages are answered oldest first (message_pk), one at a time, under the session's
+  lease; two workers never run one session because the claim is one conditional UPDATE.
+- A drain task that finds the session held returns: the holder answers the new message too,
+  because after releasing it checks for messages that arrived meanwhile and claims again.
+- Heartbeat: a thread renews the lease every third of it and watches the session's cancel flag;
+  a renewal refused (the lease was taken over after a stall) cancels the turn, whose completion
+  is then refused by the fence check (session_claims.check_fence).
+- Shutdown: between turns, ``stopping()`` ends the drain; the caller hands the rest back.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Callable
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session as DbSession
+from sqlalchemy.orm import sessionmaker
+
+from background.distributed.sweep import requeue_orphans
+from mojodex_core.db import transaction
+from mojodex_core.db.models import Message
+from mojodex_core.execution.events import EventPublisher
+from mojodex_core.execution.failures import mark_failed
+from mojodex_core.execution.jobs import SessionJob, TurnJob
+from mojodex_core.execution.session_claims import (
+    Claim,
+    check_fence,
+    claim_session,
+    holding,
+    next_pending,
+    release,
+    renew,
+)
+
+log = logging.getLogger("mojodex.drain")
+
+Handler = Callable[[TurnJob | SessionJob, threading.Event], None]
+# When the session's cancel flag was last raised (epoch seconds), or None.
+CancelFlag = Callable[[str], float | None]
+
+DONE, BUSY, MORE = "done", "busy", "more"
+
+
+class _Heartbeat(threading.Thread):
+    def __init__(self, drainer: Drainer, claim: Claim) -> None:
+        super().__init__(name=f"heartbeat-{claim.session_id[:8]}", daemon=True)
+        self._drainer = drainer
+        self._claim = claim
+        self._stop_event = threading.Event()
+        self._lock = threading.Lock()
+        self._cancel: threading.Event | None = None
+        self._job_started = 0.0
+        self.lost = False
+
+    def current(self, cancel: threading.Event | None) -> None:
+        with self._lock:
+            self._cancel = cancel
+            self._job_started = time.time()
+
+    def run(self) -> None:
+        interval = max(self._drainer.lease_s / 3.0, 0.2)
+        next_renewal = time.monotonic() + interval
+        while not self._stop_event.wait(min(0.5, interval)):
+            if time.monotonic() >= next_renewal:
+                next_renewal = time.monotonic() + interval
+                try:
+                    if not renew(self._drainer.factory, self._claim):
+                        log.warning("session %s: lease taken over (fence %d); stopping its turn",
+                                    self._claim.session_id, self._claim.fence)
+                        self.lost = True
+                        self._cancel_current()
+                        return
+                except Exception as exc:  # the database blinked: try again; the lease may lapse
+                    log.warning("session %s: heartbeat failed (%s)", self._claim.session_id, type(exc).__name__)
+            flag = self._drainer.cancel_flag
+            if flag is not None:
+                try:
+                    raised = flag(self._claim.session_id)
+                except Exception:
+                    raised = None
+                with self._lock:
+                    if raised is not None and raised >= self._job_started and self._cancel is not None:
+                        self._cancel.set()
+
+    def _cancel_current(self) -> None:
+        with self._lock:
+            if self._cancel is not None:
+                self._cancel.set()
+
+    def stop(self) -> None:
+        self._stop_event.set()
+
+
+class Drainer:
+    def __init__(
+        self,
+        factory: sessionmaker[DbSession],
+        handler: Handler,
+        *,
+        owner: str,
+        lease_s: float,
+        cancel_flag: CancelFlag | None = None,
+        events: EventPublisher | None = None,
+    ) -> None:
+        self.events = events
+        self.factory = factory
+        self.handler = handler
+        self.owner = owner
+        self.lease_s = lease_s
+        self.cancel_flag = cancel_flag
+
+    def has_pending(self, session_id: str) -> bool:
+        with self.factory() as db:
+            return next_pending(db, session_id) is not None
+
+    def drain(
+        self, session_id: str, jobs: list[TurnJob | SessionJob] | None = None, stopping: Callable[[], bool] = bool
+    ) -> str:
+        """DONE: nothing left; BUSY: another worker holds the session (``jobs`` not run);
+        MORE: stopped by ``stopping`` with messages left (hand them back)."""
+        jobs = list(jobs or [])
+        while True:
+            claim = claim_session(self.factory, session_id, self.owner, self.lease_s)
+            if claim is None:
+                return BUSY
+            try:
+                self._run_claimed(claim, jobs, stopping)
+                jobs = []
+            finally:
+                try:
+                    release(self.factory, claim)
+                except Exception:  # the lease lapses by itself; the sweep then re-runs what is left
+                    log.exception("session %s: releasing the lease failed", session_id)
+            if not self.has_pending(session_id):
+                return DONE
+            if stopping():
+                return MORE
+            # A message accepted after our last look and before the release: its own drain task
+            # may have found the session held, so answer it now.
+
+    def _run_claimed(self, claim: Claim, jobs: list[TurnJob | SessionJob], stopping: Callable[[], bool]) -> None:
+        if self.events is not None:
+            self._requeue_orphans(claim)
+        heartbeat = _Heartbeat(self, claim)
+        heartbeat.start()
+        attempted: set[int] = set()
+        try:
+            with holding(claim):
+                for job in jobs:
+                    self._run(job, heartbeat)
+                while not stopping() and not heartbeat.lost:
+                    with self.factory() as db:
+                        message_pk = next_pending(db, claim.session_id)
+                    if message_pk is None:
+                        return
+                    if message_pk in attempted:  # its handler left it pending: never spin on it
+                        log.error("session %s: message_pk=%s still pending after its turn; failing it",
+                                  claim.session_id, message_pk)
+                        mark_failed(self.factory, message_pk, "The assistant failed to answer. Please retry.")
+                        continue
+                    attempted.add(message_pk)
+                    self._run(TurnJob(session_id=claim.session_id, message_pk=message_pk), heartbeat)
+        finally:
+            heartbeat.stop()
+
+    def _requeue_orphans(self, claim: Claim) -> None:
+        """A message still ``processing`` when we take the session was left by a holder that
+        failed to finish it (its database went away mid-turn): it is answered again."""
+        with self.factory() as db:
+            orphaned = db.scalar(select(Message.message_pk).where(
+                Message.session_id == claim.session_id, Message.status == "processing").limit(1))
+        if orphaned is None:
+            return
+        with holding(claim), self.events.publishing(claim.session_id) as publication, transaction(self.factory) as db:
+            check_fence(db, claim.session_id)
+            retried = requeue_orphans(db, publication, claim.session_id)
+        log.warning("session %s: re-running message(s) %s left processing", claim.session_id, retried)
+
+    def _run(self, job: TurnJob | SessionJob, heartbeat: _Heartbeat) -> None:
+        cancel = threading.Event()
+        heartbeat.current(cancel)
+        started = time.monotonic()
+        try:
+            self.handler(job, cancel)
+        except Exception:  # handlers record their own failures; this is the last net
+            log.exception("job crashed: %s", job)
+        finally:
+            heartbeat.current(None)
+        log.debug("ran %s in %.0f ms", job, (time.monotonic() - started) * 1000)

@@ -1,0 +1,260 @@
+"""The session event stream across processes: Redis seqs, Redis Streams for tokens, DB for finals.
+
+Same interface as the in-process ``SessionEventLog`` (publishing, publish, events_after,
+join_and_replay, session_lock), so turns and routes run unchanged on backends and workers.
+
+- Seqs come from one Redis counter per session (INCR), seeded from the database the first time
+  (``resume_seq``: past the last stored event, with headroom when a turn was streaming).
+- Final events are written to session_event in the caller's transaction, as in-process.
+- Token events go to a per-session Redis Stream, entry id ``<seq>-1``, expiring after
+  ``token_ttl_s`` of silence; any backend replays them, whichever process streamed them.
+- Every publisher of a session holds a Redis lock from seq allocation to the Socket.IO publish,
+  so a session's events reach the message queue in seq order.
+- Exactly once on reconnect: a backend joining a socket to a session first *holds* that socket's
+  live events of the session (the message-queue listener skips them), joins the room, then under
+  the session lock reads the stored and streamed events after last_seq, sets the socket's floor
+  to the last seq read and sends them. Live events at or under the floor were in the replay and
+  are skipped; anything above it was published after the read, and is delivered live.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+from urllib.parse import urlparse
+
+import redis
+import socketio
+from sqlalchemy import select
+from sqlalchemy.orm import Session as DbSession
+from sqlalchemy.orm import sessionmaker
+
+from mojodex_core.db import transaction
+from mojodex_core.db.models import SessionEvent
+from mojodex_core.execution.events import Publication, Transport, resume_seq
+
+log = logging.getLogger("mojodex.events")
+
+KEY_PREFIX = "mojodex"
+SEQ_KEY_TTL_S = 7 * 24 * 3600
+LOCK_TIMEOUT_S = 30.0
+
+# INCR the session's seq (unless it was never seeded: -1), add the token to its stream, expire it.
+_TOKEN_SCRIPT = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+local seq = redis.call('INCR', KEYS[1])
+redis.call('EXPIRE', KEYS[1], ARGV[4])
+redis.call('XADD', KEYS[2], seq .. '-1', 'e', ARGV[1], 'p', ARGV[2])
+redis.call('EXPIRE', KEYS[2], ARGV[3])
+return seq
+"""
+
+
+def socketio_channel(redis_url: str) -> str:
+    """The Socket.IO message-queue channel: Redis pub/sub ignores database numbers, so the
+    channel names the database, keeping deployments that share one Redis apart."""
+    db = urlparse(redis_url).path.strip("/") or "0"
+    return f"{KEY_PREFIX}-socketio-{db}"
+
+
+class _Publication(Publication):
+    def __init__(self, log_: RedisSessionEventLog, session_id: str) -> None:
+        super().__init__(session_id, 0)
+        self._log = log_
+
+    def add(self, db: DbSession, event_name: str, payload: dict[str, Any]) -> int:
+        self.last_seq = self._log._next_seq(self.session_id)
+        payload = {**payload, "seq": self.last_seq}
+        db.add(SessionEvent(session_id=self.session_id, seq=self.last_seq, event_name=event_name, payload=payload))
+        self.events.append((event_name, payload))
+        return self.last_seq
+
+
+class RedisSessionEventLog:
+    def __init__(
+        self,
+        session_factory: sessionmaker[DbSession],
+        redis_client: redis.Redis,
+        transport: Transport | None = None,
+        *,
+        token_ttl_s: int = 3600,
+        floors: ReplayAwareRedisManager | None = None,
+    ) -> None:
+        self._factory = session_factory
+        self._redis = redis_client
+        self._transport = transport
+        self._token_ttl_s = token_ttl_s
+        self._floors = floors
+        self._held = threading.local()  # session_id -> [lock, depth] held by this thread
+        self._token_script = redis_client.register_script(_TOKEN_SCRIPT)
+
+    def set_transport(self, transport: Transport | None) -> None:
+        self._transport = transport
+
+    def set_floors(self, floors: ReplayAwareRedisManager | None) -> None:
+        self._floors = floors
+
+    @staticmethod
+    def _seq_key(session_id: str) -> str:
+        return f"{KEY_PREFIX}:seq:{session_id}"
+
+    @staticmethod
+    def _stream_key(session_id: str) -> str:
+        return f"{KEY_PREFIX}:tokens:{session_id}"
+
+    @contextmanager
+    def session_lock(self, session_id: str) -> Iterator[None]:
+        """Serialises the caller with every publisher of this session, in any process (re-entrant
+        within a thread)."""
+        held: dict[str, list] = self._held.__dict__.setdefault("locks", {})
+        entry = held.get(session_id)
+        if entry is not None:
+            entry[1] += 1
+            try:
+                yield
+            finally:
+                entry[1] -= 1
+            return
+        lock = self._redis.lock(
+            f"{KEY_PREFIX}:evlock:{session_id}", timeout=LOCK_TIMEOUT_S, blocking_timeout=LOCK_TIMEOUT_S,
+            thread_local=False,
+        )
+        if not lock.acquire():
+            raise TimeoutError(f"session {session_id}: event lock not acquired in {LOCK_TIMEOUT_S:.0f} s")
+        held[session_id] = [lock, 1]
+        try:
+            yield
+        finally:
+            del held[session_id]
+            try:
+                lock.release()
+            except redis.exceptions.LockError:
+                log.warning("session %s: event lock expired while held", session_id)
+
+    def _seed(self, session_id: str) -> None:
+        if not self._redis.exists(self._seq_key(session_id)):
+            self._redis.set(self._seq_key(session_id), resume_seq(self._factory, session_id), nx=True,
+                            ex=SEQ_KEY_TTL_S)
+
+    def _next_seq(self, session_id: str) -> int:
+        # Seeded by publishing() before the caller's transaction: seeding here would need a second
+        # database connection while the caller holds one (a pool deadlock under load).
+        pipe = self._redis.pipeline()
+        pipe.incr(self._seq_key(session_id))
+        pipe.expire(self._seq_key(session_id), SEQ_KEY_TTL_S)
+        return int(pipe.execute()[0])
+
+    @contextmanager
+    def publishing(self, session_id: str) -> Iterator[Publication]:
+        with self.session_lock(session_id):
+            self._seed(session_id)
+            publication = _Publication(self, session_id)
+            yield publication
+            for name, payload in publication.events:
+                self._send(session_id, name, payload)
+
+    def publish(self, session_id: str, event_name: str, payload: dict[str, Any], *, durable: bool = True) -> int:
+        if durable:
+            with self.publishing(session_id) as publication, transaction(self._factory) as db:
+                return publication.add(db, event_name, payload)
+        with self.session_lock(session_id):
+            body = json.dumps(payload)
+            keys = [self._seq_key(session_id), self._stream_key(session_id)]
+            args = [event_name, body, self._token_ttl_s, SEQ_KEY_TTL_S]
+            seq = int(self._token_script(keys=keys, args=args))
+            if seq < 0:
+                self._seed(session_id)
+                seq = int(self._token_script(keys=keys, args=args))
+            self._send(session_id, event_name, {**payload, "seq": seq})
+            return seq
+
+    def _send(self, session_id: str, event_name: str, payload: dict[str, Any]) -> None:
+        if self._transport is None:
+            return
+        try:
+            self._transport(session_id, event_name, payload)
+        except Exception:  # a lost message queue must not fail the turn; the replay has the event
+            log.exception("transport failed for %s %s seq=%s", session_id, event_name, payload.get("seq"))
+
+    def events_after(self, session_id: str, last_seq: int) -> list[tuple[int, str, dict[str, Any]]]:
+        with self._factory() as db:
+            rows = db.execute(
+                select(SessionEvent.seq, SessionEvent.event_name, SessionEvent.payload)
+                .where(SessionEvent.session_id == session_id, SessionEvent.seq > last_seq)
+                .order_by(SessionEvent.seq)
+            ).all()
+        events = [(r.seq, r.event_name, r.payload) for r in rows]
+        for entry_id, fields in self._redis.xrange(self._stream_key(session_id), min=f"{last_seq + 1}-0"):
+            seq = int(entry_id.decode().split("-")[0] if isinstance(entry_id, bytes) else entry_id.split("-")[0])
+            name = fields[b"e"].decode() if b"e" in fields else fields["e"]
+            body = fields[b"p"] if b"p" in fields else fields["p"]
+            events.append((seq, name, {**json.loads(body), "seq": seq}))
+        events.sort(key=lambda e: e[0])
+        return events
+
+    def join_and_replay(
+        self,
+        session_id: str,
+        last_seq: int,
+        join: Callable[[], None],
+        send: Callable[[str, dict[str, Any]], None],
+        sid: str | None = None,
+    ) -> int:
+        """Joins the live stream and sends what came after last_seq, exactly once (module doc)."""
+        floors = self._floors if sid is not None else None
+        if floors is not None:
+            floors.hold(sid, session_id)
+        join()
+        with self.session_lock(session_id):
+            events = self.events_after(session_id, last_seq)
+            if floors is not None:
+                floors.set_floor(sid, session_id, max([last_seq] + [seq for seq, _n, _p in events]))
+            for _seq, name, payload in events:
+                send(name, payload)
+        return len(events)
+
+
+class ReplayAwareRedisManager(socketio.RedisManager):
+    """Flask-SocketIO's Redis message queue, skipping the live events a socket got in its replay.
+
+    Floors are per (room, sid): a live event of a session's room whose seq is at or below the
+    socket's floor is not sent to that socket. ``hold`` sets an infinite floor while a replay is
+    being read; ``set_floor`` sets the last replayed seq.
+    """
+
+    def __init__(self, url: str, channel: str, **kwargs: Any) -> None:
+        super().__init__(url, channel=channel, **kwargs)
+        self._floors: dict[str, dict[str, float]] = {}
+        self._floors_lock = threading.Lock()
+
+    def hold(self, sid: str, room: str) -> None:
+        with self._floors_lock:
+            self._floors.setdefault(room, {})[sid] = float("inf")
+
+    def set_floor(self, sid: str, room: str, seq: int) -> None:
+        with self._floors_lock:
+            self._floors.setdefault(room, {})[sid] = seq
+
+    def forget(self, sid: str) -> None:
+        with self._floors_lock:
+            for room in [r for r, sids in self._floors.items() if sids.pop(sid, None) is not None and not sids]:
+                del self._floors[room]
+
+    def _handle_emit(self, message: dict[str, Any]) -> None:
+        # Overrides python-socketio's PubSubManager hook that delivers a queued emit to this
+        # host's sockets (python-socketio 5.x); the skip_sid list is its own filtering.
+        room, data = message.get("room"), message.get("data")
+        payload = data[0] if isinstance(data, list) and data else None
+        seq = payload.get("seq") if isinstance(payload, dict) else None
+        if isinstance(room, str) and isinstance(seq, int):
+            with self._floors_lock:
+                floors = dict(self._floors.get(room, {}))
+            skip = [sid for sid, floor in floors.items() if seq <= floor]
+            if skip:
+                existing = message.get("skip_sid")
+                existing = [] if existing is None else existing if isinstance(existing, list) else [existing]
+                message = {**message, "skip_sid": existing + skip}
+        super()._handle_emit(message)

@@ -1,0 +1,122 @@
+"""The Celery side seen from a backend: runners that send tasks instead of starting threads.
+
+Both implement the same Protocols as the in-process runners (background/runner.py,
+background/jobs.py), so routes submit the same way in both modes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from typing import Any
+
+import redis
+from celery import Celery
+from sqlalchemy import select
+from sqlalchemy.orm import Session as DbSession
+from sqlalchemy.orm import sessionmaker
+
+from background.distributed.celery_app import DRAIN_TASK, RUN_JOB_TASK
+from background.distributed.events import KEY_PREFIX
+from mojodex_core.db.models import Message
+from mojodex_core.execution.jobs import SessionJob, TurnJob
+from mojodex_core.execution.session_claims import answered_by_runner
+
+log = logging.getLogger("mojodex.runner")
+
+CANCEL_FLAG_TTL_S = 300
+
+
+def cancel_key(session_id: str) -> str:
+    return f"{KEY_PREFIX}:cancel:{session_id}"
+
+
+def encode_job(job: TurnJob | SessionJob) -> dict[str, Any]:
+    if isinstance(job, SessionJob):
+        return {"type": "session_job", "kind": job.kind, "payload": job.payload}
+    return {"type": "turn", "message_pk": job.message_pk, "task_tool_execution_pk": job.task_tool_execution_pk}
+
+
+def decode_job(session_id: str, data: dict[str, Any]) -> TurnJob | SessionJob:
+    if data.get("type") == "session_job":
+        return SessionJob(session_id=session_id, kind=data["kind"], payload=data.get("payload") or {})
+    return TurnJob(session_id=session_id, message_pk=data["message_pk"],
+                   task_tool_execution_pk=data.get("task_tool_execution_pk"))
+
+
+def send_drain(celery: Celery, session_id: str, jobs: list[dict[str, Any]] | None = None) -> bool:
+    """Sends the session's drain task; False (logged) when the broker is unreachable: the
+    message stays pending and the sweep sends the drain again once the broker is back."""
+    try:
+        celery.send_task(DRAIN_TASK, args=[session_id, jobs or []])
+        return True
+    except Exception as exc:  # noqa: BLE001 - kombu raises many kinds of connection errors
+        log.error("could not queue session %s (%s: %s); the sweep will retry", session_id, type(exc).__name__, exc)
+        return False
+
+
+class CeleryTurnRunner:
+    """Turns and session jobs as Celery tasks; a session's messages are found by its drain."""
+
+    def __init__(self, celery: Celery, redis_client: redis.Redis, session_factory: sessionmaker[DbSession]) -> None:
+        self._celery = celery
+        self._redis = redis_client
+        self._factory = session_factory
+
+    def submit(self, job: TurnJob | SessionJob) -> None:
+        # A plain message is found by the drain (oldest pending first); anything else travels.
+        plain = isinstance(job, TurnJob) and job.task_tool_execution_pk is None
+        send_drain(self._celery, job.session_id, [] if plain else [encode_job(job)])
+
+    def cancel(self, session_id: str) -> None:
+        """Raises the session's cancel flag; the worker running its turn sees it within 0.5 s."""
+        try:
+            self._redis.set(cancel_key(session_id), time.time(), ex=CANCEL_FLAG_TTL_S)
+        except redis.RedisError as exc:
+            log.error("could not cancel session %s (%s)", session_id, exc)
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """True once no message waits for or is getting an answer (for tests and scripts)."""
+        deadline = time.monotonic() + (timeout if timeout is not None else 3600)
+        while time.monotonic() < deadline:
+            with self._factory() as db:
+                busy = db.scalar(
+                    select(Message.message_pk)
+                    .where(answered_by_runner(),
+                           Message.status.in_(("pending", "processing")))
+                    .limit(1)
+                )
+            if busy is None:
+                return True
+            time.sleep(0.1)
+        return False
+
+    def shutdown(self, wait: bool = True) -> None:
+        pass  # the workers own the running turns
+
+
+def cancel_flag(redis_client: redis.Redis):  # noqa: ANN201
+    """The worker's view of cancel flags: when the session's flag was raised, or None."""
+
+    def raised_at(session_id: str) -> float | None:
+        value = redis_client.get(cancel_key(session_id))
+        return float(value) if value is not None else None
+
+    return raised_at
+
+
+class CeleryJobRunner:
+    """Background jobs (title and summary...) as Celery tasks, retried with the same backoff."""
+
+    def __init__(self, celery: Celery) -> None:
+        self._celery = celery
+
+    def submit(self, job: Any) -> None:
+        try:
+            self._celery.send_task(RUN_JOB_TASK, args=[type(job).__name__, dataclasses.asdict(job)])
+        except Exception as exc:  # noqa: BLE001
+            log.error("could not queue job %s (%s)", job, exc)
+
+    def shutdown(self, wait: bool = True) -> None:
+        pass

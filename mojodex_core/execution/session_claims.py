@@ -1,0 +1,192 @@
+"""Per-session leases with fencing tokens: two workers never run one session's turns at once.
+
+Distributed mode only (the in-process runner orders a session's turns with a FIFO). A worker
+claims a session with one conditional UPDATE (free, or its holder's heartbeat is older than the
+lease), which bumps the session's ``fence``. While it runs turns it renews the heartbeat; a
+renewal that finds another fence means the lease was taken over and the turn must stop.
+
+Completions check the fence in their own transaction (``check_fence``): the row lock taken by
+that check serialises them with a takeover, so a worker that lost its lease can never store an
+answer after the session was handed to another worker. The fence of the running drain is held in
+a context variable, set by the runner, so turns need no extra argument.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Iterator
+
+from sqlalchemy import or_, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session as DbSession
+from sqlalchemy.orm import sessionmaker
+
+from mojodex_core.db import transaction
+from mojodex_core.db.models import Message, SessionRunner
+
+log = logging.getLogger("mojodex.claims")
+
+# The messages a session's runner answers: user messages, and the system messages that drive order
+# conversations (their global events) and workflows (a step to run).
+ORDER_EVENT_NAME = "order_event"
+WORKFLOW_RUN_EVENT_NAME = "workflow_run"
+RUNNER_SYSTEM_EVENTS = (ORDER_EVENT_NAME, WORKFLOW_RUN_EVENT_NAME)
+
+
+def answered_by_runner():  # noqa: ANN201
+    """The SQL condition of a message the runner answers (a user message or a driving system one)."""
+    return or_(Message.sender == "user", Message.event_name.in_(RUNNER_SYSTEM_EVENTS))
+
+
+class Superseded(Exception):
+    """This worker's lease on the session was taken over: its result must not be stored."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    session_id: str
+    fence: int
+    owner: str
+
+
+_current: contextvars.ContextVar[Claim | None] = contextvars.ContextVar("mojodex_claim", default=None)
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+@contextmanager
+def holding(claim: Claim) -> Iterator[None]:
+    """Marks the code inside as running under ``claim`` (completions then check its fence)."""
+    token = _current.set(claim)
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
+def current_claim() -> Claim | None:
+    return _current.get()
+
+
+def check_fence(db: DbSession, session_id: str) -> None:
+    """Raises Superseded when the running drain's lease on ``session_id`` is no longer current.
+
+    Locks the lease row until the caller's transaction ends (Postgres), so a takeover waits for
+    a completion in progress and a completion never lands after a takeover. No-op in-process.
+    """
+    claim = _current.get()
+    if claim is None or claim.session_id != session_id:
+        return
+    fence = db.scalar(
+        select(SessionRunner.fence).where(SessionRunner.session_id == session_id).with_for_update()
+    )
+    if fence != claim.fence:
+        raise Superseded(f"session {session_id}: lease fence {claim.fence} superseded by {fence}")
+
+
+def claim_session(factory: sessionmaker[DbSession], session_id: str, owner: str, lease_s: float) -> Claim | None:
+    """Takes the session if it is free or its holder stopped heart-beating; None if it is held."""
+    with transaction(factory) as db:
+        exists = db.scalar(select(SessionRunner.session_id).where(SessionRunner.session_id == session_id))
+    if exists is None:
+        try:
+            with transaction(factory) as db:
+                db.add(SessionRunner(session_id=session_id, owner=owner, fence=1, heartbeat_at=now()))
+            return Claim(session_id, 1, owner)
+        except IntegrityError:
+            pass  # another worker created it first: compete for it below
+    with transaction(factory) as db:
+        fence = db.scalar(
+            update(SessionRunner)
+            .where(
+                SessionRunner.session_id == session_id,
+                or_(SessionRunner.owner.is_(None), SessionRunner.heartbeat_at < now() - timedelta(seconds=lease_s)),
+            )
+            .values(owner=owner, fence=SessionRunner.fence + 1, heartbeat_at=now())
+            .returning(SessionRunner.fence)
+        )
+    return Claim(session_id, fence, owner) if fence is not None else None
+
+
+def renew(factory: sessionmaker[DbSession], claim: Claim) -> bool:
+    """Renews the heartbeat; False when the lease was taken over (the turn must stop)."""
+    with transaction(factory) as db:
+        result = db.execute(
+            update(SessionRunner)
+            .where(SessionRunner.session_id == claim.session_id, SessionRunner.fence == claim.fence)
+            .values(heartbeat_at=now())
+        )
+        return result.rowcount == 1
+
+
+def release(factory: sessionmaker[DbSession], claim: Claim) -> None:
+    with transaction(factory) as db:
+        db.execute(
+            update(SessionRunner)
+            .where(SessionRunner.session_id == claim.session_id, SessionRunner.fence == claim.fence)
+            .values(owner=None)
+        )
+
+
+def next_pending(db: DbSession, session_id: str) -> int | None:
+    """The session's oldest message waiting for an answer (answered in the order accepted)."""
+    return db.scalar(
+        select(Message.message_pk)
+        .where(
+            Message.session_id == session_id,
+            answered_by_runner(),
+            Message.status == "pending",
+        )
+        .order_by(Message.message_pk)
+        .limit(1)
+    )
+
+
+def stalled_sessions(db: DbSession, lease_s: float) -> list[tuple[str, int]]:
+    """Sessions whose holder stopped heart-beating for longer than the lease: (session_id, fence)."""
+    rows = db.execute(
+        select(SessionRunner.session_id, SessionRunner.fence).where(
+            SessionRunner.owner.is_not(None),
+            SessionRunner.heartbeat_at < now() - timedelta(seconds=lease_s),
+        )
+    ).all()
+    return [(r.session_id, r.fence) for r in rows]
+
+
+def take_over(db: DbSession, session_id: str, fence: int, lease_s: float) -> bool:
+    """Frees a stalled lease in the caller's transaction, bumping the fence so its holder's
+    completion is refused. False if the holder renewed meanwhile or someone else took it."""
+    result = db.execute(
+        update(SessionRunner)
+        .where(
+            SessionRunner.session_id == session_id,
+            SessionRunner.fence == fence,
+            SessionRunner.heartbeat_at < now() - timedelta(seconds=lease_s),
+        )
+        .values(owner=None, fence=SessionRunner.fence + 1)
+    )
+    return result.rowcount == 1
+
+
+def sessions_waiting(db: DbSession, older_than_s: float) -> list[str]:
+    """Sessions with a message pending for longer than ``older_than_s`` and no live holder:
+    their drain task was lost (e.g. the broker restarted) and must be sent again."""
+    cutoff = now() - timedelta(seconds=older_than_s)
+    held = select(SessionRunner.session_id).where(SessionRunner.owner.is_not(None))
+    rows = db.scalars(
+        select(Message.session_id)
+        .where(
+            answered_by_runner(),
+            Message.status == "pending",
+            Message.created_at < cutoff,
+            Message.session_id.not_in(held),
+        )
+        .distinct()
+    )
+    return list(rows)

@@ -1,0 +1,209 @@
+"""Distributed-mode building blocks on the suite's database (no Redis, no Celery): the session
+lease and its fencing token, the drain loop, the sweep that re-runs a dead worker's turns."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import select
+
+from background.distributed.drain import BUSY, DONE, MORE, Drainer
+from background.distributed.sweep import sweep
+from mojodex_core.db import make_engine, make_session_factory, transaction
+from mojodex_core.db.models import Message, Session, SessionEvent, SessionRunner, User
+from mojodex_core.execution.events import SessionEventLog
+from mojodex_core.execution.failures import record_failure
+from mojodex_core.execution.jobs import SessionJob, SessionJobs, TurnJob
+from mojodex_core.execution.session_claims import (
+    Superseded,
+    check_fence,
+    claim_session,
+    holding,
+    release,
+    renew,
+)
+
+
+@pytest.fixture
+def factory(database_url: str) -> Iterator:
+    engine = make_engine(database_url)
+    yield make_session_factory(engine)
+    engine.dispose()
+
+
+@pytest.fixture
+def session_id(factory) -> str:  # noqa: ANN001
+    sid = uuid.uuid4().hex
+    with transaction(factory) as db:
+        user = User(user_id=uuid.uuid4().hex, name="u", email=f"{sid}@example.com")
+        db.add(user)
+        db.flush()
+        db.add(Session(session_id=sid, user_id=user.user_id))
+    return sid
+
+
+def _message(factory, session_id: str, text: str, status: str = "pending") -> int:  # noqa: ANN001
+    with transaction(factory) as db:
+        row = Message(session_id=session_id, sender="user", message_id=uuid.uuid4().hex, event_name="user_message",
+                      text=text, status=status, data={})
+        db.add(row)
+        db.flush()
+        return row.message_pk
+
+
+def _answer(factory, job: TurnJob) -> None:  # noqa: ANN001
+    with transaction(factory) as db:
+        message = db.get(Message, job.message_pk)
+        check_fence(db, job.session_id)
+        message.status = "answered"
+
+
+def test_one_holder_at_a_time_and_a_stale_lease_is_taken_over_with_a_new_fence(factory, session_id):
+    first = claim_session(factory, session_id, "w1", lease_s=30)
+    assert first is not None and first.fence == 1
+    assert claim_session(factory, session_id, "w2", lease_s=30) is None
+    assert renew(factory, first)
+    time.sleep(0.3)
+    second = claim_session(factory, session_id, "w2", lease_s=0.2)  # w1 stopped heart-beating
+    assert second is not None and second.fence == 2
+    assert not renew(factory, first), "the old holder must learn it lost the lease"
+    release(factory, first)  # a stale release changes nothing
+    assert claim_session(factory, session_id, "w3", lease_s=30) is None
+    release(factory, second)
+    assert claim_session(factory, session_id, "w3", lease_s=30).fence == 3
+
+
+def test_a_completion_under_a_superseded_fence_stores_nothing(factory, session_id):
+    message_pk = _message(factory, session_id, "hi", status="processing")
+    old = claim_session(factory, session_id, "w1", lease_s=30)
+    time.sleep(0.3)
+    claim_session(factory, session_id, "w2", lease_s=0.2)
+    with holding(old), pytest.raises(Superseded):
+        _answer(factory, TurnJob(session_id=session_id, message_pk=message_pk))
+    events = SessionEventLog(factory)
+    with holding(old), pytest.raises(Superseded):
+        record_failure(factory, events, session_id=session_id, message_pk=message_pk, message_id="x",
+                       user_task_execution_pk=None, reason="late")
+    with factory() as db:
+        assert db.get(Message, message_pk).status == "processing"
+
+
+def test_a_drain_answers_pending_messages_in_order_then_jobs_carried_first(factory, session_id):
+    seen: list = []
+
+    def handler(job, _cancel) -> None:  # noqa: ANN001
+        seen.append(job)
+        if isinstance(job, TurnJob):
+            _answer(factory, job)
+
+    pks = [_message(factory, session_id, f"m{i}") for i in range(3)]
+    handlers = SessionJobs(handler)
+    handlers.register("step", handler)
+    drainer = Drainer(factory, handlers, owner="w1", lease_s=30)
+    job = SessionJob(session_id=session_id, kind="step", payload={"n": 1})
+    assert drainer.drain(session_id, [job]) == DONE
+    assert seen == [job] + [TurnJob(session_id=session_id, message_pk=pk) for pk in pks]
+    with factory() as db:
+        assert db.get(SessionRunner, session_id).owner is None
+
+
+def test_a_held_session_is_not_drained_and_a_stopping_worker_hands_back(factory, session_id):
+    holder = claim_session(factory, session_id, "other", lease_s=30)
+    _message(factory, session_id, "a")
+    drainer = Drainer(factory, lambda job, _c: _answer(factory, job), owner="w1", lease_s=30)
+    assert drainer.drain(session_id) == BUSY
+    release(factory, holder)
+    _message(factory, session_id, "b")
+    stop = threading.Event()
+
+    def handler(job, _cancel) -> None:  # noqa: ANN001
+        _answer(factory, job)
+        stop.set()  # SIGTERM arrives during the first turn
+
+    drainer = Drainer(factory, handler, owner="w1", lease_s=30)
+    assert drainer.drain(session_id, stopping=stop.is_set) == MORE
+    with factory() as db:
+        statuses = db.scalars(select(Message.status).where(Message.session_id == session_id)
+                              .order_by(Message.message_pk)).all()
+    assert statuses == ["answered", "pending"]
+
+
+def test_the_sweep_reruns_a_dead_workers_turn_with_a_retrying_event(factory, session_id):
+    message_pk = _message(factory, session_id, "hi", status="processing")
+    dead = claim_session(factory, session_id, "dead", lease_s=30)
+    submitted: list[str] = []
+    events = SessionEventLog(factory)
+    sweep(factory, events, submitted.append, lease_s=30, pending_grace_s=60)
+    assert session_id not in submitted  # its holder is alive
+    time.sleep(0.3)
+    sweep(factory, events, submitted.append, lease_s=0.2, pending_grace_s=60)  # (other tests' leases too)
+    assert submitted.count(session_id) == 1
+    with factory() as db:
+        assert db.get(Message, message_pk).status == "pending"
+        retry = db.scalars(select(SessionEvent).where(SessionEvent.session_id == session_id)).all()
+    assert [(e.event_name, e.payload) for e in retry] == [
+        ("mojo_message_retrying", {"message_pk": message_pk, "seq": retry[0].seq})
+    ]
+    with holding(dead), pytest.raises(Superseded):  # the dead worker, waking up, stores nothing
+        _answer(factory, TurnJob(session_id=session_id, message_pk=message_pk))
+
+
+def test_the_in_process_runner_runs_session_jobs_in_the_sessions_turn_order():
+    from background.runner import ThreadTurnRunner
+
+    seen: list = []
+    gate = threading.Event()
+
+    def turn(job, _cancel) -> None:  # noqa: ANN001
+        gate.wait(5)
+        seen.append(("turn", job.message_pk))
+
+    handlers = SessionJobs(turn)
+    handlers.register("step", lambda job, _c: seen.append(("step", job.payload["n"])))
+    runner = ThreadTurnRunner(handlers)
+    try:
+        runner.submit(TurnJob(session_id="s", message_pk=1))
+        runner.submit(SessionJob(session_id="s", kind="step", payload={"n": 1}))
+        runner.submit(TurnJob(session_id="s", message_pk=2))
+        gate.set()
+        assert runner.wait_idle(5)
+        assert seen == [("turn", 1), ("step", 1), ("turn", 2)]
+        with pytest.raises(LookupError):
+            handlers(SessionJob(session_id="s", kind="unknown"), threading.Event())
+    finally:
+        runner.shutdown()
+
+
+def test_a_message_left_processing_by_a_failed_holder_is_rerun_by_the_next_drain(factory, session_id):
+    # Its worker lost the database mid-turn: it could neither answer nor mark the failure, and
+    # its lease was released or lapsed. Before the fix the message stayed "processing" for ever.
+    message_pk = _message(factory, session_id, "hi", status="processing")
+    events = SessionEventLog(factory)
+    drainer = Drainer(factory, lambda job, _c: _answer(factory, job), owner="w2", lease_s=30, events=events)
+    assert drainer.drain(session_id) == DONE
+    with factory() as db:
+        assert db.get(Message, message_pk).status == "answered"
+        names = db.scalars(select(SessionEvent.event_name).where(SessionEvent.session_id == session_id)).all()
+    assert names == ["mojo_message_retrying"]
+
+
+def test_an_unreachable_database_answers_503_not_500():
+    from sqlalchemy.exc import OperationalError
+
+    from backend.errors import error_response
+
+    body, status = error_response(OperationalError("SELECT 1", {}, Exception("connection refused")))
+    assert status == 503 and "database is unavailable" in body["error"]
+
+
+def test_jobs_cross_the_broker_unchanged():
+    from background.distributed.runner import decode_job, encode_job
+
+    for job in (TurnJob(session_id="s", message_pk=3, task_tool_execution_pk=7),
+                SessionJob(session_id="s", kind="workflow_step", payload={"step_pk": 12})):
+        assert decode_job("s", json.loads(json.dumps(encode_job(job)))) == job
