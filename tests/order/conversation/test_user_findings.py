@@ -82,3 +82,22 @@ def test_cancel_the_coke_with_only_a_sprite_removes_nothing(pizza_menu):
     s.say("a large pepperoni pizza and a sprite")
     s.say("cancel the coke")
     assert [it.item_type for _, it in s.conv.order.items.active()] == ["pizza", "drink"]
+
+
+def test_a_removal_left_unanswered_is_not_applied_by_a_later_yes(drive_menu):
+    """'remove the second one' (2 cheeseburgers) asked for a yes; the customer asked about fries instead, went
+    on, and three turns later a 'yes' to another question removed the cheeseburgers."""
+    s = Session(drive_menu)
+    s.run("a number 2 combo, large, with a coke", "and two cheeseburgers")
+    assert s.say("remove the second one").response_key == "confirm-unsafe-change"
+    s.run("what sizes do fries come in?", "that's it", "pickup")
+    assert s.conv.pending_change is None
+    s.say("yes")
+    assert [it.item_type for _, it in s.conv.order.items.active()] == ["combo", "burger"]
+
+
+def test_a_removal_answered_at_once_is_applied(drive_menu):
+    s = Session(drive_menu)
+    s.run("a number 2 combo, large, with a coke", "and two cheeseburgers", "remove the second one")
+    s.say("yes")
+    assert [it.item_type for _, it in s.conv.order.items.active()] == ["combo"]
