@@ -16,6 +16,7 @@ from backend.context import Platform
 from backend.errors import JsonErrorApi, register_app_errors
 from backend.routes import register_routes
 from backend.socket_events import register_socket_events
+from backend.validation import init_validation
 from mojodex_core.config import PROJECT_ROOT
 from mojodex_core.db.models import Message
 from mojodex_core.execution.jobs import TurnJob
@@ -57,11 +58,15 @@ def create_app(platform: Platform) -> tuple[Flask, SocketIO]:
         # Routes that take a file (a recording, a transcript) allow larger bodies than the rest.
         if request.path in UPLOAD_PATHS:
             request.max_content_length = upload_max
+        elif request.path == "/user_message" and platform.audio and request.mimetype == "multipart/form-data":
+            # An audio message: its own limit answers a clear 413 first; this caps the whole request.
+            request.max_content_length = max(2 * 1024 * 1024, platform.audio.max_bytes + 65536)
 
     app.extensions["mojodex"] = platform
     register_app_errors(app)
     api = JsonErrorApi(app)
     register_routes(api)
+    init_validation(app, platform.settings.max_json_depth)
     socket_options: dict = {}
     manager = None
     if platform.settings.distributed:
@@ -84,7 +89,11 @@ def create_app(platform: Platform) -> tuple[Flask, SocketIO]:
     )
     register_socket_events(socketio, platform, manager)
     # Final events reach clients through the session's room, named after the session id.
-    platform.events.set_transport(lambda session_id, name, payload: socketio.emit(name, payload, to=session_id))
+    def transport(session_id: str, name: str, payload: dict) -> None:
+        socketio.emit(name, payload, to=session_id)
+
+    # Final replies also go as push notifications to users with no open socket.
+    platform.events.set_transport(platform.push.wrap(transport) if platform.push else transport)
     if not platform.settings.distributed:
         # Distributed: a backend (re)starting must not take over turns workers are running; the
         # beat sweep re-runs turns whose worker died (background/distributed/sweep.py).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterator
@@ -15,6 +16,10 @@ from sqlalchemy.orm import sessionmaker
 
 from background.jobs import JobHandler, JobRunner, ThreadJobRunner
 from background.runner import ThreadTurnRunner, TurnRunner
+from mojodex_core.audio.store import AudioStore
+from mojodex_core.audio.transcription import AudioConfig, OpenAISpeech
+from mojodex_core.audio.transcription import OpenAITranscriber as AudioMessageTranscriber
+from mojodex_core.audio.turn import TranscribingHandler
 from mojodex_core.config import Settings, webhook_secret
 from mojodex_core.db import make_engine, make_session_factory, transaction
 from mojodex_core.execution.dispatch import TurnDispatcher
@@ -29,12 +34,17 @@ from mojodex_core.execution.title_summary import (
     unfinished_jobs,
 )
 from mojodex_core.execution.tool_loop import ToolSettings
-from mojodex_core.execution.turn import InstructTurn
+from mojodex_core.execution.turn import InstructTurn, no_llm_message
+from mojodex_core.home_chat.turn import HomeChatRouter, HomeChatTurn
+from mojodex_core.knowledge import DEFAULT_KNOWLEDGE_TOKENS
 from mojodex_core.llm import LLMProvider, LLMSettings, ServerGuard
 from mojodex_core.order_runtime.menus import MenuCatalog
 from mojodex_core.order_runtime.store import LiveStateStore, build_store
 from mojodex_core.order_runtime.tickets import TicketDelivery
 from mojodex_core.order_runtime.turn import OrderTurn
+from mojodex_core.push.notifiers import build_notifier, push_config
+from mojodex_core.push.presence import Presence
+from mojodex_core.push.service import PushOnFinalReplies
 from mojodex_core.text_edit.turn import EVENT_NAME as TEXT_EDIT_EVENT
 from mojodex_core.text_edit.turn import TextEditTurn
 from mojodex_core.workflow.heartbeat import Heartbeat
@@ -76,6 +86,14 @@ class Platform:
         self.runner.submit(SessionJob(session_id=session_id, kind=kind, payload=payload or {}))
     # Workflow steps: the heartbeat of running steps and the watch for lapsed ones (started by create_app).
     heartbeat: Heartbeat | None = None
+    # Audio messages: limits and transcription endpoint, and where uploads wait to be transcribed.
+    audio: AudioConfig | None = None
+    audio_store: AudioStore | None = None
+    transcribing: TranscribingHandler | None = None
+    # Voice replies (GET /voice), when a speech model is configured.
+    speech: OpenAISpeech | None = None
+    # Push notifications of final replies to users with no open socket.
+    push: PushOnFinalReplies | None = None
 
     @contextmanager
     def db(self) -> Iterator[DbSession]:
@@ -132,6 +150,8 @@ class Platform:
             close_store()
         if self.jobs is not None:
             self.jobs.shutdown(wait=False)
+        if self.push is not None:
+            self.push.shutdown()
         if self.llm is not None:
             self.llm.close()
         self.engine.dispose()
@@ -196,6 +216,8 @@ def build_platform(
         tools=ToolSettings(
             mode=settings.tool_mode, max_calls=settings.tool_max_calls, timeout_s=settings.tool_timeout_s
         ),
+        knowledge_tokens=settings.extra.get("knowledge_tokens", DEFAULT_KNOWLEDGE_TOKENS),
+        tasks_config_dir=settings.tasks_config_dir,
     )
     dispatcher = TurnDispatcher(factory, events)
     dispatcher.register("instruct", turn)
@@ -219,7 +241,22 @@ def build_platform(
     )
     # Text edits answer user messages too, on the same per-session runner as turns; every other
     # message goes to its task type's turn.
-    handler = SessionJobs(MessageKindDispatcher(factory, dispatcher, {TEXT_EDIT_EVENT: text_edit}))
+    # Home chat sessions' messages go to the home chat turn first (free chat, routing, the task it runs).
+    home_chat = HomeChatTurn(
+        factory, events, llm, turn,
+        tools=ToolSettings(mode=settings.tool_mode), coalesce_ms=settings.token_coalesce_ms,
+        knowledge_tokens=settings.extra.get("knowledge_tokens", DEFAULT_KNOWLEDGE_TOKENS),
+        tasks_config_dir=settings.tasks_config_dir, turn_timeout_s=settings.turn_timeout_s,
+        max_tokens=settings.extra.get("max_tokens"), no_llm_message=no_llm_message(no_llm_reason),
+    )
+    audio = AudioConfig.from_settings(settings)
+    audio_store = AudioStore(audio.directory)
+    # Audio messages are transcribed first, on the runner (off the request thread, in session order).
+    transcribing = TranscribingHandler(
+        factory, events, AudioMessageTranscriber(audio) if audio.configured else None, audio_store,
+        MessageKindDispatcher(factory, HomeChatRouter(factory, home_chat, dispatcher), {TEXT_EDIT_EVENT: text_edit}),
+    )
+    handler = SessionJobs(transcribing)
     handlers = job_handlers(settings, factory, events, llm)
     if settings.distributed:
         from background.distributed.celery_app import make_celery
@@ -233,11 +270,18 @@ def build_platform(
         runner = ThreadTurnRunner(handler)
         jobs = thread_jobs(settings, handlers)
     log.info("order live state: %s", store.name)
-    return Platform(
+    platform = Platform(
         settings=settings, engine=engine, session_factory=factory, events=events, runner=runner, llm=llm,
         dispatcher=dispatcher, menus=menus, order_store=store, tickets=tickets, local_model=local_model,
-        jobs=jobs, turn_handler=handler, job_handlers=handlers, heartbeat=heartbeat,
+        jobs=jobs, turn_handler=handler, job_handlers=handlers, heartbeat=heartbeat, audio=audio,
+        audio_store=audio_store, transcribing=transcribing,
+        speech=OpenAISpeech(audio) if audio.speech_model else None,
+        push=PushOnFinalReplies(factory, Presence(), build_notifier(push_config(settings.extra, os.environ))),
     )
+    # Executions started by home chat routing, and tasks' audio messages once transcribed, get named too.
+    home_chat.on_routed = platform.request_title_summary
+    transcribing.on_transcribed = platform.request_title_summary
+    return platform
 
 
 def build_workflow_turn(

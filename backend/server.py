@@ -35,7 +35,11 @@ def build_app(settings: Settings | None = None):  # noqa: ANN201
     configure_logging(settings.log_level)
     local = maybe_start_local_llm(settings)
     settings = local.settings
-    platform = build_platform(settings, local_model=local.server, no_llm_reason=local.problem)
+    try:
+        platform = build_platform(settings, local_model=local.server, no_llm_reason=local.problem)
+    except ConfigError as exc:  # settings read when the platform is built (audio, push)
+        print(f"configuration error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
     app, _socketio = create_app(platform)
     logging.getLogger("mojodex.server").info(
         "mojodex ready: database=%s llm=%s", settings.database_url.split("@")[-1],

@@ -6,9 +6,12 @@ import logging
 
 from flask import request
 from flask_socketio import SocketIO, emit, join_room
+from pydantic import ValidationError
 
+from backend.api_models import StartSessionPayload
 from backend.auth import token_from_header
 from backend.context import Platform
+from backend.validation import validation_error
 from mojodex_core.db.models import Session
 from mojodex_core.users import user_for_token
 
@@ -31,6 +34,8 @@ def register_socket_events(socketio: SocketIO, platform: Platform, manager: obje
             log.info("socket refused: missing or invalid token")
             return False
         users_by_sid[request.sid] = user_id
+        if platform.push is not None:
+            platform.push.presence.connected(request.sid, user_id)
         return True
 
     @socketio.on("disconnect")
@@ -38,18 +43,17 @@ def register_socket_events(socketio: SocketIO, platform: Platform, manager: obje
         users_by_sid.pop(request.sid, None)
         if manager is not None:
             manager.forget(request.sid)
+        if platform.push is not None:
+            platform.push.presence.disconnected(request.sid)
 
     @socketio.on("start_session")
     def on_start_session(data=None):  # noqa: ANN001, ANN202
         user_id = users_by_sid.get(request.sid)
-        data = data if isinstance(data, dict) else {}
-        session_id = data.get("session_id")
         try:
-            last_seq = int(data.get("last_seq") or 0)
-        except (TypeError, ValueError):
-            return {"error": "last_seq must be an integer"}
-        if not isinstance(session_id, str) or not session_id:
-            return {"error": "session_id is required"}
+            payload = StartSessionPayload.model_validate({} if data is None else data)
+        except ValidationError as exc:  # an error acknowledgement, as a REST route answers 400
+            return validation_error(exc, "payload").body()
+        session_id, last_seq = payload.session_id, payload.last_seq
         with platform.db() as db:
             session = db.get(Session, session_id)
             owned = session is not None and session.user_id == user_id

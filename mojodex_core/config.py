@@ -52,6 +52,10 @@ class Settings:
     token_coalesce_ms: int
     turn_timeout_s: float
     var_dir: Path = VAR_DIR
+    # Request limits: JSON nesting of a body, characters of a produced text and of a title.
+    max_json_depth: int = 64
+    max_produced_text_chars: int = 100_000
+    max_title_chars: int = 255
     # Order tasks: TTL of the live conversation state in Redis, and the POS webhook delivery.
     order_state_ttl_s: int = 3600
     # HMAC-SHA256 key of the webhook signature; None: generated once and kept in var/.
@@ -235,6 +239,9 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         token_coalesce_ms=_int(env, "MOJODEX_TOKEN_COALESCE_MS", 30, 0, 1000),
         turn_timeout_s=_float(env, "MOJODEX_TURN_TIMEOUT_S", 180.0, 1.0, 3600.0),
         var_dir=var_dir,
+        max_json_depth=_int(env, "MOJODEX_MAX_JSON_DEPTH", 64, 4, 512),
+        max_produced_text_chars=_int(env, "MOJODEX_MAX_PRODUCED_TEXT_CHARS", 100_000, 100, 1_000_000),
+        max_title_chars=_int(env, "MOJODEX_MAX_TITLE_CHARS", 255, 16, 255),
         order_state_ttl_s=_int(env, "MOJODEX_ORDER_STATE_TTL_S", 3600, 1, 7 * 24 * 3600),
         pos_webhook_secret=env.get("MOJODEX_POS_WEBHOOK_SECRET") or None,
         pos_webhook_attempts=_int(env, "MOJODEX_POS_WEBHOOK_ATTEMPTS", 5, 1, 20),

@@ -47,8 +47,12 @@ def check_menu(
         if menu_exists is not None and not menu_exists(spec.menu):
             raise SpecError([SpecIssue("menu", f"no menu with id {spec.menu!r} (upload it with PUT /menu first)")])
         return
-    path = spec.menu_path(tasks_config_dir)
-    if not path.is_file():
+    try:
+        path = spec.menu_path(tasks_config_dir)
+        found = path.is_file()
+    except (OSError, ValueError):  # a name the file system refuses (too long, NUL): no such file
+        found = False
+    if not found:
         raise SpecError([SpecIssue("menu", f"menu file not found: {spec.menu} (looked in {tasks_config_dir})")])
     try:
         load_menu(path)

@@ -11,6 +11,7 @@ from backend.routes.execution import (
     UserTaskExecutionTitleResource,
 )
 from backend.routes.health import HealthResource
+from backend.routes.home_chat import HomeChatResource
 from backend.routes.login import LoginResource, LogoutResource, UserResource
 from backend.routes.messages import MessageResource, UserMessageResource
 from backend.routes.orders import (
@@ -21,10 +22,12 @@ from backend.routes.orders import (
     OrderResource,
 )
 from backend.routes.produced_text import ProducedTextResource, UserTaskExecutionProducedTextResource
+from backend.routes.profile import UserProfileResource
 from backend.routes.tasks import TaskAdminResource, UserTaskResource
 from backend.routes.text_edit import TextEditActionResource
 from backend.routes.tools import TaskToolExecutionResource, UserTaskExecutionReasoningResource
 from backend.routes.usage import UsageResource
+from backend.routes.voice import VoiceResource
 from backend.routes.workflow import (
     RestartUserWorkflowExecutionResource,
     UserWorkflowStepExecutionResource,
@@ -59,3 +62,6 @@ def register_routes(api: Api) -> None:
     api.add_resource(UserWorkflowStepExecutionResource, "/user_workflow_step_execution")
     api.add_resource(UserWorkflowStepExecutionResultResource, "/user_workflow_step_execution_result")
     api.add_resource(RestartUserWorkflowExecutionResource, "/restart_user_workflow_execution")
+    api.add_resource(UserProfileResource, "/user_profile")
+    api.add_resource(HomeChatResource, "/home_chat")
+    api.add_resource(VoiceResource, "/voice")

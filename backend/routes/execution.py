@@ -10,10 +10,12 @@ from flask_restful import Resource
 from sqlalchemy import func, select
 from sqlalchemy.orm import selectinload
 
+from backend import api_models as m
 from backend.auth import user_required
 from backend.context import platform
 from backend.errors import ApiError, bad_request, not_found
 from backend.routes._input import current_user_id, execution_task, field, json_body, owned_execution, query_int
+from backend.validation import USER, api
 from mojodex_core.db.models import (
     Message,
     OrderSession,
@@ -28,6 +30,7 @@ from mojodex_core.execution.chaining import ChainError, check_chain
 from mojodex_core.execution.dispatch import UnsupportedTaskType
 from mojodex_core.execution.intake import FORM_MESSAGE_ID, InputError, accept_user_message, validate_inputs
 from mojodex_core.execution.jobs import TurnJob
+from mojodex_core.execution.produced_text import oversized
 from mojodex_core.execution.prompt import render
 from mojodex_core.execution.turn import execution_inputs
 from mojodex_core.order_runtime import service as order_service
@@ -86,6 +89,7 @@ def execution_views(db, executions: list[UserTaskExecution]) -> list[dict]:  # n
 class UserTaskExecutionResource(Resource):
     method_decorators = [user_required]
 
+    @api.validate(json=m.NewExecutionBody, resp=m.answers(m.NewExecutionOut), security=USER, tags=["executions"])
     def put(self):  # noqa: ANN201
         body = json_body()
         user_task_pk = field(body, "user_task_pk", int)
@@ -143,6 +147,7 @@ class UserTaskExecutionResource(Resource):
             log.info("execution %s created for task %s", execution.user_task_execution_pk, task.name_for_system)
             return view, 200
 
+    @api.validate(query=m.ExecutionListQuery, resp=m.answers(m.ExecutionPageOut), security=USER, tags=["executions"])
     def get(self):  # noqa: ANN201
         with platform().db() as db:
             if request.args.get("user_task_execution_pk"):
@@ -174,6 +179,7 @@ class UserTaskExecutionResource(Resource):
                 "limit": limit,
             }, 200
 
+    @api.validate(query=m.ExecutionDeleteQuery, resp=m.answers(m.DeletedOut), security=USER, tags=["executions"])
     def delete(self):  # noqa: ANN201
         if request.args.get("user_task_execution_pk"):
             pk = query_int("user_task_execution_pk")
@@ -192,6 +198,7 @@ class UserTaskExecutionResource(Resource):
 class UserTaskExecutionRunResource(Resource):
     method_decorators = [user_required]
 
+    @api.validate(json=m.RunBody, resp=m.answers(m.RunOut), security=USER, tags=["executions"])
     def post(self):  # noqa: ANN201
         body = json_body()
         pk = field(body, "user_task_execution_pk", int)
@@ -276,12 +283,16 @@ class UserTaskExecutionRunResource(Resource):
 class UserTaskExecutionTitleResource(Resource):
     method_decorators = [user_required]
 
+    @api.validate(json=m.TitleBody, resp=m.answers(m.TitleOut), security=USER, tags=["executions"])
     def post(self):  # noqa: ANN201
         body = json_body()
         pk = field(body, "user_task_execution_pk", int)
         title = field(body, "title", str).strip()
         if not title or len(title) > 255:
             raise bad_request("title must be 1 to 255 characters", field="title")
+        max_title_chars = platform().settings.max_title_chars
+        if oversized(title=title, max_title_chars=max_title_chars, max_production_chars=0):
+            raise ApiError(413, f"title must be at most {max_title_chars} characters", field="title")
         with platform().db() as db:
             execution = owned_execution(db, pk)
             execution.title = title
@@ -294,6 +305,7 @@ class UserTaskExecutionStopResource(Resource):
 
     method_decorators = [user_required]
 
+    @api.validate(json=m.StopBody, resp=m.answers(m.StopOut), security=USER, tags=["executions"])
     def post(self):  # noqa: ANN201
         pk = field(json_body(), "user_task_execution_pk", int)
         with platform().db() as db:

@@ -2,11 +2,14 @@ from __future__ import annotations
 
 from flask_restful import Resource
 
+from backend import api_models as m
 from backend.context import platform
+from backend.validation import api
 from mojodex_core.db import ping
 
 
 class HealthResource(Resource):
+    @api.validate(resp=m.answers(m.HealthOut, "503"), tags=["health"])
     def get(self):  # noqa: ANN201
         current = platform()
         checks: dict[str, str] = {}

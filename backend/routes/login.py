@@ -10,10 +10,12 @@ from flask import current_app, g, request
 from flask_restful import Resource
 from sqlalchemy import select
 
+from backend import api_models as m
 from backend.auth import token_from_header, user_required
 from backend.context import platform
 from backend.errors import ApiError
 from backend.routes._input import field, json_body
+from backend.validation import USER, api
 from mojodex_core.db.models import ApiToken
 from mojodex_core.passwords import FailedLoginLimiter, check_password
 from mojodex_core.users import hash_token, issue_token
@@ -38,6 +40,7 @@ def _profile(user) -> dict:  # noqa: ANN001
 
 
 class LoginResource(Resource):
+    @api.validate(json=m.LoginBody, resp=m.answers(m.LoginOut), tags=["users"])
     def post(self):  # noqa: ANN201
         body = json_body()
         email = field(body, "email", str).strip().lower()
@@ -63,6 +66,7 @@ class LoginResource(Resource):
 class LogoutResource(Resource):
     method_decorators = [user_required]
 
+    @api.validate(resp=m.answers(m.LogoutOut), security=USER, tags=["users"])
     def post(self):  # noqa: ANN201
         token = token_from_header(request.headers.get("Authorization"))
         with platform().db() as db:
@@ -77,5 +81,6 @@ class LogoutResource(Resource):
 class UserResource(Resource):
     method_decorators = [user_required]
 
+    @api.validate(resp=m.answers(m.UserOut), security=USER, tags=["users"])
     def get(self):  # noqa: ANN201
         return _profile(g.user), 200

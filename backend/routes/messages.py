@@ -9,10 +9,14 @@ from flask import request
 from flask_restful import Resource
 from sqlalchemy import select
 
+from backend import api_models as m
 from backend.auth import user_required
 from backend.context import platform
 from backend.errors import ApiError, bad_request
 from backend.routes._input import field, json_body, owned_execution, owned_session, query_int
+from backend.routes.audio import is_audio_upload, put_audio_message
+from backend.routes.home_chat import accept_home_chat_message
+from backend.validation import USER, api
 from mojodex_core.db.models import Message, OrderSession, Task, UserTask
 from mojodex_core.execution.dispatch import UnsupportedTaskType
 from mojodex_core.execution.intake import FORM_MESSAGE_ID, MAX_TEXT_CHARS, MessageIdTaken, accept_user_message
@@ -42,8 +46,13 @@ def message_view(message: Message) -> dict:
 class UserMessageResource(Resource):
     method_decorators = [user_required]
 
+    @api.validate(json=m.UserMessageBody, resp=m.answers(m.AcceptedMessageOut), security=USER, tags=["messages"])
     def put(self):  # noqa: ANN201
+        if is_audio_upload():
+            return put_audio_message()
         body = json_body()
+        if body.get("origin") == "home_chat":
+            return accept_home_chat_message(body)
         session_id = field(body, "session_id", str)
         pk = field(body, "user_task_execution_pk", int)
         text = field(body, "text", str)
@@ -96,6 +105,7 @@ class UserMessageResource(Resource):
 class MessageResource(Resource):
     method_decorators = [user_required]
 
+    @api.validate(query=m.MessagesQuery, resp=m.answers(m.MessagesOut), security=USER, tags=["messages"])
     def get(self):  # noqa: ANN201
         session_id = request.args.get("session_id")
         if not session_id:

@@ -10,10 +10,12 @@ from typing import Callable
 from flask import g, request
 from flask_restful import Resource
 
+from backend import api_models as m
 from backend.auth import admin_required, authenticate_token, token_from_header, user_required
 from backend.context import platform
 from backend.errors import ApiError, bad_request, not_found
 from backend.routes._input import execution_task, field, json_body, owned_execution, query_int
+from backend.validation import ADMIN, USER, api
 from mojodex_core.db.models import OrderSession
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.order_runtime import service
@@ -64,6 +66,8 @@ def owned_order(db, pk: int) -> tuple:  # noqa: ANN001
 
 class MenuResource(Resource):
     @admin_required
+    @api.validate(json=m.MenuBody, resp=m.answers(m.MenuStoredOut), security=ADMIN, tags=["orders"],
+                  skip_validation=True)
     def put(self):  # noqa: ANN201
         data = request.get_json(silent=True)
         try:
@@ -87,6 +91,7 @@ class MenuResource(Resource):
         return {"menu_id": menu.id, "created": created, "item_types": sorted(menu.item_types)}, 200
 
     @user_or_admin
+    @api.validate(query=m.MenuQuery, resp=m.answers(m.MenuOut), security=[USER, ADMIN], tags=["orders"])
     def get(self):  # noqa: ANN201
         menu_id = request.args.get("menu_id")
         if not menu_id:
@@ -103,6 +108,7 @@ class MenuResource(Resource):
 class MenuAvailabilityResource(Resource):
     method_decorators = [admin_required]
 
+    @api.validate(json=m.StockBody, resp=m.answers(m.StockOut), security=ADMIN, tags=["orders"])
     def put(self):  # noqa: ANN201
         body = json_body()
         menu_id = field(body, "menu_id", str)
@@ -145,6 +151,7 @@ class MenuAvailabilityResource(Resource):
 class OrderResource(Resource):
     method_decorators = [user_required]
 
+    @api.validate(query=m.ExecutionPkQuery, resp=m.answers(m.OrderOut), security=USER, tags=["orders"])
     def get(self):  # noqa: ANN201
         pk = query_int("user_task_execution_pk")
         current = platform()
@@ -159,6 +166,7 @@ class OrderResource(Resource):
 class OrderEventResource(Resource):
     method_decorators = [user_required]
 
+    @api.validate(json=m.OrderEventBody, resp=m.answers(m.OrderEventOut), security=USER, tags=["orders"])
     def post(self):  # noqa: ANN201
         body = json_body()
         pk = field(body, "user_task_execution_pk", int)
@@ -202,6 +210,7 @@ class OrderEventResource(Resource):
 class OrderAuditResource(Resource):
     method_decorators = [user_required]
 
+    @api.validate(query=m.ExecutionPkQuery, resp=m.answers(m.AuditOut), security=USER, tags=["orders"])
     def get(self):  # noqa: ANN201
         pk = query_int("user_task_execution_pk")
         with platform().db() as db:

@@ -6,12 +6,14 @@ from flask import g
 from flask_restful import Resource
 from sqlalchemy import func, select
 
+from backend import api_models as m
 from backend.auth import user_required
 from backend.context import platform
-from backend.errors import bad_request, not_found
+from backend.errors import ApiError, bad_request, not_found
 from backend.routes._input import field, json_body, owned_execution, query_int
+from backend.validation import USER, api
 from mojodex_core.db.models import ProducedText, ProducedTextVersion, UserTaskExecution
-from mojodex_core.execution.produced_text import append_version, latest_version, version_payload
+from mojodex_core.execution.produced_text import append_version, latest_version, oversized, version_payload
 
 
 def _owned_produced_text(db, produced_text_pk: int) -> ProducedText:  # noqa: ANN001
@@ -51,6 +53,8 @@ class UserTaskExecutionProducedTextResource(Resource):
 
     method_decorators = [user_required]
 
+    @api.validate(query=m.ExecutionProducedTextQuery, resp=m.answers(m.VersionOut), security=USER,
+                  tags=["produced texts"])
     def get(self):  # noqa: ANN201
         pk = query_int("user_task_execution_pk")
         index = query_int("produced_text_version_index", None, minimum=1)
@@ -67,6 +71,7 @@ class UserTaskExecutionProducedTextResource(Resource):
 class ProducedTextResource(Resource):
     method_decorators = [user_required]
 
+    @api.validate(query=m.ProducedTextQuery, resp=m.answers(m.VersionOut), security=USER, tags=["produced texts"])
     def get(self):  # noqa: ANN201
         pk = query_int("produced_text_pk")
         index = query_int("produced_text_version_index", None, minimum=1)
@@ -74,6 +79,7 @@ class ProducedTextResource(Resource):
             produced = _owned_produced_text(db, pk)
             return _version_view(db, produced, _version_at(db, produced, index)), 200
 
+    @api.validate(json=m.ProducedTextBody, resp=m.answers(m.VersionOut), security=USER, tags=["produced texts"])
     def post(self):  # noqa: ANN201
         """A manual edit by the user: appended as the next version, never overwriting one."""
         body = json_body()
@@ -81,6 +87,12 @@ class ProducedTextResource(Resource):
         title = field(body, "title", str, None)
         if not production.strip():
             raise bad_request("production must not be empty", field="production")
+        settings = platform().settings
+        too_large = oversized(title=title, production=production, max_title_chars=settings.max_title_chars,
+                              max_production_chars=settings.max_produced_text_chars)
+        if too_large:
+            name, limit = too_large
+            raise ApiError(413, f"{name} must be at most {limit} characters", field=name)
         with platform().db() as db:
             if body.get("produced_text_pk") is not None:
                 produced = _owned_produced_text(db, field(body, "produced_text_pk", int))

@@ -11,9 +11,11 @@ from flask_restful import Resource
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError, OperationalError
 
+from backend import api_models as m
 from backend.auth import admin_required, user_required
 from backend.context import platform
 from backend.errors import ApiError, bad_request
+from backend.validation import ADMIN, USER, api
 from mojodex_core.db.models import Platform, StoredMenu, Task, TaskPlatform, UserTask
 from mojodex_core.task_loader import TaskConflict, store_spec, validate_for_storage
 from mojodex_core.task_spec import SpecError, SpecIssue
@@ -69,12 +71,17 @@ class TaskAdminResource(Resource):
         log.info("task %s %s by admin", spec.name_for_system, "created" if created else "updated")
         return summary, 200
 
+    @api.validate(json=m.TaskSpecBody, resp=m.answers(m.TaskSummaryOut), security=ADMIN, tags=["tasks"],
+                  skip_validation=True)
     def put(self):  # noqa: ANN201
         return self._store("create")
 
+    @api.validate(json=m.TaskSpecBody, resp=m.answers(m.TaskSummaryOut), security=ADMIN, tags=["tasks"],
+                  skip_validation=True)
     def post(self):  # noqa: ANN201
         return self._store("update")
 
+    @api.validate(query=m.TaskQuery, resp=m.answers(m.TaskOut), security=ADMIN, tags=["tasks"])
     def get(self):  # noqa: ANN201
         name = request.args.get("name_for_system")
         with platform().db() as db:
@@ -90,6 +97,7 @@ class TaskAdminResource(Resource):
 class UserTaskResource(Resource):
     method_decorators = [user_required]
 
+    @api.validate(query=m.UserTaskQuery, resp=m.answers(m.UserTasksOut), security=USER, tags=["tasks"])
     def get(self):  # noqa: ANN201
         platform_name = request.args.get("platform")
         if platform_name is not None and platform_name not in ("webapp", "mobile"):

@@ -8,10 +8,12 @@ import uuid
 from flask import g
 from flask_restful import Resource
 
+from backend import api_models as m
 from backend.auth import user_required
 from backend.context import platform
 from backend.errors import ApiError, bad_request, not_found
 from backend.routes._input import field, json_body, query_int
+from backend.validation import USER, api
 from mojodex_core.db.models import Message, ProducedText, ProducedTextVersion, TextEditAction, UserTaskExecution
 from mojodex_core.execution.intake import FORM_MESSAGE_ID, MessageIdTaken, accept_user_message
 from mojodex_core.execution.jobs import TurnJob
@@ -53,6 +55,7 @@ def _result(db, message: Message) -> dict:  # noqa: ANN001
 class TextEditActionResource(Resource):
     method_decorators = [user_required]
 
+    @api.validate(query=m.VersionQuery, resp=m.answers(m.TextEditActionsOut), security=USER, tags=["produced texts"])
     def get(self):  # noqa: ANN201
         pk = query_int("produced_text_version_pk")
         with platform().db() as db:
@@ -60,6 +63,7 @@ class TextEditActionResource(Resource):
             actions = actions_for_text_type(db, version.text_type_fk, g.user.language_code)
             return {"produced_text_version_pk": pk, "text_edit_actions": actions}, 200
 
+    @api.validate(json=m.TextEditBody, resp=m.answers(m.TextEditOut), security=USER, tags=["produced texts"])
     def post(self):  # noqa: ANN201
         body = json_body()
         version_pk = field(body, "produced_text_version_pk", int)

@@ -7,10 +7,12 @@ import logging
 
 from flask_restful import Resource
 
+from backend import api_models as m
 from backend.auth import user_required
 from backend.context import platform
 from backend.errors import ApiError
 from backend.routes._input import current_user_id, field, json_body, owned_execution, query_int
+from backend.validation import USER, api
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.execution.reasoning import trace_view
 from mojodex_core.execution.tool_runs import ToolDecisionError, decide
@@ -21,6 +23,7 @@ log = logging.getLogger("mojodex.tools")
 class TaskToolExecutionResource(Resource):
     method_decorators = [user_required]
 
+    @api.validate(json=m.ToolDecisionBody, resp=m.answers(m.ToolDecisionOut), security=USER, tags=["tools"])
     def post(self):  # noqa: ANN201
         body = json_body()
         pk = field(body, "task_tool_execution_pk", int)
@@ -42,6 +45,7 @@ class TaskToolExecutionResource(Resource):
 class UserTaskExecutionReasoningResource(Resource):
     method_decorators = [user_required]
 
+    @api.validate(query=m.ExecutionPkQuery, resp=m.answers(m.ReasoningOut), security=USER, tags=["tools"])
     def get(self):  # noqa: ANN201
         pk = query_int("user_task_execution_pk")
         with platform().db() as db:

@@ -5,15 +5,18 @@ from __future__ import annotations
 from flask import request
 from flask_restful import Resource
 
+from backend import api_models as m
 from backend.auth import admin_required
 from backend.context import platform
 from backend.errors import bad_request
+from backend.validation import ADMIN, api
 from mojodex_core.usage import UsageParamError, parse_usage_query, usage_report
 
 
 class UsageResource(Resource):
     method_decorators = [admin_required]
 
+    @api.validate(query=m.UsageQueryModel, resp=m.answers(m.UsageOut), security=ADMIN, tags=["usage"])
     def get(self):  # noqa: ANN201
         try:
             query = parse_usage_query(request.args.to_dict())

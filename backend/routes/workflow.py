@@ -10,10 +10,12 @@ from typing import Any
 from flask import g, request
 from flask_restful import Resource
 
+from backend import api_models as m
 from backend.auth import user_required
 from backend.context import Platform, platform
 from backend.errors import ApiError, bad_request, not_found
 from backend.routes._input import current_user_id, execution_task, field, json_body, owned_execution, query_int
+from backend.validation import USER, api
 from mojodex_core.execution.intake import FORM_MESSAGE_ID, MEDIA_TYPES, InputError, accept_user_message, validate_inputs
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.execution.prompt import render
@@ -126,6 +128,7 @@ def _apply(pk: int, change) -> tuple[dict, int]:  # noqa: ANN001
 class UserWorkflowStepExecutionResource(Resource):
     method_decorators = [user_required]
 
+    @api.validate(query=m.WorkflowStepsQuery, resp=m.answers(m.WorkflowStepsOut), security=USER, tags=["workflows"])
     def get(self):  # noqa: ANN201
         """The step executions of a workflow execution (history too with include_history=1)."""
         pk = query_int("user_task_execution_pk")
@@ -140,6 +143,7 @@ class UserWorkflowStepExecutionResource(Resource):
             return {"user_task_execution_pk": pk, "status": execution.status, "steps": steps,
                     "step_executions": store.execution_steps_view(db, task, pk, history)}, 200
 
+    @api.validate(json=m.StepDecisionBody, resp=m.answers(m.StepOut), security=USER, tags=["workflows"])
     def post(self):  # noqa: ANN201
         """Validate (validated: true) or reject (false: opens the review chat where review_chat_enabled)."""
         body = json_body()
@@ -148,6 +152,7 @@ class UserWorkflowStepExecutionResource(Resource):
         return _apply(pk, lambda db, pub, row, execution, task: service.decide(db, pub, row, execution, task,
                                                                                validated))
 
+    @api.validate(json=m.StepPkBody, resp=m.answers(m.StepOut), security=USER, tags=["workflows"])
     def put(self):  # noqa: ANN201
         """Relaunch a failed step."""
         pk = field(json_body(), "user_workflow_step_execution_pk", int)
@@ -157,6 +162,7 @@ class UserWorkflowStepExecutionResource(Resource):
 class UserWorkflowStepExecutionResultResource(Resource):
     method_decorators = [user_required]
 
+    @api.validate(json=m.StepResultBody, resp=m.answers(m.StepOut), security=USER, tags=["workflows"])
     def put(self):  # noqa: ANN201
         body = json_body()
         pk = field(body, "user_workflow_step_execution_pk", int)
@@ -168,6 +174,7 @@ class UserWorkflowStepExecutionResultResource(Resource):
 class RestartUserWorkflowExecutionResource(Resource):
     method_decorators = [user_required]
 
+    @api.validate(json=m.RestartBody, resp=m.answers(m.RestartOut), security=USER, tags=["workflows"])
     def post(self):  # noqa: ANN201
         body = json_body()
         pk = field(body, "user_task_execution_pk", int)

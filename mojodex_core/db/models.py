@@ -627,3 +627,41 @@ class UserTaskExecutionFile(Base):
     content_type: Mapped[str | None] = mapped_column(String(128))
     data: Mapped[bytes] = mapped_column(LargeBinary)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+# --- what the assistant knows about the user, and the home chat ------------------------------
+
+
+class UserProfile(Base):
+    """What the user tells the assistant about themselves (GET/PUT /user_profile). Every field optional."""
+
+    __tablename__ = "user_profile"
+
+    user_id: Mapped[str] = mapped_column(ForeignKey("md_user.user_id", ondelete="CASCADE"), primary_key=True)
+    name: Mapped[str | None] = mapped_column(String(255))
+    language: Mapped[str | None] = mapped_column(String(8))
+    # An IANA zone name ("Europe/Paris"); when set it wins over md_user.timezone_offset_minutes.
+    timezone: Mapped[str | None] = mapped_column(String(64))
+    company_name: Mapped[str | None] = mapped_column(String(255))
+    company_description: Mapped[str | None] = mapped_column(Text)
+    job: Mapped[str | None] = mapped_column(String(255))
+    about_me: Mapped[str | None] = mapped_column(Text)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
+
+
+class HomeChat(Base):
+    """The user's free chat session (PUT /home_chat), which may route to tasks and host their executions."""
+
+    __tablename__ = "home_chat"
+
+    home_chat_pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    # One home chat per user (opened once, returned afterwards).
+    user_id: Mapped[str] = mapped_column(ForeignKey("md_user.user_id", ondelete="CASCADE"), unique=True)
+    session_id: Mapped[str] = mapped_column(ForeignKey("md_session.session_id", ondelete="CASCADE"), unique=True)
+    # The execution the chat was routed to and that answers its messages until it produces its result.
+    running_user_task_execution_fk: Mapped[int | None] = mapped_column(
+        ForeignKey("user_task_execution.user_task_execution_pk", ondelete="SET NULL",
+                   name="fk_home_chat_running_execution"),
+        index=True,
+    )
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

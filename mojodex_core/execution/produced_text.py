@@ -97,3 +97,18 @@ def version_payload(version: ProducedTextVersion, produced: ProducedText, text_t
         "user_task_execution_pk": produced.user_task_execution_fk,
         "created_at": version.created_at.isoformat() if version.created_at else None,
     }
+
+
+def oversized(
+    *, title: str | None = None, production: str | None = None, max_title_chars: int, max_production_chars: int
+) -> tuple[str, int] | None:
+    """The first of a user-written title or text longer than its limit: (field, limit), or None.
+
+    The limits are settings (MOJODEX_MAX_TITLE_CHARS, MOJODEX_MAX_PRODUCED_TEXT_CHARS): every
+    version is kept, so an unbounded edit would grow the database by its size each time.
+    """
+    if title is not None and len(title) > max_title_chars:
+        return "title", max_title_chars
+    if production is not None and len(production) > max_production_chars:
+        return "production", max_production_chars
+    return None

@@ -13,9 +13,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import or_, select
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
@@ -25,6 +26,7 @@ from mojodex_core.db.models import (
     Session,
     Task,
     User,
+    UserProfile,
     UserTask,
     UserTaskExecution,
 )
@@ -51,6 +53,7 @@ from mojodex_core.execution.tool_loop import (
     prompt_tools,
 )
 from mojodex_core.execution.tool_runs import record_approval_request, resumable
+from mojodex_core.knowledge import DEFAULT_KNOWLEDGE_TOKENS, knowledge_block, prompt_knowledge
 from mojodex_core.llm import LLMNotConfigured, LLMProvider
 from mojodex_core.tags import ParsedReply
 from mojodex_core.task_view import displayed_data_for
@@ -125,8 +128,12 @@ class InstructTurn:
         max_tokens: int | None = None,
         no_llm_reason: str | None = None,
         tools: ToolSettings | None = None,
+        knowledge_tokens: int = DEFAULT_KNOWLEDGE_TOKENS,
+        tasks_config_dir: Path | None = None,
     ) -> None:
         self._factory = session_factory
+        self._knowledge_tokens = knowledge_tokens
+        self._tasks_config_dir = tasks_config_dir
         self._no_llm_message = no_llm_message(no_llm_reason)
         self._events = events
         self._llm = llm
@@ -254,9 +261,14 @@ class InstructTurn:
         language = session.language or user.language_code
         displayed = displayed_data_for(task, language)
         latest = latest_version(db, execution.user_task_execution_pk)
+        knowledge = prompt_knowledge(
+            user, db.get(UserProfile, user.user_id), platform=session.platform, language=language,
+            tasks_config_dir=self._tasks_config_dir,
+        )
         system = render(
             "instruct_task.jinja2",
-            username=user.name,
+            knowledge_block=knowledge_block(knowledge, self._knowledge_tokens),
+            username=knowledge.username,
             language=language,
             local_datetime=local_datetime(user.timezone_offset_minutes),
             task=task,
@@ -271,7 +283,14 @@ class InstructTurn:
         rows = list(
             db.scalars(
                 select(Message)
-                .where(Message.session_id == session.session_id, Message.sender.in_(("user", "assistant")))
+                .where(
+                    Message.session_id == session.session_id,
+                    Message.sender.in_(("user", "assistant")),
+                    # A home chat session hosts several executions: this one's messages and the free
+                    # chat's, never another task's (its result would read as this task's).
+                    or_(Message.user_task_execution_fk == execution.user_task_execution_pk,
+                        Message.user_task_execution_fk.is_(None)),
+                )
                 .order_by(Message.message_pk)
             )
         )

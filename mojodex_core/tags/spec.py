@@ -58,6 +58,8 @@ TRANSPARENT_SPEC = TagSpec(name="", role=Role.TRANSPARENT)
 TAG_TABLE: tuple[TagSpec, ...] = (
     TagSpec("user_language", Role.HIDDEN, feeds="language"),
     TagSpec("reasoning", Role.HIDDEN),
+    # Home chat: the task the model routes the conversation to (mojodex_core.home_chat).
+    TagSpec("route_to_task", Role.HIDDEN),
     # missing_infos key is the name minus the prefix: <missing_meeting_date>
     # -> "meeting_date", <missing_primary_info> -> "primary_info".
     TagSpec(

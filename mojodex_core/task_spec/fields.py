@@ -43,6 +43,14 @@ OUTPUT_TYPES = (
     "order",
 )
 ICON_MAX_CHARS = 16
+# Column sizes (mojodex_core/db/models.py): task names, displayed names and menu references are
+# VARCHAR(255), language codes VARCHAR(8), order locations VARCHAR(128), lanes VARCHAR(32).
+NAME_MAX_CHARS = 255
+SHORT_TEXT_MAX_CHARS = 255
+KEY_MAX_CHARS = 128
+LANE_MAX_CHARS = 32
+LANGUAGE_MAX_CHARS = 8
+MENU_MAX_CHARS = 255
 
 
 def is_placeholder(value: str) -> bool:
@@ -54,11 +62,28 @@ def _rule(message: str, **ctx: Any) -> PydanticCustomError:
 
 
 def _filled(value: str) -> str:
+    if "\x00" in value:
+        raise _rule("must not contain NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _rule("must not contain unpaired surrogates") from None
     if not value.strip():
         raise _rule("must not be empty")
     if is_placeholder(value):
         raise _rule("must be filled in: '{value}' is a template placeholder", value=value.strip())
     return value
+
+
+def at_most(max_chars: int) -> AfterValidator:
+    """A length bound reported like the other rules (it runs after the field's own checks)."""
+
+    def check(value: str) -> str:
+        if len(value) > max_chars:
+            raise _rule(f"must be at most {max_chars} characters (got {len(value)})")
+        return value
+
+    return AfterValidator(check)
 
 
 def _matching(pattern: str, message: str) -> Callable[[str], str]:
@@ -130,22 +155,32 @@ SCHEMA_DEFS: dict[str, dict[str, Any]] = {
         "pattern": r"\S",
         **_NOT_PLACEHOLDER,
     },
+    "short_text": {
+        "description": "Non-blank text that is not a template placeholder, at most 255 characters.",
+        "type": "string",
+        "pattern": r"\S",
+        "maxLength": SHORT_TEXT_MAX_CHARS,
+        **_NOT_PLACEHOLDER,
+    },
     "name": {
         "description": "Lower-case identifier: letters, digits, '_' and '-'.",
         "type": "string",
         "pattern": NAME_PATTERN,
+        "maxLength": NAME_MAX_CHARS,
         **_NOT_PLACEHOLDER,
     },
     "key": {
         "description": "A single word of letters, digits, '_' or '-'.",
         "type": "string",
         "pattern": KEY_PATTERN,
+        "maxLength": KEY_MAX_CHARS,
         **_NOT_PLACEHOLDER,
     },
     "language_code": {
         "description": "Language code like 'en' or 'fr'.",
         "type": "string",
         "pattern": LANGUAGE_PATTERN,
+        "maxLength": LANGUAGE_MAX_CHARS,
     },
 }
 
@@ -160,6 +195,7 @@ def _ref(name: str) -> WithJsonSchema:
 
 
 Text = Annotated[str, AfterValidator(_filled), _ref("text")]
+ShortText = Annotated[str, AfterValidator(_filled), at_most(SHORT_TEXT_MAX_CHARS), _ref("short_text")]
 Name = Annotated[
     str,
     AfterValidator(
@@ -168,6 +204,7 @@ Name = Annotated[
             "must match ^[a-z0-9][a-z0-9_\\-]*$ (lower-case letters, digits, '_' and '-'), got '{value}'",
         )
     ),
+    at_most(NAME_MAX_CHARS),
     _ref("name"),
 ]
 Key = Annotated[
@@ -177,11 +214,13 @@ Key = Annotated[
             KEY_PATTERN, "must be a single word of letters, digits, '_' or '-' (no spaces), got '{value}'"
         )
     ),
+    at_most(KEY_MAX_CHARS),
     _ref("key"),
 ]
 LanguageCode = Annotated[
     str,
     AfterValidator(_matching(LANGUAGE_PATTERN, "must be a language code like 'en' or 'fr', got '{value}'")),
+    at_most(LANGUAGE_MAX_CHARS),
     _ref("language_code"),
 ]
 Platform = Annotated[str, AfterValidator(_one_of(PLATFORMS)), WithJsonSchema({"enum": list(PLATFORMS)})]
@@ -199,9 +238,11 @@ Icon = Annotated[
 MenuPath = Annotated[
     str,
     AfterValidator(_menu_path),
+    at_most(MENU_MAX_CHARS),
     WithJsonSchema(
         {
             "type": "string",
+            "maxLength": MENU_MAX_CHARS,
             "pattern": r"^(?![/~])(?![A-Za-z]:)(?!.*\\)(?!(.*/)?\.\.(/|$))(?!.*//)[^\\]+\.json$"
             r"|^[A-Za-z0-9][A-Za-z0-9_\-]*$",
         }

@@ -26,6 +26,7 @@ from pydantic_core import PydanticCustomError
 
 from .errors import SpecIssue
 from .fields import (
+    LANE_MAX_CHARS,
     Icon,
     InputType,
     Key,
@@ -34,8 +35,10 @@ from .fields import (
     Name,
     OutputType,
     Platform,
+    ShortText,
     Text,
     WebhookUrl,
+    at_most,
     is_menu_id,
 )
 
@@ -127,7 +130,7 @@ class DisplayedData(_Nested):
     model_config = ConfigDict(json_schema_extra=_accept_json_inputs)
 
     language_code: LanguageCode = Field(description="ISO 639-1 code: 'en', 'fr'...; one entry must be 'en'.")
-    name_for_user: Text = Field(description="Task name shown to the user.")
+    name_for_user: ShortText = Field(description="Task name shown to the user (at most 255 characters).")
     definition_for_user: Text = Field(description="One-line description shown to the user.")
     json_input: list[JsonInput] = Field(
         min_length=1,
@@ -280,7 +283,9 @@ class OrderTaskSpec(_TaskSpecBase):
     location: Key | None = Field(
         default=None, description="Shop or drive-thru id in the live-state key; defaults to the task name."
     )
-    lane: Key | None = Field(default=None, description="Lane in the live-state key; defaults to '0'.")
+    lane: Annotated[Key, at_most(LANE_MAX_CHARS)] | None = Field(
+        default=None, description="Lane in the live-state key (at most 32 characters); defaults to '0'."
+    )
     output_type: OutputType = Field(
         default="order", description="Kind of text produced; defaults to 'order'."
     )

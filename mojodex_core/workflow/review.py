@@ -24,6 +24,7 @@ from mojodex_core.execution.events import EventPublisher
 from mojodex_core.execution.failures import fail_or_mark, failure_reason
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.execution.reasoning import append_trace
+from mojodex_core.knowledge import knowledge_block_for
 from mojodex_core.llm import LLMNotConfigured, LLMProvider
 from mojodex_core.workflow import store
 from mojodex_core.workflow.service import invalidate
@@ -144,7 +145,10 @@ class ReviewTurn:
                 for r in runs if r.validated and r.rank <= rejected.rank and r.pk != rejected.pk
             ]
             step = steps.get(rejected.rank)
-            system = SYSTEM.format(
+            # What the assistant knows (its knowledge file, the user's local time, their profile).
+            knowledge = knowledge_block_for(db, user, platform=execution.session.platform,
+                                            language=execution.session.language or user.language_code)
+            system = (f"{knowledge}\n\n" if knowledge else "") + SYSTEM.format(
                 username=user.name, task=task.definition_for_system, achieved="\n".join(achieved) or "(none)",
                 step=step.name if step else rejected.rank, definition=step.definition if step else "",
                 parameter=json.dumps(rejected.parameter, ensure_ascii=False),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import threading
 
@@ -167,3 +168,42 @@ def test_a_job_claimed_before_a_restart_runs_at_start_up(titled, llm):
         assert restarted.platform.jobs.wait_idle(15)
     row = execution_row(titled, pk)
     assert (row.title, row.summary, row.title_status) == (GENERATED["title"], GENERATED["summary"], "done")
+
+
+def test_an_execution_started_by_home_chat_routing_is_named(titled, llm):
+    client = titled.new_user()
+    session_id = client.ok("PUT", "/home_chat")["session_id"]
+    socket = client.socket(session_id)
+    try:
+        route(llm, [Reply("<route_to_task>test_email</route_to_task>"), Reply(QUESTION)], Reply(json=GENERATED))
+        client.ok("PUT", "/user_message", json={"origin": "home_chat", "session_id": session_id,
+                                                "text": "an email to say the sync moves"})
+        event = socket.wait_event("user_task_execution_title")[0]
+        settle(titled)
+    finally:
+        socket.close()
+    pk = socket.named("user_task_execution_start")[0]["user_task_execution_pk"]
+    assert event["user_task_execution_pk"] == pk and event["title"] == GENERATED["title"]
+    assert title_requests(llm) == 1
+
+
+def test_a_task_started_by_an_audio_message_is_named_from_its_transcription(titled, llm):
+    from tests.integration.test_audio import wav_bytes
+    from tests.support.scripted_llm import Transcription
+
+    client = titled.new_user()
+    pk, session_id = new_execution(client)
+    socket = client.socket(session_id)
+    try:
+        llm.script_transcription(Transcription("an email to say the sync moves", duration=1.0))
+        route(llm, [Reply(QUESTION)], Reply(json=GENERATED))
+        response = client.call("PUT", "/user_message", data={"session_id": session_id,
+                                                             "user_task_execution_pk": str(pk)},
+                               files={"file": ("v.wav", wav_bytes(0.5), "audio/wav")})
+        assert response.status_code == 200, response.text
+        socket.wait_event("user_task_execution_title")
+        settle(titled)
+    finally:
+        socket.close()
+    title_request = next(body for body in llm.requests if "response_format" in body)
+    assert "an email to say the sync moves" in json.dumps(title_request["messages"])

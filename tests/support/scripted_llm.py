@@ -15,6 +15,13 @@ empty, ``server.responder(request_json)`` is asked for a step (dynamic answers);
 there is no responder either, the server answers HTTP 500 "scripted LLM: no step left"
 so that a test that under-scripts fails loudly.
 
+``POST /v1/audio/transcriptions`` (multipart, like OpenAI's Whisper endpoint) has its own queue:
+``server.script_transcription(Transcription("hello", duration=1.5), HTTPError(500))``; each
+request consumes one step and is recorded in ``server.transcription_requests`` (the form fields,
+the file's name, content type and size; the raw bodies are in ``server.transcription_uploads``). With the
+queue empty, ``server.transcript`` (a text, when set) answers every request; else HTTP 500.
+``POST /v1/audio/speech`` likewise: ``server.script_speech(Speech(b"..."))``, ``server.speech_requests``.
+
 Requests are served on their own threads (``ThreadingHTTPServer``), with HTTP/1.1
 keep-alive and chunked transfer for streams, so dozens of concurrent streaming
 clients are fine.
@@ -44,6 +51,8 @@ __all__ = [
     "ScriptedLLMServer",
     "Step",
     "ToolCall",
+    "Speech",
+    "Transcription",
 ]
 
 
@@ -147,7 +156,25 @@ class ToolCall:
     content_chunks: list[str] = field(default_factory=list)
 
 
+@dataclass
+class Transcription:
+    """A successful ``/audio/transcriptions`` answer (``verbose_json`` when asked, else ``json``)."""
+
+    text: str
+    duration: float | None = None
+    language: str = "english"
+    delay_s: float = 0.0
+
+
+@dataclass
+class Speech:
+    """A successful ``/audio/speech`` answer: these bytes as audio/mpeg."""
+
+    content: bytes = b"ID3\x04\x00scripted-mp3"
+
+
 Step = Reply | HTTPError | Malformed | Hang | DropMidStream | ToolCall
+TranscriptionStep = Transcription | HTTPError | Hang
 Responder = Callable[[dict[str, Any]], "Step | None"]
 
 
@@ -247,7 +274,10 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         if self.path.rstrip("/").endswith("/audio/transcriptions"):
-            self._transcribe(raw)
+            self._transcription(raw)
+            return
+        if self.path.rstrip("/").endswith("/audio/speech"):
+            self._speech(raw)
             return
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._send_json(404, {"error": {"message": f"no route POST {self.path}", "type": "not_found"}})
@@ -268,16 +298,43 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             self.close_connection = True
 
-    def _transcribe(self, raw: bytes) -> None:
-        """``/audio/transcriptions``: answers ``server.transcript`` (500 when it is None)."""
+    def _transcription(self, raw: bytes) -> None:
+        form = _multipart(self.headers.get("Content-Type") or "", raw)
         owner = self.server.owner
-        with owner._lock:
-            owner.transcription_uploads.append(raw)
-            transcript = owner.transcript
-        if transcript is None:
-            self._send_json(500, {"error": {"message": "scripted LLM: no transcript set", "type": "server_error"}})
+        step, release = owner._next_transcription(form, raw)
+        try:
+            if step is None:
+                self._send_json(500, {"error": {"message": "scripted transcription: no step left",
+                                                "type": "server_error"}})
+            elif isinstance(step, HTTPError):
+                self._send_json(step.status, step.body(), step.headers)
+            elif isinstance(step, Hang):
+                release.wait(step.seconds)
+                self._abort()
+            else:
+                if step.delay_s:
+                    time.sleep(step.delay_s)
+                payload: dict[str, Any] = {"text": step.text}
+                if form.get("response_format") == "verbose_json":
+                    payload.update({"task": "transcribe", "language": step.language,
+                                    "duration": step.duration if step.duration is not None else 0.0,
+                                    "segments": []})
+                self._send_json(200, payload)
+        except OSError:
+            self.close_connection = True
+
+    def _speech(self, raw: bytes) -> None:
+        try:
+            body = _json.loads(raw or b"{}")
+        except ValueError:
+            body = {}
+        step, _release = self.server.owner._next_speech(body)
+        if step is None:
+            self._send_json(500, {"error": {"message": "scripted speech: no step left", "type": "server_error"}})
+        elif isinstance(step, HTTPError):
+            self._send_json(step.status, step.body(), step.headers)
         else:
-            self._send_json(200, {"text": transcript})
+            self._send_raw(200, step.content, "audio/mpeg")
 
     # ---- step rendering
 
@@ -434,6 +491,27 @@ class _Handler(BaseHTTPRequestHandler):
         self._end_stream()
 
 
+def _multipart(content_type: str, raw: bytes) -> dict[str, Any]:
+    """The fields of a multipart/form-data body; the file as {filename, content_type, size, head}."""
+    from email.parser import BytesParser
+    from email.policy import HTTP
+
+    message = BytesParser(policy=HTTP).parsebytes(b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + raw)
+    form: dict[str, Any] = {}
+    if not message.is_multipart():
+        return form
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        payload = part.get_payload(decode=True) or b""
+        filename = part.get_filename()
+        if filename is not None:
+            form[name] = {"filename": filename, "content_type": part.get_content_type(), "size": len(payload),
+                          "head": payload[:16]}
+        else:
+            form[name] = payload.decode("utf-8", "replace")
+    return form
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 512  # bursts of concurrent clients
@@ -462,6 +540,10 @@ class ScriptedLLMServer:
         self._lock = threading.Lock()
         self._queue: deque[Step] = deque()
         self._requests: list[dict[str, Any]] = []
+        self._transcriptions: deque[TranscriptionStep] = deque()
+        self._transcription_requests: list[dict[str, Any]] = []
+        self._speeches: deque[Speech | HTTPError] = deque()
+        self._speech_requests: list[dict[str, Any]] = []
         # /audio/transcriptions answers this text; the multipart bodies received are kept.
         self.transcript: str | None = None
         self.transcription_uploads: list[bytes] = []
@@ -522,11 +604,54 @@ class ScriptedLLMServer:
         with self._lock:
             self._queue.clear()
             self._requests.clear()
+            self._transcriptions.clear()
+            self._transcription_requests.clear()
+            self._speeches.clear()
+            self._speech_requests.clear()
             self.responder = None
             self.transcript = None
             self.transcription_uploads.clear()
             self._release.set()
             self._release = threading.Event()
+
+    def script_transcription(self, *steps: TranscriptionStep) -> ScriptedLLMServer:
+        """Append steps for ``/audio/transcriptions``; each request consumes one, in order."""
+        with self._lock:
+            self._transcriptions.extend(steps)
+        return self
+
+    @property
+    def transcription_requests(self) -> list[dict[str, Any]]:
+        """The multipart forms received by /audio/transcriptions, in arrival order."""
+        with self._lock:
+            return list(self._transcription_requests)
+
+    def _next_transcription(
+        self, form: dict[str, Any], raw: bytes = b""
+    ) -> tuple[TranscriptionStep | None, threading.Event]:
+        """The next scripted step; with none left, ``transcript`` (when set) answers every request."""
+        with self._lock:
+            self._transcription_requests.append(form)
+            self.transcription_uploads.append(raw)
+            if self._transcriptions:
+                return self._transcriptions.popleft(), self._release
+            return (Transcription(self.transcript) if self.transcript is not None else None), self._release
+
+    def script_speech(self, *steps: Speech | HTTPError) -> ScriptedLLMServer:
+        """Append steps for ``/audio/speech``; each request consumes one, in order."""
+        with self._lock:
+            self._speeches.extend(steps)
+        return self
+
+    @property
+    def speech_requests(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self._speech_requests)
+
+    def _next_speech(self, body: dict[str, Any]) -> tuple[Speech | HTTPError | None, threading.Event]:
+        with self._lock:
+            self._speech_requests.append(body)
+            return (self._speeches.popleft() if self._speeches else None), self._release
 
     @property
     def requests(self) -> list[dict[str, Any]]:

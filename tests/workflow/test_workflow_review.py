@@ -168,3 +168,19 @@ def test_a_review_message_whose_review_closed_meanwhile_fails_instead_of_staying
     messages = user.ok("GET", "/message", params={"session_id": created["session_id"]})["messages"]
     assert next(m for m in messages if m["message_id"] == "late-review")["status"] == "failed"
     assert len(llm.requests) == 1
+
+
+def test_the_review_prompt_carries_what_the_assistant_knows(wf, llm):
+    user, created, _pk, _divider = _rejected_divider(wf, llm)
+    user.ok("PUT", "/user_profile", json={"name": "Poet Laureate", "job": "Poet", "timezone": "Europe/Rome"})
+    socket = user.socket(created["session_id"])
+    try:
+        llm.script(decision("question", "Which stanza should change?"))
+        _say(user, created, "I don't like it", "review-knowledge")
+        socket.wait_event("mojo_message")
+    finally:
+        socket.close()
+    review_prompt = llm.requests[-1]["messages"][0]["content"]
+    assert review_prompt.startswith("WHO YOU ARE\n")
+    assert "(time zone Europe/Rome)" in review_prompt and "- Job: Poet" in review_prompt
+    assert "rejected the result of a step" in review_prompt

@@ -1,0 +1,96 @@
+"""PUT /user_message with an audio file (multipart/form-data, field ``file``), as the mobile app sends.
+
+The form carries the same fields as a text message (``session_id`` and ``user_task_execution_pk``,
+or ``origin=home_chat``; ``message_id``) but no ``text``. The audio is checked (format sniffed from
+its bytes: 415; size: 413), stored, and the message accepted with an empty text: the runner
+transcribes it before its turn (``mojodex_core.audio.turn``). A retry with the same message_id
+re-uploads the audio over the stored file.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from flask import request
+from sqlalchemy import select
+
+from backend.context import platform
+from backend.errors import ApiError, bad_request
+from backend.routes._input import field, owned_execution, owned_session
+from backend.routes.home_chat import accept_home_chat_message
+from mojodex_core.audio.store import AudioStore
+from mojodex_core.audio.upload import AudioRejected, check_audio, wav_duration
+from mojodex_core.db.models import OrderSession, Task, UserTask
+from mojodex_core.execution.dispatch import UnsupportedTaskType
+from mojodex_core.execution.intake import FORM_MESSAGE_ID, MessageIdTaken, accept_user_message
+from mojodex_core.execution.jobs import TurnJob
+
+log = logging.getLogger("mojodex.audio")
+
+
+def is_audio_upload() -> bool:
+    return request.mimetype == "multipart/form-data" and "file" in request.files
+
+
+def put_audio_message():  # noqa: ANN201
+    current = platform()
+    config = current.audio
+    body = request.form.to_dict()
+    upload = request.files["file"]
+    content = upload.stream.read(config.max_bytes + 1)
+    try:
+        audio_format = check_audio(content, config.max_bytes)
+    except AudioRejected as exc:
+        raise ApiError(exc.status, str(exc), field="file") from exc
+    message_id = field(body, "message_id", str, None) or uuid.uuid4().hex
+    if message_id == FORM_MESSAGE_ID or len(message_id) > 128:
+        raise bad_request("message_id must be at most 128 characters and not 'form_start'", field="message_id")
+    body["message_id"] = message_id
+    audio = {"mime": audio_format.mime, "bytes": len(content), "duration_s": wav_duration(content),
+             "transcription": "pending", "filename": (upload.filename or "")[:255]}
+
+    def store(session_id: str, message_id: str) -> None:
+        audio["file"] = AudioStore.name_for(session_id, message_id, audio_format.extension)
+        current.audio_store.save(audio["file"], content)
+        # Counted before the job exists; a duplicate request (no job) leaves a count that costs one
+        # lookup later and is cleared by the next audio message of the session.
+        current.transcribing.expect(session_id)
+
+    if body.get("origin") == "home_chat":
+        result = accept_home_chat_message(body, text="", data={"audio": audio}, before_accept=store)
+        log.info("audio message %s (%d bytes, %s) accepted in a home chat", message_id, len(content),
+                 audio_format.mime)
+        return result
+    session_id = field(body, "session_id", str)
+    pk = field(body, "user_task_execution_pk", int)
+    # The same checks as a text message to a task (backend.routes.messages), before anything is stored.
+    with current.db() as db:
+        owned_session(db, session_id)
+        execution = owned_execution(db, pk)
+        if execution.session_id != session_id:
+            raise bad_request("session_id is not the session of this user_task_execution", field="session_id")
+        task_type, order_state = db.execute(
+            select(Task.type, OrderSession.state)
+            .select_from(UserTask)
+            .join(Task, Task.task_pk == UserTask.task_fk)
+            .outerjoin(OrderSession, OrderSession.user_task_execution_fk == pk)
+            .where(UserTask.user_task_pk == execution.user_task_fk)
+        ).one()
+        if not current.dispatcher.handles(task_type):
+            raise ApiError(422, str(UnsupportedTaskType(task_type)))
+        if order_state == "Idle":
+            raise ApiError(409, "this order is finished (the conversation is Idle): start a new one")
+    store(session_id, message_id)
+    try:
+        accepted = accept_user_message(current.session_factory, current.events, session_id=session_id,
+                                       user_task_execution_pk=pk, text="", message_id=message_id,
+                                       data={"audio": audio})
+    except MessageIdTaken as exc:
+        raise ApiError(409, str(exc), field="message_id") from exc
+    if accepted.run:
+        # The title/summary job is requested once transcribed (it must read the words, not "").
+        current.runner.submit(TurnJob(session_id=session_id, message_pk=accepted.message_pk))
+    log.info("audio message %s (%s, %d bytes, %s) accepted for session %s, run=%s", accepted.message_pk, message_id,
+             len(content), audio_format.mime, session_id, accepted.run)
+    return {"message_pk": accepted.message_pk, "message_id": message_id, "status": accepted.status}, 200

@@ -1,0 +1,7 @@
+"""Audio messages from mobile clients: checked on upload, stored, transcribed off the request thread.
+
+* ``upload``: what an upload may be (size, sniffed format) and its WAV duration, pure;
+* ``transcription``: the OpenAI-compatible ``/audio/transcriptions`` client behind a Protocol;
+* ``store``: where the uploaded files are kept until transcribed (a retry re-uploads to the same file);
+* ``turn``: the runner handler that transcribes a message before its turn runs.
+"""

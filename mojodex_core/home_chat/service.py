@@ -1,0 +1,96 @@
+"""Opening a user's home chat, the tasks it may route to, leaving the task it runs."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session as DbSession
+from sqlalchemy.orm import selectinload
+
+from mojodex_core.db.models import HomeChat, Session, Task, User, UserTask, UserTaskExecution
+from mojodex_core.task_view import displayed_data_for
+
+# Only instruct tasks are routed to: their turn runs on any message, with no form to fill first.
+ROUTABLE_TYPES = ("instruct",)
+
+
+@dataclass(frozen=True)
+class RoutableTask:
+    name: str  # name_for_system: what the model routes to
+    name_for_user: str
+    definition: str
+    user_task_pk: int
+
+
+def available_tasks(db: DbSession, user_id: str, language: str) -> list[RoutableTask]:
+    """The user's enabled tasks the home chat may route to: nothing the user has no access to."""
+    rows = db.execute(
+        select(UserTask, Task)
+        .join(Task, Task.task_pk == UserTask.task_fk)
+        .options(selectinload(Task.displayed_data))
+        .where(UserTask.user_id == user_id, UserTask.enabled.is_(True), Task.type.in_(ROUTABLE_TYPES))
+        .order_by(Task.name_for_system)
+    ).all()
+    tasks = []
+    for user_task, task in rows:
+        displayed = displayed_data_for(task, language)
+        tasks.append(RoutableTask(
+            name=task.name_for_system,
+            name_for_user=displayed.name_for_user if displayed else task.name_for_system,
+            definition=task.definition_for_system,
+            user_task_pk=user_task.user_task_pk,
+        ))
+    return tasks
+
+
+def home_chat_for_session(db: DbSession, session_id: str, *, lock: bool = False) -> HomeChat | None:
+    query = select(HomeChat).where(HomeChat.session_id == session_id)
+    return db.scalar(query.with_for_update() if lock else query)
+
+
+def open_home_chat(db: DbSession, user: User, platform: str) -> tuple[HomeChat, bool]:
+    """The user's home chat, created the first time (``True``); its session follows the client's platform."""
+    home_chat = db.scalar(select(HomeChat).where(HomeChat.user_id == user.user_id))
+    if home_chat is not None:
+        session = db.get(Session, home_chat.session_id)
+        if session.platform != platform:
+            session.platform = platform  # the prompt's mobile flags follow the client in use
+        return home_chat, False
+    try:
+        with db.begin_nested():
+            session = Session(session_id=secrets.token_urlsafe(32), user_id=user.user_id, platform=platform,
+                              language=user.language_code)
+            db.add(session)
+            db.flush()
+            home_chat = HomeChat(user_id=user.user_id, session_id=session.session_id)
+            db.add(home_chat)
+            db.flush()
+        return home_chat, True
+    except IntegrityError:  # opened concurrently by another request of the same user: return that one
+        return db.scalar(select(HomeChat).where(HomeChat.user_id == user.user_id)), False
+
+
+def leave_task(db: DbSession, home_chat: HomeChat) -> int | None:
+    """Back to free chat; returns the execution left (it stays, and can be resumed from its own session)."""
+    left = home_chat.running_user_task_execution_fk
+    home_chat.running_user_task_execution_fk = None
+    return left
+
+
+def home_chat_view(db: DbSession, home_chat: HomeChat) -> dict[str, Any]:
+    session = db.get(Session, home_chat.session_id)
+    running = (
+        db.get(UserTaskExecution, home_chat.running_user_task_execution_fk)
+        if home_chat.running_user_task_execution_fk is not None else None
+    )
+    return {
+        "home_chat_pk": home_chat.home_chat_pk,
+        "session_id": home_chat.session_id,
+        "platform": session.platform,
+        "running_user_task_execution_pk": running.user_task_execution_pk if running else None,
+        "created_at": home_chat.created_at.isoformat() if home_chat.created_at else None,
+    }

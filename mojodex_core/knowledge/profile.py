@@ -1,0 +1,101 @@
+"""The user profile: what the user tells the assistant about themselves. Validated, every field optional.
+
+PUT semantics are a partial update: a field sent replaces the stored value, ``null`` or an empty
+string clears it, a field left out is kept.
+"""
+
+from __future__ import annotations
+
+import zoneinfo
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from sqlalchemy.orm import Session as DbSession
+
+from mojodex_core.db.models import User, UserProfile
+
+LANGUAGE_PATTERN = r"^[a-z]{2}(-[A-Za-z]{2})?$"
+
+
+class ProfileError(ValueError):
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+class ProfileUpdate(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    name: str | None = Field(None, max_length=255)
+    language: str | None = Field(None, pattern=LANGUAGE_PATTERN)
+    timezone: str | None = Field(None, max_length=64)
+    company_name: str | None = Field(None, max_length=255)
+    company_description: str | None = Field(None, max_length=2000)
+    job: str | None = Field(None, max_length=255)
+    about_me: str | None = Field(None, max_length=2000)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _empty_is_none(cls, value: Any) -> Any:
+        if isinstance(value, str) and not value.strip():
+            return None
+        return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            zoneinfo.ZoneInfo(value)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {value!r} (use an IANA name like 'Europe/Paris')") from None
+        return value
+
+
+PROFILE_FIELDS: tuple[str, ...] = tuple(ProfileUpdate.model_fields)
+
+
+def get_profile(db: DbSession, user_id: str) -> UserProfile | None:
+    return db.get(UserProfile, user_id)
+
+
+def profile_view(profile: UserProfile | None) -> dict[str, Any]:
+    view: dict[str, Any] = {name: getattr(profile, name) if profile else None for name in PROFILE_FIELDS}
+    view["updated_at"] = profile.updated_at.isoformat() if profile and profile.updated_at else None
+    return view
+
+
+def parse_update(body: Any) -> dict[str, Any]:
+    """The fields to write, validated; raises ProfileError naming the first bad field."""
+    if not isinstance(body, dict):
+        raise ProfileError("body", "must be a JSON object")
+    try:
+        update = ProfileUpdate.model_validate(body)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"]) or "body"
+        message = "unknown field" if error["type"] == "extra_forbidden" else error["msg"]
+        if message.startswith("Value error, "):
+            message = message[len("Value error, "):]
+        raise ProfileError(where, message) from None
+    return {name: getattr(update, name) for name in update.model_fields_set}
+
+
+def update_profile(db: DbSession, user_id: str, body: Any) -> UserProfile:
+    """Validates then writes the profile in the caller's transaction (nothing written on a bad field)."""
+    values = parse_update(body)
+    profile = db.get(UserProfile, user_id)
+    if profile is None:
+        profile = UserProfile(user_id=user_id)
+        db.add(profile)
+    for name, value in values.items():
+        setattr(profile, name, value)
+    if values.get("language"):
+        # One language per user: the account's, which new sessions and task names follow.
+        user = db.get(User, user_id)
+        if user is not None:
+            user.language_code = values["language"]
+    db.flush()
+    return profile

@@ -1,0 +1,145 @@
+"""Audio messages (multipart PUT /user_message) transcribed through the scripted /audio/transcriptions."""
+
+from __future__ import annotations
+
+import io
+import uuid
+import wave
+
+from sqlalchemy import select
+
+from mojodex_core.db.models import Message
+from tests.integration._helpers import QUESTION, QUESTION_TEXT, message, messages
+from tests.support.scripted_llm import HTTPError, Reply, Transcription
+
+SPOKEN = "write an email to Bob about the Friday sync"
+FREE = "<reasoning>greeting</reasoning><user_language>en</user_language>Hi! What can I do for you?"
+
+
+def wav_bytes(seconds: float = 1.0, rate: int = 8000) -> bytes:
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as writer:
+        writer.setnchannels(1)
+        writer.setsampwidth(2)
+        writer.setframerate(rate)
+        writer.writeframes(b"\x00\x00" * int(seconds * rate))
+    return buffer.getvalue()
+
+
+M4A = b"\x00\x00\x00\x18ftypM4A \x00\x00\x02\x00" + b"\x00" * 2000
+
+
+def _mobile_execution(client) -> tuple[int, str]:
+    execution = client.ok("PUT", "/user_task_execution", json={"user_task_pk": client.user_task_pk(),
+                                                              "platform": "mobile"})
+    return execution["user_task_execution_pk"], execution["session_id"]
+
+
+def _upload(client, fields: dict, content: bytes, name: str = "voice.wav", mime: str = "audio/wav"):
+    return client.call("PUT", "/user_message", data=fields, files={"file": (name, content, mime)})
+
+
+def test_an_audio_message_is_transcribed_and_answered(live, llm):
+    client = live.new_user()
+    pk, session_id = _mobile_execution(client)
+    socket = client.socket(session_id)
+    try:
+        llm.script_transcription(Transcription(SPOKEN, duration=1.02))
+        llm.script(Reply(QUESTION))
+        response = _upload(client, {"session_id": session_id, "user_task_execution_pk": str(pk),
+                                    "message_id": "voice-1"}, wav_bytes(1.0))
+        assert response.status_code == 200, response.text
+        sent = response.json()
+        assert sent["status"] == "pending" and sent["message_id"] == "voice-1"
+        transcribed = socket.wait_event("user_message_transcription")[0]
+        answer = socket.wait_event("mojo_message")[0]
+    finally:
+        socket.close()
+        live.wait_idle()
+    assert transcribed["text"] == SPOKEN and transcribed["message_pk"] == sent["message_pk"]
+    assert answer["text"] == QUESTION_TEXT
+    stored = message(live, sent["message_pk"])
+    assert stored.text == SPOKEN and stored.status == "answered"
+    # the WAV header's duration is kept (the transcription's own figure is the fallback)
+    assert stored.data["audio"]["duration_s"] == 1.0 and stored.data["audio"]["mime"] == "audio/wav"
+    [form] = llm.transcription_requests
+    assert form["model"] == "whisper-1" and form["response_format"] == "verbose_json"
+    assert form["file"]["size"] == len(wav_bytes(1.0)) and form["file"]["head"][:4] == b"RIFF"
+    request = llm.requests[-1]["messages"]
+    assert request[-1] == {"role": "user", "content": SPOKEN}
+    assert "HOW YOU WRITE" in request[0]["content"]  # a mobile session: spoken-style answers
+
+
+def test_an_audio_message_in_the_home_chat_keeps_the_transcribed_duration(live, llm):
+    client = live.new_user()
+    session_id = client.ok("PUT", "/home_chat", json={"platform": "mobile"})["session_id"]
+    socket = client.socket(session_id)
+    try:
+        llm.script_transcription(Transcription("hello there", duration=2.5))
+        llm.script(Reply(FREE))
+        response = _upload(client, {"origin": "home_chat", "session_id": session_id}, M4A, "voice.m4a", "audio/m4a")
+        assert response.status_code == 200, response.text
+        answer = socket.wait_event("mojo_message")[0]
+    finally:
+        socket.close()
+        live.wait_idle()
+    assert answer["text"] == "Hi! What can I do for you?"
+    stored = message(live, response.json()["message_pk"])
+    assert stored.text == "hello there" and stored.data["audio"]["duration_s"] == 2.5
+    assert stored.data["audio"]["mime"] == "audio/mp4"
+    assert llm.requests[-1]["messages"][-1] == {"role": "user", "content": "hello there"}
+
+
+def test_a_failed_transcription_is_retried_with_the_same_message_id(live, llm):
+    client = live.new_user()
+    pk, session_id = _mobile_execution(client)
+    fields = {"session_id": session_id, "user_task_execution_pk": str(pk), "message_id": "voice-retry"}
+    socket = client.socket(session_id)
+    try:
+        llm.script_transcription(HTTPError(500), HTTPError(500))  # the first attempt and the client's retry
+        first = _upload(client, fields, wav_bytes(0.5)).json()
+        error = socket.wait_event("error")[0]
+        live.wait_idle()
+        assert error["retryable"] and error["message_id"] == "voice-retry"
+        assert "could not be transcribed" in error["error"] and "HTTP 500" in error["error"]
+        failed = message(live, first["message_pk"])
+        assert failed.status == "failed" and failed.text == ""
+        assert llm.requests == []  # no turn ran on an empty message
+
+        llm.script_transcription(Transcription(SPOKEN, duration=0.5))
+        llm.script(Reply(QUESTION))
+        again = _upload(client, fields, wav_bytes(0.5)).json()
+        assert again["message_pk"] == first["message_pk"]
+        socket.wait_event("mojo_message")
+    finally:
+        socket.close()
+        live.wait_idle()
+    answered = message(live, first["message_pk"])
+    assert answered.status == "answered" and answered.text == SPOKEN and answered.data["audio"]["duration_s"] == 0.5
+    users = [m for m in messages(live, session_id) if m.sender == "user"]
+    assert len(users) == 1
+
+
+def test_oversized_wrong_type_and_empty_audio_are_refused_before_anything_is_stored(live, llm):
+    client, stranger = live.new_user(), live.new_user()
+    pk, session_id = _mobile_execution(client)
+    fields = {"session_id": session_id, "user_task_execution_pk": str(pk)}
+    max_bytes = live.platform.audio.max_bytes
+    too_big = wav_bytes(1.0)[:44] + b"\x00" * (max_bytes - 44 + 1)
+    cases = [
+        (too_big, "voice.wav", "audio/wav", 413),
+        (wav_bytes(1.0)[:44] + b"\x00" * (max_bytes + 200_000), "voice.wav", "audio/wav", 413),  # past the request cap
+        (b"this is not audio at all", "voice.mp3", "audio/mpeg", 415),
+        (b"<html></html>" * 10, "voice.wav", "audio/wav", 415),
+        (b"", "voice.wav", "audio/wav", 400),
+    ]
+    for content, name, mime, status in cases:
+        response = _upload(client, {**fields, "message_id": uuid.uuid4().hex}, content, name, mime)
+        assert response.status_code == status, (name, len(content), response.status_code, response.text)
+        assert "error" in response.json()
+    # someone else's session: 404, nothing stored either
+    response = _upload(stranger, {**fields, "message_id": "x"}, wav_bytes(0.2))
+    assert response.status_code == 404
+    with live.db() as db:
+        assert list(db.scalars(select(Message).where(Message.session_id == session_id))) == []
+    assert llm.transcription_requests == [] and llm.requests == []

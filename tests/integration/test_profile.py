@@ -1,0 +1,100 @@
+"""GET/PUT /user_profile, and the profile in the instruct prompt, through the live server."""
+
+from __future__ import annotations
+
+import requests
+
+from tests.integration._helpers import QUESTION, new_execution, send
+from tests.support.scripted_llm import Reply
+
+PROFILE = {
+    "name": "Ada", "language": "en", "timezone": "Asia/Tokyo", "company_name": "Analytical Engines",
+    "company_description": "Builds calculating machines", "job": "Engineer", "about_me": "Prefers short emails",
+}
+
+
+def _system_prompt_of_one_turn(live, llm, client) -> str:
+    pk, session_id = new_execution(client)
+    socket = client.socket(session_id)
+    try:
+        llm.script(Reply(QUESTION))
+        send(client, pk, session_id, "an email to Bob")
+        socket.wait_event("mojo_message")
+    finally:
+        socket.close()
+        live.wait_idle()
+    return llm.requests[-1]["messages"][0]["content"]
+
+
+def test_profile_round_trip_and_owner_only(live, llm):
+    ada, bob = live.new_user(), live.new_user()
+    empty = ada.ok("GET", "/user_profile")["user_profile"]
+    assert all(empty[k] is None for k in PROFILE)
+    stored = ada.ok("PUT", "/user_profile", json=PROFILE)["user_profile"]
+    assert {k: stored[k] for k in PROFILE} == PROFILE and stored["updated_at"]
+    # a partial update keeps the rest; an empty string clears a field
+    again = ada.ok("PUT", "/user_profile", json={"job": "Mathematician", "about_me": ""})["user_profile"]
+    assert again["job"] == "Mathematician" and again["about_me"] is None and again["name"] == "Ada"
+    # another user sees only their own (empty) profile; no token is a 401
+    assert bob.ok("GET", "/user_profile")["user_profile"]["name"] is None
+    assert requests.get(live.base_url + "/user_profile", timeout=10).status_code == 401
+
+
+def test_bad_profiles_are_refused_and_nothing_is_written(live, llm):
+    client = live.new_user()
+    client.ok("PUT", "/user_profile", json={"name": "Ada"})
+    for body, field in [
+        ({"name": "Eve", "timezone": "Nowhere/Land"}, "timezone"),
+        ({"name": "Eve", "language": "english"}, "language"),
+        ({"name": "Eve", "about_me": "x" * 2001}, "about_me"),
+        ({"name": "Eve", "salary": 10}, "salary"),
+        ({"name": ["Eve"]}, "name"),
+    ]:
+        response = client.call("PUT", "/user_profile", json=body)
+        assert response.status_code == 400, body
+        assert response.json()["field"] == field and field in response.json()["error"]
+    response = client.call("PUT", "/user_profile", data="not json", headers={"Content-Type": "application/json"})
+    assert response.status_code == 400
+    assert client.ok("GET", "/user_profile")["user_profile"]["name"] == "Ada"
+
+
+def test_the_profile_appears_in_the_instruct_prompt(live, llm):
+    client = live.new_user()
+    client.ok("PUT", "/user_profile", json=PROFILE)
+    prompt = _system_prompt_of_one_turn(live, llm, client)
+    assert "WHO YOU ARE\nYou are Mojo" in prompt  # tasks_config/assistant_knowledge.md
+    assert "(time zone Asia/Tokyo)" in prompt
+    assert "WHAT YOU KNOW ABOUT ADA\n- Name: Ada\n- Job: Engineer\n- About them: Prefers short emails" in prompt
+    assert "- Company: Analytical Engines" in prompt
+    assert "helps Ada complete a task" in prompt
+
+
+def test_without_a_profile_the_prompt_has_no_profile_heading(live, llm):
+    client = live.new_user()
+    prompt = _system_prompt_of_one_turn(live, llm, client)
+    assert "GLOBAL CONTEXT" in prompt and "(time zone UTC+00:00)" in prompt
+    assert "WHAT YOU KNOW ABOUT" not in prompt and "COMPANY" not in prompt and "HOW YOU WRITE" not in prompt
+
+
+def test_the_profile_language_becomes_the_account_language(live, llm):
+    client = live.new_user()
+    client.ok("PUT", "/user_profile", json={"language": "fr"})
+    execution = client.new_execution()
+    assert execution["json_input"][0]["description_for_user"] == "De quoi parle l'e-mail ?"
+
+
+def test_a_mobile_session_prompt_asks_for_spoken_answers(live, llm):
+    client = live.new_user()
+    execution = client.ok("PUT", "/user_task_execution", json={"user_task_pk": client.user_task_pk(),
+                                                              "platform": "mobile"})
+    pk, session_id = execution["user_task_execution_pk"], execution["session_id"]
+    socket = client.socket(session_id)
+    try:
+        llm.script(Reply(QUESTION))
+        send(client, pk, session_id, "an email to Bob")
+        socket.wait_event("mojo_message")
+    finally:
+        socket.close()
+        live.wait_idle()
+    prompt = llm.requests[-1]["messages"][0]["content"]
+    assert "HOW YOU WRITE" in prompt and "*Paris*" in prompt
