@@ -56,6 +56,15 @@ def _yes_no(ctx: Ctx, parsed: ParsedInput) -> ParsedInput | None:
     return None
 
 
+def _greeting_only(ctx: Ctx, parsed: ParsedInput) -> ParsedInput | None:
+    """A greeting of the keyword lists ("bonjour", "salut") and nothing else is a greeting: not an unknown word,
+    nor a fuzzy menu match ("salut" -> salt bagel) the parser is unsure of."""
+    if not ctx.only("greeting") or (not parsed.is_empty() and parsed.confidence >= 1.0):
+        return None
+    ctx.rule("repair", "a greeting only: nothing to parse")
+    return ParsedInput()
+
+
 def _info_keywords(ctx: Ctx, parsed: ParsedInput) -> ParsedInput | None:
     """Pickup/delivery and payment answers in the keyword lists' words ("à emporter", "par carte"), when the
     parse found nothing. Pickup or delivery is taken whatever was asked, as the parser takes "pickup": else
@@ -261,7 +270,7 @@ def repair(ctx: Ctx) -> tuple[ParsedInput, list[int], bool]:
     answered = _which_one(ctx)
     if answered is not None:
         return answered, [], False
-    for fix in (_yes_no, _info_keywords, _same_again):
+    for fix in (_greeting_only, _yes_no, _info_keywords, _same_again):
         fixed = fix(ctx, parsed)
         if fixed is not None:
             return fixed, [], False

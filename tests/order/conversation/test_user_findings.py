@@ -101,3 +101,19 @@ def test_a_removal_answered_at_once_is_applied(drive_menu):
     s.run("a number 2 combo, large, with a coke", "and two cheeseburgers", "remove the second one")
     s.say("yes")
     assert [it.item_type for _, it in s.conv.order.items.active()] == ["combo"]
+
+
+@pytest.mark.parametrize("text", ["bonjour", "salut", "bonsoir"])
+def test_a_french_greeting_is_greeted_not_refused_nor_read_as_an_item(bagel_menu, text):
+    """"bonjour" got "Désolé, je n'ai pas compris « bonjour »"; "salut" became a salt bagel (a fuzzy match)."""
+    s = Session(bagel_menu, "fr")
+    out = s.say(text)
+    assert out.response_keys == ["ask-order"] and not out.errors
+    assert not s.conv.order.items.active()
+
+
+def test_a_greeting_with_an_order_still_takes_the_order(bagel_menu):
+    s = Session(bagel_menu, "fr")
+    assert s.say("hello").response_keys == ["ask-order"]
+    s.say("bonjour, a plain bagel")
+    assert [it.fields["bagel_type"] for _, it in s.conv.order.items.active()] == ["plain"]
