@@ -17,8 +17,9 @@ from pydantic import (
     Field,
     RootModel,
     StrictBool,
+    ValidationInfo,
     WithJsonSchema,
-    model_validator,
+    field_validator,
 )
 from spectree import Response
 
@@ -136,16 +137,18 @@ class UserMessageBody(_In):
     """A user message as JSON (an audio message is the same fields as multipart form data, plus ``file``)."""
 
     session_id: SessionId
-    user_task_execution_pk: Pk | None = Field(None, description="Required unless origin is home_chat.")
+    origin: Literal["home_chat"] | None = Field(None, description="home_chat: a message of the user's home chat.")
+    user_task_execution_pk: Pk | None = Field(None, description="Required unless origin is home_chat.",
+                                              validate_default=True)
     text: Text(MAX_TEXT_CHARS)
     message_id: MessageId | None = Field(None, description="Idempotency key; a UUID is made when absent.")
-    origin: Literal["home_chat"] | None = Field(None, description="home_chat: a message of the user's home chat.")
 
-    @model_validator(mode="after")
-    def _execution_unless_home_chat(self) -> UserMessageBody:
-        if self.origin != "home_chat" and self.user_task_execution_pk is None:
-            raise ValueError("user_task_execution_pk is required (unless origin is home_chat)")
-        return self
+    @field_validator("user_task_execution_pk")
+    @classmethod
+    def _execution_unless_home_chat(cls, value: int | None, info: ValidationInfo) -> int | None:
+        if value is None and info.data.get("origin") != "home_chat":
+            raise ValueError("is required (unless origin is home_chat)")
+        return value
 
 
 class ProducedTextBody(_In):

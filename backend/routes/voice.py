@@ -24,8 +24,9 @@ from mojodex_core.audio.transcription import SpeechError
 from mojodex_core.db.models import Message, Session
 
 log = logging.getLogger("mojodex.audio")
-# 200 is audio/mpeg; 501 when no speech model is configured, 502 when the speech service fails.
-VOICE_ANSWERS = Answers(HTTP_200=None, **{f"HTTP_{code}": m.ErrorOut for code in (*m.ERROR_CODES, "501", "502")})
+# 200 is audio/mpeg; 404 when no speech model is configured (a feature this server lacks is not a
+# server error), 502 when the speech service fails.
+VOICE_ANSWERS = Answers(HTTP_200=None, **{f"HTTP_{code}": m.ErrorOut for code in (*m.ERROR_CODES, "502")})
 
 
 class VoiceResource(Resource):
@@ -46,7 +47,7 @@ class VoiceResource(Resource):
         if row.sender != "assistant" or row.status != "final" or not row.text.strip():
             raise ApiError(400, "only an assistant reply can be read aloud", field="message_pk")
         if current.speech is None:
-            raise ApiError(501, "voice replies are not configured (set MOJODEX_SPEECH_MODEL)")
+            raise ApiError(404, "voice replies are not configured on this server (set MOJODEX_SPEECH_MODEL)")
         # Keyed by the session (a random id) and the text, not the pk alone: a pk is reused by another
         # database (tests, a restored backup), and the file must never be another message's audio.
         digest = hashlib.sha256(f"{row.session_id}\0{message_pk}\0{row.text}".encode()).hexdigest()[:40]

@@ -73,4 +73,4 @@ def test_without_a_speech_model_voice_is_not_configured(live, llm):
     answer_pk = next(m for m in client.ok("GET", "/message", params={"session_id": session_id})["messages"]
                      if m["sender"] == "assistant")["message_pk"]
     response = client.call("GET", "/voice", params={"message_pk": answer_pk})
-    assert response.status_code == 501 and "MOJODEX_SPEECH_MODEL" in response.json()["error"]
+    assert response.status_code == 404 and "MOJODEX_SPEECH_MODEL" in response.json()["error"]
