@@ -304,8 +304,10 @@ def build_workflow_turn(
             base_url=settings.transcription_base_url.rstrip("/"), api_key=settings.transcription_api_key or "",
             model=settings.transcription_model,
         )
-    workflow = WorkflowTurn(factory, events, llm, heartbeat, transcriber=transcriber, result_chat=result_chat)
-    workflow.set_review(ReviewTurn(factory, events, llm, workflow.advance))
+    max_tokens = settings.extra.get("max_tokens")
+    workflow = WorkflowTurn(factory, events, llm, heartbeat, transcriber=transcriber, result_chat=result_chat,
+                            max_tokens=max_tokens)
+    workflow.set_review(ReviewTurn(factory, events, llm, workflow.advance, max_tokens=max_tokens))
     return workflow
 
 

@@ -125,6 +125,7 @@ class MenuAvailabilityResource(Resource):
         with current.db() as db:
             try:
                 menu = current.menus.menu_by_id(db, menu_id)
+                value = check_stock_item(menu, item_type, field_name, value)  # the value's id
                 set_stock(db, menu, item_type, field_name, value, in_stock)
             except MenuNotFound as exc:
                 raise not_found("menu") from exc
@@ -191,7 +192,7 @@ class OrderEventResource(Resource):
             if item is not None:
                 # What is out of stock must be on this order's menu: the turn proposes alternatives from it.
                 try:
-                    check_stock_item(current.menus.base_menu(db, row.menu_ref), **item)
+                    item["value"] = check_stock_item(current.menus.base_menu(db, row.menu_ref), **item)
                 except MenuNotFound as exc:
                     raise ApiError(409, f"the menu of this order is not available: {exc}") from exc
                 except StockError as exc:

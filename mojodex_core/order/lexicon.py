@@ -24,7 +24,9 @@ from .menu import Menu
 
 _TOKEN_RE = re.compile(r"\d+(?:\.\d+)?|[a-z]+(?:'[a-z]+)*|[.!?;,]")
 _EMAIL_RE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-_PHONE_RE = re.compile(r"(?<!\w)\+?\d[\d\s().-]{7,}\d(?!\w)")
+# A phone number: 7 to 15 digits (a local "555-1234" up to E.164), with the usual separators.
+_PHONE_RE = re.compile(r"(?<!\w)\+?\d[\d\s().-]{5,}\d(?!\w)")
+_PHONE_DIGITS = range(7, 16)
 _NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
 _ABBREVIATIONS = frozenset({"dr", "mr", "mrs", "ms", "st", "fl", "oz", "lb"})
 
@@ -117,8 +119,14 @@ def extract_contacts(text: str) -> tuple[str, list[str]]:
     """Remove emails / phone numbers from ``text`` (they are not order words); return them."""
     found = [m.group(0).strip() for m in _EMAIL_RE.finditer(text)]
     text = _EMAIL_RE.sub(" ", text)
-    found += [m.group(0).strip() for m in _PHONE_RE.finditer(text)]
-    return _PHONE_RE.sub(" ", text), found
+
+    def phone(match: re.Match[str]) -> str:
+        if sum(c.isdigit() for c in match.group(0)) not in _PHONE_DIGITS:
+            return match.group(0)
+        found.append(match.group(0).strip())
+        return " "
+
+    return _PHONE_RE.sub(phone, text), found
 
 
 def normalise_text(text: str) -> str:

@@ -97,6 +97,17 @@ class FieldDef(BaseModel):
                 return v
         return None
 
+    def find_value(self, name: str) -> ValueDef | None:
+        """The value an admin or a client names: its id, else its id, label or a synonym in any case."""
+        exact = self.value(name)
+        if exact is not None:
+            return exact
+        wanted = " ".join(name.split()).casefold()
+        for v in self.values:
+            if wanted in {n.casefold() for n in (v.id, v.label or "", *v.synonyms) if n}:
+                return v
+        return None
+
     def validate_value(self, value: Any) -> None:
         """Raise ValueError if ``value`` is not acceptable for this field."""
         if self.multi:

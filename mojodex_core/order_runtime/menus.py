@@ -175,7 +175,7 @@ def set_stock(
     db: DbSession, menu: Menu, item_type: str, field: str | None, value: str | None, in_stock: bool
 ) -> None:
     """Records an item type (or a value of one of its fields) out of / back in stock."""
-    check_stock_item(menu, item_type, field, value)
+    value = check_stock_item(menu, item_type, field, value)
     row = db.scalar(
         select(MenuStock).where(
             MenuStock.menu_id == menu.id,
@@ -191,9 +191,10 @@ def set_stock(
     db.flush()
 
 
-def check_stock_item(menu: Menu, item_type: object, field: object, value: object) -> None:
+def check_stock_item(menu: Menu, item_type: object, field: object, value: object) -> str | None:
     """What a stock change or an out_of_stock event names must be on the menu: an item type, or a
-    value of one of its fields (StockError naming the offending key otherwise)."""
+    value of one of its fields (StockError naming the offending key otherwise). Returns the value's id:
+    a value may be named by its id, label or a synonym in any case ("pepperoni" for "PEPPERONI")."""
     for key, given in (("item_type", item_type), ("field", field), ("value", value)):
         if given is not None and not isinstance(given, str):
             raise StockError(key, f"{key} must be a string")
@@ -208,8 +209,11 @@ def check_stock_item(menu: Menu, item_type: object, field: object, value: object
             raise StockError("field", f"item type {item_type!r} has no field {field!r}")
         if value is None:
             raise StockError("value", "value is required with field")
-        if fdef.value(value) is None:
+        found = fdef.find_value(value)
+        if found is None:
             raise StockError("value", f"field {field!r} of {item_type!r} has no value {value!r}")
+        return found.id
+    return None
 
 
 def item_types_in_use(db: DbSession, menu_id: str) -> set[str]:

@@ -93,7 +93,8 @@ class _Closed:
 
 class ReviewTurn:
     def __init__(self, factory: sessionmaker[DbSession], events: EventPublisher, llm: LLMProvider | None,
-                 advance: Callable[[str, int, threading.Event], None]) -> None:
+                 advance: Callable[[str, int, threading.Event], None], *, max_tokens: int | None = None) -> None:
+        self._max_tokens = max_tokens
         self._factory = factory
         self._events = events
         self._llm = llm
@@ -112,7 +113,8 @@ class ReviewTurn:
             if self._llm is None:
                 raise LLMNotConfigured("No LLM configured: the review chat needs one.")
             decision = self._llm.structured(review.messages, ReviewDecision, label=LABEL,
-                                            user_task_execution_pk=review.execution_pk, cancel=cancel)
+                                            user_task_execution_pk=review.execution_pk, cancel=cancel,
+                                            max_tokens=self._max_tokens)
             rerun = self._complete(review, decision)
         except Exception as exc:
             reason = failure_reason(exc, what="review turn", where=f"execution={review.execution_pk}")

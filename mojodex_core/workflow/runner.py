@@ -31,6 +31,7 @@ from mojodex_core.execution.events import EventPublisher, Publication
 from mojodex_core.execution.failures import fail_or_mark, failure_reason, mark_failed
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.execution.produced_text import append_version, version_payload
+from mojodex_core.execution.reasoning import append_trace
 from mojodex_core.llm import LLMProvider
 from mojodex_core.task_view import displayed_data_for
 from mojodex_core.workflow import store
@@ -92,7 +93,9 @@ class WorkflowTurn:
         transcriber: Transcriber | None = None,
         review: Handler | None = None,
         result_chat: Handler | None = None,
+        max_tokens: int | None = None,
     ) -> None:
+        self._max_tokens = max_tokens  # every step's LLM call is bounded like turns are (the local model: 400)
         self._factory = session_factory
         self._events = events
         self._llm = llm
@@ -219,10 +222,13 @@ class WorkflowTurn:
             with self._factory() as db:
                 return store.uploaded_file(db, execution_pk, input_name)
 
+        decisions: list[tuple[str, str]] = []  # (label, entry): one per LLM call of the step
         context = StepContext(
             user_task_execution_pk=execution_pk, step_name=action.step.name, step_definition=action.step.definition,
             task_definition=prepared.task_definition, username=prepared.username, language=prepared.language,
-            llm=ProviderStepLLM(self._llm, execution_pk, cancel) if self._llm is not None else None,
+            llm=(ProviderStepLLM(self._llm, execution_pk, cancel, step_name=action.step.name, trace=decisions,
+                                 max_tokens=self._max_tokens)
+                 if self._llm is not None else None),
             files=files, transcriber=self._transcriber, cancel=cancel,
         )
         started = time.monotonic()
@@ -239,12 +245,15 @@ class WorkflowTurn:
                                        crashed="The step failed because of an internal error. Relaunch it to retry.",
                                        where=f"execution={execution_pk} step={action.step.name}")
         elapsed_ms = (time.monotonic() - started) * 1000
-        self._finish(session_id, row_pk, action, result, error, elapsed_ms)
+        decisions += [(f"WORKFLOW_STEP_{action.step.name}", note) for note in context.trace]
+        self._finish(session_id, row_pk, action, result, error, elapsed_ms, decisions)
 
     def _finish(self, session_id: str, row_pk: int, action: RunStep, result: list[dict[str, Any]] | None,
-                error: str | None, elapsed_ms: float) -> None:
+                error: str | None, elapsed_ms: float, decisions: list[tuple[str, str]] = ()) -> None:
         with self._events.publishing(session_id) as publication, transaction(self._factory) as db:
             row = db.get(store.StepRow, row_pk, with_for_update=True)
+            for label, entry in decisions if row is not None else ():  # they were taken, whatever the result becomes
+                append_trace(db, row.user_task_execution_fk, [entry], label)
             if row is None or row.status != "running":
                 # Invalidated (a restart) or lapsed (taken for dead) while it ran: its result is not used.
                 log.info("step execution %s ended as %s: result dropped", row_pk, row.status if row else "gone")

@@ -130,6 +130,13 @@ def restart(db: DbSession, publication: Publication, execution: UserTaskExecutio
         raise ValueError(f"from_rank must be one of {', '.join(map(str, ranks))}")
     if execution.start_date is None:
         raise WorkflowStateError("this execution has not started: start it with POST /user_task_execution_run")
+    earlier = [r for r in ranks if r < from_rank]
+    if earlier:
+        # A later rank starts from the validated results of the one before: without them nothing would run.
+        before = [r for r in store.live_rows(db, execution.user_task_execution_pk) if r.rank == earlier[-1]]
+        if not before or not all(r.status == "done" and r.validated for r in before):
+            raise WorkflowStateError(f"rank {earlier[-1]} has no validated result yet: validate it, or restart "
+                                     f"from rank {ranks[0]}")
     if inputs is not None:
         execution.json_input_values = inputs
     rows = later_live_rows(db, execution.user_task_execution_pk, from_rank - 1)

@@ -65,8 +65,10 @@ def test_a_user_instruction_is_learned_and_reruns_the_step_with_it(wf, llm):
     stored = [m for m in messages if m["sender"] == "assistant" and m["event_name"] == "mojo_message"]
     assert stored[-1]["text"] == "I will write it in two stanzas."  # stored, not dropped
     reasoning = user.ok("GET", "/user_task_execution/reasoning", params={"user_task_execution_pk": pk})["reasoning"]
-    assert [(e["kind"], e["source"]) for e in reasoning] == [("DIRECT", "WORKFLOW_REVIEW")]
-    assert "the user wants fewer" in reasoning[0]["text"]
+    # The divider's run, the review's decision, the divider's re-run: each LLM decision is in the trace.
+    assert [(e["kind"], e["source"]) for e in reasoning] == [
+        ("DIRECT", "WORKFLOW_STANZA_DIVIDER"), ("DIRECT", "WORKFLOW_REVIEW"), ("DIRECT", "WORKFLOW_STANZA_DIVIDER")]
+    assert "the user wants fewer" in reasoning[1]["text"]
     assert all("the user wants fewer" not in m["text"] for m in messages)
 
     # Learned for this user's later executions of the task too.

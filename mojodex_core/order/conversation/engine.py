@@ -106,6 +106,7 @@ def converse(conversation: Conversation, turn: TurnInput, menu: Menu, *, llm: ob
     start = perf_counter()
     ACTIONS[row.action](ctx)
     ctx.timings["response"] += _ms(start)
+    _expire_pending_change(ctx, event, row.action)
     _bookkeeping(ctx, event)
     conv.state = ctx.state_after  # type: ignore[assignment]
     conv.turn += 1
@@ -133,6 +134,15 @@ def converse(conversation: Conversation, turn: TurnInput, menu: Menu, *, llm: ob
         cancel_reply=ctx.cancel_reply,
         timings_ms=ctx.timings,
     )
+
+
+def _expire_pending_change(ctx: Ctx, event: str, action: str) -> None:
+    """An unsafe change waits for the very next answer: a customer who says something else has moved on, and a
+    later "yes" to another question must not apply it."""
+    if (ctx.turn.text is not None and ctx.conv.pending_change is not None
+            and event not in ("CHANGE_CONFIRMED", "CHANGE_REJECTED") and action != "ask_change_confirmation"):
+        ctx.conv.pending_change = None
+        ctx.rule("unsafe_change", "not answered: dropped")
 
 
 def _bookkeeping(ctx: Ctx, event: str) -> None:

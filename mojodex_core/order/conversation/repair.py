@@ -56,17 +56,28 @@ def _yes_no(ctx: Ctx, parsed: ParsedInput) -> ParsedInput | None:
     return None
 
 
+def _greeting_only(ctx: Ctx, parsed: ParsedInput) -> ParsedInput | None:
+    """A greeting of the keyword lists ("bonjour", "salut") and nothing else is a greeting: not an unknown word,
+    nor a fuzzy menu match ("salut" -> salt bagel) the parser is unsure of."""
+    if not ctx.only("greeting") or (not parsed.is_empty() and parsed.confidence >= 1.0):
+        return None
+    ctx.rule("repair", "a greeting only: nothing to parse")
+    return ParsedInput()
+
+
 def _info_keywords(ctx: Ctx, parsed: ParsedInput) -> ParsedInput | None:
     """Pickup/delivery and payment answers in the keyword lists' words ("à emporter", "par carte"), when the
-    parse found nothing."""
+    parse found nothing. Pickup or delivery is taken whatever was asked, as the parser takes "pickup": else
+    "à emporter" said early would be an unknown menu item."""
     pending = ctx.conv.order.pending
-    if pending is None or not parsed.is_empty():
+    if not parsed.is_empty():
         return None
-    if pending.task == "order_type":
-        for kind in ("pickup", "delivery"):
-            if ctx.only(kind):
-                ctx.rule("repair", f"keywords answer order_type {kind}")
-                return ParsedInput(order_type=kind)  # type: ignore[arg-type]
+    for kind in ("pickup", "delivery"):
+        if ctx.only(kind):
+            ctx.rule("repair", f"keywords answer order_type {kind}")
+            return ParsedInput(order_type=kind)  # type: ignore[arg-type]
+    if pending is None:
+        return None
     if pending.task == "payment":
         for method in ("in_store", "cash_delivery", "card_link"):
             if ctx.only(f"payment_{method}"):
@@ -143,6 +154,8 @@ def _references(ctx: Ctx, text: str) -> tuple[list[int], bool]:
         if m.field is not None and not matched and any(
                 x.field is None or x.item_type != m.item_type for x in mentions(text, ctx.menu) if x is not m):
             continue  # a value qualifying another mention ("the large coke")
+        if not matched and m.field is not None and m.value is not None:
+            matched = _named_within(ctx, live, m.item_type, m.field, m.value)
         if not matched:
             unresolved = unresolved or m.field is None or ctx.menu.item_types[m.item_type].fields[m.field].names_item
             continue
@@ -150,6 +163,27 @@ def _references(ctx: Ctx, text: str) -> tuple[list[int], bool]:
         if pick is not None:
             refs.append(pick)
     return refs, unresolved
+
+
+def _named_within(ctx: Ctx, live: list[int], item_type: str, field: str, value: str) -> list[int]:
+    """The one live item whose value's name contains the said one's ("the coke" for the only diet coke); none
+    when several do (then "which one?")."""
+    fdef = ctx.menu.item_types[item_type].fields[field]
+    said = fdef.value(value)
+    if said is None:
+        return []
+    words = f" {normalise(said.display)} "
+    found = []
+    for i in live:
+        item = ctx.conv.order.items.items[i]
+        current = item.fields.get(field)
+        for entry in current if isinstance(current, list) else [current]:
+            vdef = fdef.value(entry.get("name") if isinstance(entry, dict) else entry) if entry else None
+            names = [vdef.display, *vdef.synonyms] if vdef is not None else []
+            if item.item_type == item_type and any(words in f" {normalise(n)} " for n in names):
+                found.append(i)
+                break
+    return found if len(found) == 1 else []
 
 
 def _uses(fields: dict[str, Any], field: str, value: str) -> bool:
@@ -236,7 +270,7 @@ def repair(ctx: Ctx) -> tuple[ParsedInput, list[int], bool]:
     answered = _which_one(ctx)
     if answered is not None:
         return answered, [], False
-    for fix in (_yes_no, _info_keywords, _same_again):
+    for fix in (_greeting_only, _yes_no, _info_keywords, _same_again):
         fixed = fix(ctx, parsed)
         if fixed is not None:
             return fixed, [], False

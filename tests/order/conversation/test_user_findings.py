@@ -1,0 +1,119 @@
+"""Conversations a tester had with the shipped menus, each one a bug found and fixed."""
+
+from __future__ import annotations
+
+import pytest
+
+from mojodex_core.order.lexicon import extract_contacts
+
+from .conftest import Session
+
+
+@pytest.mark.parametrize("text, contact", [
+    ("555-1234", "555-1234"),
+    ("5551234", "5551234"),
+    ("call me on 555 1234 please", "555 1234"),
+    ("555-123-4567", "555-123-4567"),
+    ("+33 6 12 34 56 78", "+33 6 12 34 56 78"),
+])
+def test_phone_numbers_of_seven_digits_and_more_are_contacts(text, contact):
+    assert extract_contacts(text)[1] == [contact]
+
+
+@pytest.mark.parametrize("text", ["2 bagels", "12 34", "a number 2 combo", "123456", "1234567890123456"])
+def test_short_numbers_and_quantities_are_not_phone_numbers(text):
+    assert extract_contacts(text) == (text, [])
+
+
+def test_a_seven_digit_phone_number_is_taken_as_the_contact(bagel_menu):
+    s = Session(bagel_menu)
+    s.run("a plain bagel toasted with butter", "no thanks, that is all", "pickup", "Ana")
+    out = s.say("555-1234")
+    assert s.conv.order.customer_info.contact == "555-1234"
+    assert out.response_key == "ask-payment"
+
+
+@pytest.mark.parametrize("text", ["à emporter", "emporter", "en livraison"])
+def test_french_pickup_or_delivery_said_early_is_the_order_type_not_an_item(pizza_menu, text):
+    s = Session(pizza_menu, "fr")
+    s.say("a large margherita pizza")
+    out = s.say(text)
+    assert out.response_key != "clarify-unparsed" and "emporter »" not in out.reply
+    assert s.conv.order.delivery_method.order_type == ("delivery" if "livraison" in text else "pickup")
+    assert [it.item_type for _, it in s.conv.order.items.active()] == ["pizza"]
+
+
+def test_french_pickup_as_the_first_words(pizza_menu):
+    s = Session(pizza_menu, "fr")
+    out = s.say("à emporter")
+    assert s.conv.order.delivery_method.order_type == "pickup" and out.state_after == "Ordering"
+    assert not s.conv.order.items.active()
+
+
+def test_stock_values_are_named_by_id_label_or_synonym_in_any_case(pizza_menu):
+    from mojodex_core.order_runtime.menus import StockError, check_stock_item
+
+    for name in ("PEPPERONI", "pepperoni", "Pepperoni"):
+        assert check_stock_item(pizza_menu, "pizza", "toppings", name) == "PEPPERONI"
+    assert check_stock_item(pizza_menu, "pizza", "toppings", "mozz") == "MOZZARELLA_CHEESE"
+    assert check_stock_item(pizza_menu, "pizza", None, None) is None
+    with pytest.raises(StockError):
+        check_stock_item(pizza_menu, "pizza", "toppings", "pepper oni")
+
+
+
+def test_cancel_the_coke_removes_the_only_diet_coke(pizza_menu):
+    s = Session(pizza_menu)
+    s.say("a large pepperoni pizza and a diet coke")
+    out = s.say("cancel the coke")
+    assert out.response_key != "clarify-reference"
+    assert [it.item_type for _, it in s.conv.order.items.active()] == ["pizza"]
+
+
+def test_cancel_the_coke_asks_which_one_when_two_cokes_could_be_meant(pizza_menu):
+    s = Session(pizza_menu)
+    s.say("a large pepperoni pizza, a diet coke and a coke zero")
+    assert s.say("cancel the coke").response_key == "clarify-reference"
+    assert len(s.conv.order.items.active()) == 3
+
+
+def test_cancel_the_coke_with_only_a_sprite_removes_nothing(pizza_menu):
+    s = Session(pizza_menu)
+    s.say("a large pepperoni pizza and a sprite")
+    s.say("cancel the coke")
+    assert [it.item_type for _, it in s.conv.order.items.active()] == ["pizza", "drink"]
+
+
+def test_a_removal_left_unanswered_is_not_applied_by_a_later_yes(drive_menu):
+    """'remove the second one' (2 cheeseburgers) asked for a yes; the customer asked about fries instead, went
+    on, and three turns later a 'yes' to another question removed the cheeseburgers."""
+    s = Session(drive_menu)
+    s.run("a number 2 combo, large, with a coke", "and two cheeseburgers")
+    assert s.say("remove the second one").response_key == "confirm-unsafe-change"
+    s.run("what sizes do fries come in?", "that's it", "pickup")
+    assert s.conv.pending_change is None
+    s.say("yes")
+    assert [it.item_type for _, it in s.conv.order.items.active()] == ["combo", "burger"]
+
+
+def test_a_removal_answered_at_once_is_applied(drive_menu):
+    s = Session(drive_menu)
+    s.run("a number 2 combo, large, with a coke", "and two cheeseburgers", "remove the second one")
+    s.say("yes")
+    assert [it.item_type for _, it in s.conv.order.items.active()] == ["combo"]
+
+
+@pytest.mark.parametrize("text", ["bonjour", "salut", "bonsoir"])
+def test_a_french_greeting_is_greeted_not_refused_nor_read_as_an_item(bagel_menu, text):
+    """"bonjour" got "Désolé, je n'ai pas compris « bonjour »"; "salut" became a salt bagel (a fuzzy match)."""
+    s = Session(bagel_menu, "fr")
+    out = s.say(text)
+    assert out.response_keys == ["ask-order"] and not out.errors
+    assert not s.conv.order.items.active()
+
+
+def test_a_greeting_with_an_order_still_takes_the_order(bagel_menu):
+    s = Session(bagel_menu, "fr")
+    assert s.say("hello").response_keys == ["ask-order"]
+    s.say("bonjour, a plain bagel")
+    assert [it.fields["bagel_type"] for _, it in s.conv.order.items.active()] == ["plain"]

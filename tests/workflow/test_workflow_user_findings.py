@@ -1,0 +1,100 @@
+"""Workflows used as a user would, through the live server: each test is a bug a tester found."""
+
+from __future__ import annotations
+
+from tests.support.scripted_llm import HTTPError, Reply
+from tests.workflow._helpers import awaiting, poem_user, start_poem, steps, validate, wait_completed, wait_steps
+
+
+def _reasoning(user, pk):  # noqa: ANN001, ANN202
+    return user.ok("GET", "/user_task_execution/reasoning", params={"user_task_execution_pk": pk})["reasoning"]
+
+
+def test_each_llm_backed_step_leaves_a_reasoning_trace_entry(wf, llm):
+    user = poem_user(wf)
+    llm.script(Reply(json={"stanza_topics": ["tide", "dawn"]}))
+    created = start_poem(user)
+    pk = created["user_task_execution_pk"]
+    (divider,) = wait_steps(user, pk, awaiting(1))
+    llm.script(Reply("Stanza about the tide"), Reply("Stanza about dawn"))
+    validate(user, divider["user_workflow_step_execution_pk"])
+    wait_completed(user, pk)
+    entries = _reasoning(user, pk)
+    sources = [e["source"] for e in entries]
+    assert sources == ["WORKFLOW_STANZA_DIVIDER", "WORKFLOW_STANZA_WRITER", "WORKFLOW_STANZA_WRITER"]
+    assert all(e["kind"] == "DIRECT" for e in entries)
+    assert "stanza_divider" in entries[0]["text"] and "tide" in entries[0]["text"]
+    assert "Stanza about the tide" in entries[1]["text"] and "Stanza about dawn" in entries[2]["text"]
+
+
+def test_a_failed_llm_call_of_a_step_leaves_no_decision_in_the_trace(wf, llm):
+    user = poem_user(wf)
+    llm.script(HTTPError(400))
+    created = start_poem(user)
+    pk = created["user_task_execution_pk"]
+    wait_steps(user, pk, lambda rows: rows and rows[0]["status"] == "failed")
+    assert _reasoning(user, pk) == []
+    assert steps(user, pk)[0]["error"]
+
+
+def test_internal_workflow_run_messages_are_never_listed(wf, llm):
+    """Validations, relaunches and restarts store internal ``workflow_run`` messages: GET /message hides them."""
+    user = poem_user(wf)
+    llm.script(Reply(json={"stanza_topics": ["tide"]}))
+    created = start_poem(user)
+    pk = created["user_task_execution_pk"]
+    (divider,) = wait_steps(user, pk, awaiting(1))
+    llm.script(HTTPError(400))
+    validate(user, divider["user_workflow_step_execution_pk"])
+    failed = wait_steps(user, pk, lambda rows: any(r["status"] == "failed" for r in rows))[-1]
+    llm.script(Reply("Stanza about the tide"))
+    user.ok("PUT", "/user_workflow_step_execution",
+            json={"user_workflow_step_execution_pk": failed["user_workflow_step_execution_pk"]})
+    wait_completed(user, pk)
+    llm.script(Reply("Another stanza"))
+    user.ok("POST", "/restart_user_workflow_execution", json={"user_task_execution_pk": pk, "from_rank": 2})
+    wf.wait_idle()
+    messages = user.ok("GET", "/message", params={"session_id": created["session_id"]})["messages"]
+    assert [m["event_name"] for m in messages if m["sender"] == "system"] == []
+    assert {m["event_name"] for m in messages} <= {"form_input", "draft_message"}
+
+
+def test_restart_from_a_rank_whose_previous_step_is_not_validated_is_refused(wf, llm):
+    """It answered 200 "run_submitted" and nothing ran: rank 2 has nothing validated to start from."""
+    user = poem_user(wf)
+    llm.script(Reply(json={"stanza_topics": ["tide"]}))
+    created = start_poem(user)
+    pk = created["user_task_execution_pk"]
+    (divider,) = wait_steps(user, pk, awaiting(1))
+    response = user.call("POST", "/restart_user_workflow_execution",
+                         json={"user_task_execution_pk": pk, "from_rank": 2, "inputs": {"poem_topic": "rain"}})
+    assert response.status_code == 409, response.text
+    assert "rank 1" in response.json()["error"]
+    wf.wait_idle()
+    assert steps(user, pk) == [divider]  # nothing changed
+    assert user.ok("GET", "/user_task_execution", params={"user_task_execution_pk": pk})["json_inputs_values"] == {
+        "poem_topic": "the sea at night"}
+
+
+def test_steps_and_the_review_are_bounded_by_the_configured_max_tokens(database_url, scripted_llm, llm):
+    """`make run`'s local model gets max_tokens=400 for every call: workflow steps asked without a bound, and
+    the tiny model generated for minutes before its timeout."""
+    import dataclasses
+
+    from tests.support.live import serving
+    from tests.workflow.conftest import load_workflows, workflow_settings
+
+    settings = workflow_settings(database_url, scripted_llm.base_url)
+    settings = dataclasses.replace(settings, extra={**settings.extra, "max_tokens": 123})
+    with serving(settings, configure=load_workflows) as live:
+        user = poem_user(live)
+        llm.script(Reply(json={"stanza_topics": ["tide"]}))
+        created = start_poem(user)
+        pk = created["user_task_execution_pk"]
+        (divider,) = wait_steps(user, pk, awaiting(1))
+        validate(user, divider["user_workflow_step_execution_pk"], validated=False)
+        llm.script(Reply(json={"reasoning": "r", "kind": "explanation", "message": "Because.", "instruction": None}))
+        user.ok("PUT", "/user_message", json={"session_id": created["session_id"], "user_task_execution_pk": pk,
+                                              "text": "why?", "message_id": "why-1"})
+        live.wait_idle()
+        assert [r.get("max_tokens") for r in llm.requests] == [123, 123]
