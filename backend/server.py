@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from pathlib import Path
 
 from mojodex_core.config import PROJECT_ROOT, ConfigError, Settings, load_settings
 
@@ -70,18 +71,18 @@ def run_gunicorn(settings: Settings, threads: int = 100) -> None:
     _Gunicorn().run()
 
 
-def ready_banner(settings: Settings) -> str:
+def ready_banner(settings: Settings, webapp_dist: Path | None = None) -> str:
     """What a person starting the platform needs, printed once it answers: the URL, and in the
-    embedded default the demo user's token."""
+    embedded default the demo user's token and password, last."""
     host = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host
     lines = ["", f"Mojodex is ready: http://{host}:{settings.port}/"]
+    if not ((webapp_dist or PROJECT_ROOT / "webapp" / "dist") / "index.html").exists():
+        lines.append("The web app is not built (it needs Node.js 20+ and npm): install them and run `make webapp`; "
+                     "the API is served meanwhile.")
     token_file = settings.var_dir / "demo_token"
     if settings.embedded and token_file.exists():
         lines.append(f"Demo user's API token (sign in with it): {token_file.read_text().strip()}")
     password_file = settings.var_dir / "demo_password"
     if settings.embedded and password_file.exists():
         lines.append(f"Web app sign-in: demo@mojodex.local / {password_file.read_text().strip()}")
-    if not (PROJECT_ROOT / "webapp" / "dist" / "index.html").exists():
-        lines.append("The web app is not built (it needs Node.js 20+ and npm): install them and run `make webapp`; "
-                     "the API is served meanwhile.")
     return "\n".join(lines)

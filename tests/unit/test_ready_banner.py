@@ -22,3 +22,12 @@ def test_no_token_outside_the_embedded_default(tmp_path):  # noqa: ANN001
     settings = dataclasses.replace(live_settings("sqlite://", None), port=5055, var_dir=tmp_path)
     (tmp_path / "demo_token").write_text("tok-123\n")
     assert "tok-123" not in ready_banner(settings)
+
+
+def test_an_unbuilt_web_app_is_said_before_the_demo_token(tmp_path):  # noqa: ANN001
+    # was: the "not built" note came last, after the token (and failed the test above without a build)
+    settings = dataclasses.replace(live_settings("sqlite://", None), port=5055, embedded=True, var_dir=tmp_path)
+    (tmp_path / "demo_token").write_text("tok-123\n")
+    banner = ready_banner(settings, webapp_dist=tmp_path / "no_dist")
+    assert "The web app is not built" in banner
+    assert banner.rstrip().endswith("tok-123")
