@@ -21,6 +21,9 @@ def make_celery(settings: Settings) -> Celery:
         raise ValueError("the Celery runner needs REDIS_URL")
     app = Celery("mojodex", broker=settings.redis_url, set_as_current=False)
     app.conf.update(
+        # kombu's Redis transport, except that a failed ack (Redis down) frees its prefetch slot:
+        # without it a worker can stop consuming for good after a Redis restart (broker.py).
+        broker_transport="background.distributed.broker:Transport",
         # A task is acknowledged once it returned: a worker that dies mid-turn leaves it in the
         # broker, and a pool process that dies makes its worker reject it back to the queue.
         task_acks_late=True,

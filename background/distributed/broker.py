@@ -1,0 +1,41 @@
+"""The Redis broker transport, with one fix: a failed acknowledgement still frees its slot.
+
+kombu's Redis QoS removes an acknowledged message from its unacked index in Redis and only
+then forgets it locally. When Redis is down at that moment (killed, restarting) the removal
+raises, the local entry stays, and the worker's prefetch window (``worker_prefetch_multiplier``
+x concurrency) stays full: once every pool thread finished a task during the outage the worker
+never polls the broker again, so it never notices the lost connection and never consumes
+again, though Redis is back. Here the local entry is always forgotten. Nothing is lost: a
+restarted Redis has no index left, and an index left in a Redis that only was unreachable is
+redelivered after the visibility timeout (drains are idempotent).
+"""
+
+from __future__ import annotations
+
+from kombu.transport import redis as kombu_redis
+from kombu.transport.virtual import QoS as VirtualQoS
+
+
+class QoS(kombu_redis.QoS):
+    def ack(self, delivery_tag) -> None:  # noqa: ANN001
+        try:
+            self._remove_from_indices(delivery_tag).execute()
+        finally:
+            VirtualQoS.ack(self, delivery_tag)
+
+    def reject(self, delivery_tag, requeue=False) -> None:  # noqa: ANN001, FBT002
+        try:
+            if requeue:
+                self.restore_by_tag(delivery_tag, leftmost=True)
+            else:
+                self._remove_from_indices(delivery_tag).execute()
+        finally:
+            VirtualQoS.ack(self, delivery_tag)
+
+
+class Channel(kombu_redis.Channel):
+    QoS = QoS
+
+
+class Transport(kombu_redis.Transport):
+    Channel = Channel
