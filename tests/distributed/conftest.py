@@ -1,8 +1,10 @@
 """A real cluster for the distributed tests: 2 backend processes, 2 Celery workers, 1 beat.
 
-Runs natively against the suite's Postgres database (TEST_DATABASE_URL) and the Redis database
-of TEST_REDIS_URL (broker, Socket.IO message queue, seqs and token streams); skipped when either
-is absent (SQLite and in-process threads cannot be shared by processes the way these tests need).
+Runs natively against the suite's Postgres database (TEST_DATABASE_URL) and a private
+``redis-server`` this fixture starts on a free port (broker, Socket.IO message queue, seqs and
+token streams), so the fault tests can really kill and restart it; skipped when TEST_REDIS_URL or
+TEST_DATABASE_URL is absent (SQLite and in-process threads cannot be shared by processes the way
+these tests need).
 The LLM is a scripted OpenAI-compatible server in this process, answering every chat with
 "Answer to <the user's text>." streamed word by word, so a stream can be checked against the
 stored answer whichever worker ran it.
@@ -16,13 +18,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import redis
 
 from backend.cluster import Cluster
 from mojodex_core.db import make_engine, make_session_factory, transaction
 from mojodex_core.task_loader import store_spec
 from mojodex_core.task_spec import validate_spec
 from tests.support.live import ADMIN_SECRET, TEST_TASK, LiveServer
+from tests.support.redis_server import RedisServer
 from tests.support.scripted_llm import Reply, ScriptedLLMServer
 from tests.support.tcp_proxy import TcpProxy
 
@@ -63,15 +65,18 @@ def cluster_llm() -> Iterator[ScriptedLLMServer]:
 def cluster(database_url: str, cluster_llm: ScriptedLLMServer, tmp_path_factory) -> Iterator[Cluster]:  # noqa: ANN001
     if not (REDIS_URL and DATABASE_URL):
         pytest.skip("distributed tests need TEST_REDIS_URL and TEST_DATABASE_URL (CI sets both)")
-    redis.Redis.from_url(REDIS_URL).flushdb()  # this suite's own Redis database
     factory = make_session_factory(make_engine(database_url))
     with transaction(factory) as db:
         store_spec(db, validate_spec(TEST_TASK), "upsert")
-    # Every cluster process reaches Postgres and Redis through a proxy the fault tests can cut.
+    # MOJODEX_TEST_CLUSTER_LOGS keeps the processes' logs somewhere known (CI artefacts, debugging).
+    logs = os.environ.get("MOJODEX_TEST_CLUSTER_LOGS")
+    log_dir = Path(logs) if logs else tmp_path_factory.mktemp("cluster")
+    # Every cluster process reaches Postgres through a proxy the fault tests can cut, and a
+    # private Redis they can kill and restart (the machine's shared Redis is left alone).
     pg_proxy, pg_url = TcpProxy.for_url(DATABASE_URL, 5432)
-    redis_proxy, redis_url = TcpProxy.for_url(REDIS_URL, 6379)
     pg_proxy.start()
-    redis_proxy.start()
+    redis_server = RedisServer(log_dir).start()
+    redis_url = redis_server.url
     env = {
         "DATABASE_URL": pg_url,
         "REDIS_URL": redis_url,
@@ -89,18 +94,15 @@ def cluster(database_url: str, cluster_llm: ScriptedLLMServer, tmp_path_factory)
         "MOJODEX_DB_POOL_SIZE": "4",
         "MOJODEX_DB_MAX_OVERFLOW": "4",
     }
-    # MOJODEX_TEST_CLUSTER_LOGS keeps the processes' logs somewhere known (CI artefacts, debugging).
-    logs = os.environ.get("MOJODEX_TEST_CLUSTER_LOGS")
-    log_dir = Path(logs) if logs else tmp_path_factory.mktemp("cluster")
     cluster = Cluster(env=env, log_dir=log_dir, worker_concurrency=4)
-    cluster.pg_proxy, cluster.redis_proxy = pg_proxy, redis_proxy
+    cluster.pg_proxy, cluster.redis_server = pg_proxy, redis_server
     try:
         cluster.start(timeout=90)
         yield cluster
     finally:
         cluster.stop()
         pg_proxy.close()
-        redis_proxy.close()
+        redis_server.stop()
         factory.kw["bind"].dispose()
 
 

@@ -1,16 +1,16 @@
 """Faults of the shared services, seen through the real cluster: Postgres unreachable for 5 s,
-Redis restarting (connections dropped, its data gone) in the middle of turns."""
+the cluster's Redis (a private ``redis-server``, conftest.py) killed and restarted empty in the
+middle of turns."""
 
 from __future__ import annotations
 
 import time
 import uuid
 
-import redis
 from sqlalchemy import func, select
 
 from mojodex_core.db.models import Message
-from tests.distributed.conftest import REDIS_URL, answer_for
+from tests.distributed.conftest import answer_for
 from tests.distributed.test_cluster import _answers, _send, _session
 
 
@@ -26,6 +26,18 @@ def _settled(live, session_ids: list[str], timeout: float = 60.0) -> None:  # no
             return
         time.sleep(0.25)
     raise AssertionError(f"messages stuck: {stuck}")
+
+
+def _wait_processing(live, session_ids: list[str], timeout: float = 10.0) -> None:  # noqa: ANN001
+    """Waits until a turn of these sessions is running (a message ``processing``)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with live.db() as db:
+            if db.scalar(select(func.count()).select_from(Message).where(
+                    Message.session_id.in_(session_ids), Message.status == "processing")):
+                return
+        time.sleep(0.05)
+    raise AssertionError("no turn started")
 
 
 def _answer_counts(live, session_id: str) -> list[int]:  # noqa: ANN001
@@ -75,13 +87,15 @@ def test_a_redis_restart_mid_turns_leaves_none_stuck_and_none_answered_twice(clu
         for n in range(2):
             _send(client, pk, session_id, f"restart {index}-{n} " + " ".join(f"w{i}" for i in range(10)),
                   message_id=f"r{n}")
-    time.sleep(0.7)  # turns are streaming
-    cluster.redis_proxy.cut()
-    redis.Redis.from_url(REDIS_URL).flushdb()  # a restarted Redis (no persistence) has nothing
-    time.sleep(2.0)
-    cluster.redis_proxy.restore()
     session_ids = [s[2] for s in sessions]
-    _settled(backends[0], session_ids, timeout=90)
+    _wait_processing(backends[0], session_ids)  # turns are streaming
+    # SIGKILL, down for 2 s, then a new redis-server on the same port: no persistence, so the
+    # queued drain tasks, the token streams and the seqs are gone.
+    killed_at = time.monotonic()
+    old_pid = cluster.redis_server.process.pid
+    cluster.redis_server.restart(down_s=2.0)
+    assert cluster.redis_server.process.pid != old_pid
+    _settled(backends[0], session_ids, timeout=45)
     for client, pk, session_id in sessions:
         answers = _answers(backends[0], session_id)
         assert all(status in ("answered", "failed") for _t, _a, status in answers), answers
@@ -92,7 +106,8 @@ def test_a_redis_restart_mid_turns_leaves_none_stuck_and_none_answered_twice(clu
         for n, (text, _answer, status) in enumerate(answers):  # a failed one is retryable: retry it
             if status == "failed":
                 _send(client, pk, session_id, text, message_id=f"r{n}")
-    _settled(backends[0], session_ids, timeout=60)
+    _settled(backends[0], session_ids, timeout=30)
+    assert time.monotonic() - killed_at < 60
     for _client, _pk, session_id in sessions:
         assert [(a, s) for t, a, s in _answers(backends[0], session_id)] == [
             (answer_for(t), "answered") for t, _a, _s in _answers(backends[0], session_id)]
