@@ -13,6 +13,7 @@ from mojodex_core.config import Settings
 DRAIN_TASK = "mojodex.drain_session"
 RUN_JOB_TASK = "mojodex.run_job"
 SWEEP_TASK = "mojodex.sweep"
+RESUME_TASK = "mojodex.resume"
 QUEUE = "mojodex"
 
 

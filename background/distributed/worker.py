@@ -9,6 +9,11 @@ Tasks:
   under its lease (drain.py); jobs carried by the task (a tool follow-up, a session job) first.
 - ``mojodex.run_job(kind, fields)``: a background job (title and summary), retried with backoff.
 - ``mojodex.sweep()``: re-runs turns of dead workers, re-sends lost drains (sweep.py), on beat.
+- ``mojodex.resume()``: sent once by the beat when it starts (there is one beat per deployment):
+  title jobs claimed but never finished are submitted again and unfinished POS ticket
+  deliveries are run again, as a single process does at start-up (backend/app.py). Both are
+  idempotent: a title job only rewrites the same fields, a ticket is skipped once delivered and
+  every delivery attempt carries the ticket's Idempotency-Key.
 
 SIGTERM: Celery's warm shutdown lets the running task finish; the drain stops after the turn it
 is running and hands the session's remaining messages back to the queue.
@@ -23,11 +28,11 @@ import threading
 import uuid
 
 import redis
-from celery.signals import worker_shutting_down
+from celery.signals import beat_init, worker_shutting_down
 from flask_socketio import SocketIO
 from sqlalchemy.exc import OperationalError
 
-from background.distributed.celery_app import DRAIN_TASK, RUN_JOB_TASK, SWEEP_TASK, make_celery
+from background.distributed.celery_app import DRAIN_TASK, RESUME_TASK, RUN_JOB_TASK, SWEEP_TASK, make_celery
 from background.distributed.drain import BUSY, MORE, Drainer
 from background.distributed.events import socketio_channel
 from background.distributed.runner import cancel_flag, decode_job, send_drain
@@ -49,6 +54,16 @@ _state: dict[str, object] = {}
 def _on_shutdown(**_kwargs: object) -> None:
     log.info("worker shutting down: running turns finish, queued ones are handed back")
     STOPPING.set()
+
+
+@beat_init.connect
+def _on_beat_start(**_kwargs: object) -> None:
+    try:
+        app.send_task(RESUME_TASK)
+    except Exception as exc:  # noqa: BLE001 - the beat must still start; the next start resumes
+        log.error("could not send the start-up resume task: %s", exc)
+    else:
+        log.info("beat started: sent the resume of unfinished title jobs and ticket deliveries")
 
 
 def worker_platform():  # noqa: ANN201
@@ -121,3 +136,16 @@ def sweep_task() -> dict:
         platform.session_factory, platform.events, lambda session_id: send_drain(app, session_id),
         lease_s=settings.turn_lease_s, pending_grace_s=max(settings.turn_lease_s * 3, 10.0),
     )
+
+
+@app.task(name=RESUME_TASK, bind=True, max_retries=None)
+def resume_task(self) -> dict:  # noqa: ANN001
+    platform, _drainer = worker_platform()
+    try:
+        titles = platform.resume_title_summaries()
+        tickets = platform.tickets.resume() if platform.tickets is not None else 0
+    except (OperationalError, redis.RedisError) as exc:  # Postgres or Redis unreachable: retry, backing off
+        raise self.retry(exc=exc, countdown=min(2 ** min(self.request.retries, 5), 30)) from exc
+    if tickets:
+        log.info("resumed the delivery of %d ticket(s)", tickets)
+    return {"title_jobs": titles, "tickets": tickets}
