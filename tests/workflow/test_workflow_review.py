@@ -127,19 +127,23 @@ def test_rejecting_a_step_without_review_chat_runs_it_again(wf, llm):
     assert again["result"] == [{"chapters": "1. Welcome\n2. Outro"}]
 
 
-def test_a_chat_message_while_steps_run_is_refused_visibly(wf, llm):
+def test_a_chat_message_with_no_review_open_is_refused_with_409_and_not_stored(wf, llm):
+    from mojodex_core.workflow.runner import NOT_CHATTING
+
     user = poem_user(wf)
     llm.script(Reply(json={"stanza_topics": ["a"]}))
     created = start_poem(user)
-    wait_steps(user, created["user_task_execution_pk"], awaiting(1))
-    socket = user.socket(created["session_id"])
-    try:
-        _say(user, created, "hello?", "m1")
-        error = socket.wait_event("error")[0]
-        assert "review" in error["error"] and error["retryable"] is False
-        assert len(llm.requests) == 1
-    finally:
-        socket.close()
+    pk = created["user_task_execution_pk"]
+    wait_steps(user, pk, awaiting(1))  # the divider awaits validation: no review chat is open
+    before = user.ok("GET", "/message", params={"session_id": created["session_id"]})["messages"]
+    response = user.call("PUT", "/user_message", json={
+        "session_id": created["session_id"], "user_task_execution_pk": pk, "text": "hello?", "message_id": "m1"})
+    assert response.status_code == 409, response.text
+    assert response.json()["error"] == NOT_CHATTING
+    after = user.ok("GET", "/message", params={"session_id": created["session_id"]})["messages"]
+    assert after == before and all(m["message_id"] != "m1" for m in after)  # nothing stored, no event
+    assert len(llm.requests) == 1
+    assert [r["validated"] for r in steps(user, pk)] == [None]  # the step still awaits validation
 
 
 def test_a_review_message_whose_review_closed_meanwhile_fails_instead_of_staying_pending(wf, llm):
