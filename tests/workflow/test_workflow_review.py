@@ -188,3 +188,25 @@ def test_the_review_prompt_carries_what_the_assistant_knows(wf, llm):
     assert review_prompt.startswith("WHO YOU ARE\n")
     assert "(time zone Europe/Rome)" in review_prompt and "- Job: Poet" in review_prompt
     assert "rejected the result of a step" in review_prompt
+
+
+def test_an_audio_message_with_no_review_open_is_refused_with_409_and_not_stored(wf, llm):
+    from mojodex_core.workflow.runner import NOT_CHATTING
+    from tests.integration.test_audio import wav_bytes
+
+    user = poem_user(wf)
+    llm.script(Reply(json={"stanza_topics": ["a"]}))
+    created = start_poem(user)
+    pk = created["user_task_execution_pk"]
+    wait_steps(user, pk, awaiting(1))
+    response = user.call("PUT", "/user_message", data={
+        "session_id": created["session_id"], "user_task_execution_pk": str(pk), "message_id": "voice-wf"},
+        files={"file": ("voice.wav", wav_bytes(0.2), "audio/wav")})
+    assert response.status_code == 409, response.text
+    assert response.json()["error"] == NOT_CHATTING
+    messages = user.ok("GET", "/message", params={"session_id": created["session_id"]})["messages"]
+    assert all(m["message_id"] != "voice-wf" for m in messages)
+    from mojodex_core.audio.store import AudioStore
+
+    stored = wf.platform.audio_store.directory / AudioStore.name_for(created["session_id"], "voice-wf", "wav")
+    assert not stored.exists()  # the recording was not kept either
