@@ -104,6 +104,28 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def listens_on(pid: int, port: int) -> bool | None:
+    """Whether process ``pid`` holds a listening TCP socket on ``port`` (Linux /proc); None where
+    that cannot be read. A free port chosen for the server can be taken by another process before
+    the server binds it, and that process may answer like a model server."""
+    try:
+        inodes = set()
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            with open(table) as rows:
+                next(rows)
+                for row in rows:
+                    cols = row.split()
+                    if cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port and cols[9] in inodes:
+                        return True
+        return False
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+
+
 def exit_description(returncode: int | None) -> str:
     if returncode is None:
         return "still running"
@@ -232,6 +254,9 @@ class LocalModelServer:
                     listed = [m.get("id") for m in json.loads(response.read()).get("data", [])]
                 # Another process could hold the port chosen for us: only our model counts as ready.
                 if LOCAL_MODEL_NAME in listed and self.process.poll() is None:
+                    if listens_on(self.process.pid, self.port) is False:
+                        raise LocalModelError(
+                            f"port {self.port} is answered by another process, not the local model server")
                     return
             except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError, AttributeError):
                 pass

@@ -73,6 +73,25 @@ def test_a_foreign_server_on_the_port_is_not_taken_for_the_model(tmp_path):  # n
         foreign.shutdown()
 
 
+def test_a_model_like_server_of_another_process_is_not_taken_for_ours(tmp_path):  # noqa: ANN001
+    # The port chosen for our server is answered by another process that lists the same model and
+    # answers completions (another checkout's model, a test's stand-in) while ours has not bound it
+    # yet: that used to pass the start-up check (a flaky "DID NOT RAISE" under load).
+    import subprocess
+
+    port = _free_port()
+    other = subprocess.Popen([sys.executable, "-m", "tests.support.fake_model_server", "--port", str(port)])
+    try:
+        ours = LocalModelServer(port=port, command=["sleep", "30"], log_file=tmp_path / "m.log", watch=False)
+        with pytest.raises(LocalModelError) as failure:
+            ours.start(wait_s=20)
+        assert "another process" in str(failure.value)
+        assert not ours.alive()
+    finally:
+        other.kill()
+        other.wait(timeout=10)
+
+
 def _turn(live, text: str = "Hello") -> tuple[str, dict]:  # noqa: ANN001
     client = live.new_user()
     execution = client.new_execution()
