@@ -22,6 +22,8 @@ from mojodex_core.db.models import Message, OrderSession, Session, Task, UserTas
 from mojodex_core.execution.dispatch import UnsupportedTaskType
 from mojodex_core.execution.intake import MessageIdTaken, accept_user_message
 from mojodex_core.execution.jobs import TurnJob
+from mojodex_core.workflow import store
+from mojodex_core.workflow.runner import NOT_CHATTING
 
 log = logging.getLogger("mojodex.messages")
 
@@ -89,6 +91,10 @@ class UserMessageResource(Resource):
             if found.state == "Idle":
                 # Idle is final: refuse before anything is stored (no message row, no event).
                 raise ApiError(409, "this order is finished (the conversation is Idle): start a new one")
+            if found.type == "workflow" and store.chat_kind(db, db.get(UserTaskExecution, pk)) is None:
+                # No review chat and no result chat open (e.g. a step awaits validation): the runner
+                # would only fail it, so refuse before anything is stored.
+                raise ApiError(409, NOT_CHATTING)
 
         with current.db() as db:  # before the session's stream is held: nothing of a foreign session is touched
             check(db)
