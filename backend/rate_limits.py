@@ -1,4 +1,4 @@
-"""Rate limits: failed authentications, admin routes, message sends (docs/security.md).
+"""Rate limits: failed authentications, failed sign-ins, admin routes, message sends (docs/security.md).
 
 Flask-Limiter holds the counters: in Redis when REDIS_URL is set (shared by every server
 process), in memory otherwise. The checks are made where the caller is known (after the
@@ -29,6 +29,7 @@ EXTENSION = "mojodex_rate_limits"
 TOKEN_PREFIX_CHARS = 8
 STORAGE_ERROR_LOG_EVERY_S = 60.0
 BREACH_LOG_EVERY_S = 60.0
+LOGIN_REFUSED = "too many failed sign-ins: try again in {wait} s"
 
 
 def client_address() -> str:
@@ -54,6 +55,8 @@ class RateLimits:
             "auth_failures_per_token_prefix": parse_many(config.auth_failures_per_token_prefix),
             "admin": parse_many(config.admin),
             "message_sends": parse_many(config.message_sends),
+            "login_failures_per_email": parse_many(config.login_failures_per_email),
+            "login_failures_per_address": parse_many(config.login_failures_per_address),
         }
         self._storage_error_logged_at = 0.0
         self._breaches_logged: dict[tuple[str, str], float] = {}
@@ -71,6 +74,16 @@ class RateLimits:
         self._hit("auth_failures_per_address", None, address)
         if token:
             self._hit("auth_failures_per_token_prefix", None, token[:TOKEN_PREFIX_CHARS])
+
+    def before_login(self, email: str, address: str) -> None:
+        """Refuses a sign-in for an email, or from an address, that failed too often (even a right password)."""
+        self._check("login_failures_per_email", LOGIN_REFUSED, email)
+        self._check("login_failures_per_address", LOGIN_REFUSED, address)
+
+    def login_failed(self, email: str, address: str) -> None:
+        """Only failures are counted: a correct password is never slowed down."""
+        self._hit("login_failures_per_email", None, email)
+        self._hit("login_failures_per_address", None, address)
 
     def admin_request(self, address: str) -> None:
         self._hit("admin", "too many admin requests", address)
@@ -100,7 +113,7 @@ class RateLimits:
         if self._first_breach(rule, key):
             log.warning("rate limit %s (%s) reached for %s; refused for %d s (said once a minute)",
                         rule, item, _shown(rule, key), wait)
-        raise ApiError(429, message, headers={"Retry-After": str(wait)}, retry_after=wait)
+        raise ApiError(429, message.format(wait=wait), headers={"Retry-After": str(wait)}, retry_after=wait)
 
     def _first_breach(self, rule: str, key: str) -> bool:
         """One log line per throttled caller a minute: a guessing client must not flood the log."""
@@ -137,10 +150,12 @@ def install_rate_limits(app: Flask, settings: Settings) -> RateLimits:
     limits = RateLimits(app, settings)
     app.extensions[EXTENSION] = limits
     if limits.enabled:
-        log.info("rate limits on (%s storage): failed auth %s per address, %s per token prefix; admin %s; "
-                 "messages %s per user", "Redis" if settings.redis_url else "memory",
-                 settings.rate_limits.auth_failures_per_address, settings.rate_limits.auth_failures_per_token_prefix,
-                 settings.rate_limits.admin, settings.rate_limits.message_sends)
+        config = settings.rate_limits
+        log.info("rate limits on (%s storage): failed auth %s per address, %s per token prefix; failed sign-ins "
+                 "%s per email, %s per address; admin %s; messages %s per user",
+                 "Redis" if settings.redis_url else "memory", config.auth_failures_per_address,
+                 config.auth_failures_per_token_prefix, config.login_failures_per_email,
+                 config.login_failures_per_address, config.admin, config.message_sends)
     else:
         log.warning("rate limits are off (MOJODEX_RATE_LIMITS_ENABLED=0)")
     return limits

@@ -1,19 +1,12 @@
-"""Email + password sign-in: argon2id hashes (argon2-cffi) and a limit on failed attempts.
+"""Email + password sign-in: argon2id hashes (argon2-cffi).
 
-The limiter counts failures only (a correct password is never slowed down), per email and per
-client address, in a moving window (the `limits` library, the engine under Flask-Limiter).
+Failed attempts are limited by the backend's rate limits (backend/rate_limits.py).
 """
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
-
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
-from limits import RateLimitItem, parse
-from limits.storage import storage_from_string
-from limits.strategies import MovingWindowRateLimiter
 from sqlalchemy import select
 from sqlalchemy.orm import Session as DbSession
 
@@ -49,33 +42,3 @@ def check_password(db: DbSession, email: str, password: str) -> User | None:
     if _hasher.check_needs_rehash(stored):
         user.password_hash = _hasher.hash(password)
     return user
-
-
-@dataclass
-class FailedLoginLimiter:
-    """At most ``per_email`` failed sign-ins for one email and ``per_address`` from one client
-    address (limits notation, e.g. "5/minute"); further attempts are refused until the window moves."""
-
-    per_email: str = "5/minute"
-    per_address: str = "30/minute"
-    storage_uri: str = "memory://"
-
-    def __post_init__(self) -> None:
-        self._limiter = MovingWindowRateLimiter(storage_from_string(self.storage_uri))
-
-    def _keys(self, email: str, address: str) -> list[tuple[RateLimitItem, str, str]]:
-        return [(parse(self.per_email), "login_email", email.strip().lower()),
-                (parse(self.per_address), "login_address", address or "?")]
-
-    def blocked(self, email: str, address: str) -> bool:
-        return any(not self._limiter.test(item, *key) for item, *key in self._keys(email, address))
-
-    def failed(self, email: str, address: str) -> None:
-        for item, *key in self._keys(email, address):
-            self._limiter.hit(item, *key)
-
-    def retry_after_s(self, email: str, address: str) -> int:
-        """Seconds until the next attempt may be made."""
-        resets = [self._limiter.get_window_stats(item, *key).reset_time for item, *key in self._keys(email, address)
-                  if not self._limiter.test(item, *key)]
-        return max(1, int(max(resets, default=time.time()) - time.time()) + 1)

@@ -33,6 +33,9 @@ class RateLimitSettings:
     admin: str = "60/minute"
     # PUT /user_message, per user.
     message_sends: str = "30/minute"
+    # Failed sign-ins (POST /login), per email and per client address.
+    login_failures_per_email: str = "5/minute"
+    login_failures_per_address: str = "30/minute"
 
 
 # name of the field -> environment variable
@@ -41,6 +44,8 @@ RATE_LIMIT_VARIABLES = {
     "auth_failures_per_token_prefix": "MOJODEX_RATE_LIMIT_TOKEN_PREFIX_FAILURES",
     "admin": "MOJODEX_RATE_LIMIT_ADMIN",
     "message_sends": "MOJODEX_RATE_LIMIT_MESSAGES",
+    "login_failures_per_email": "MOJODEX_RATE_LIMIT_LOGIN_FAILURES_PER_EMAIL",
+    "login_failures_per_address": "MOJODEX_RATE_LIMIT_LOGIN_FAILURES_PER_ADDRESS",
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import uuid
 from typing import Any
 
 from flask import g, request
@@ -11,6 +12,7 @@ from sqlalchemy.orm import Session as DbSession
 
 from backend.errors import bad_request, not_found
 from mojodex_core.db.models import Session, Task, UserTask, UserTaskExecution
+from mojodex_core.execution.intake import FORM_MESSAGE_ID, MAX_TEXT_CHARS
 
 _MISSING = object()
 # Every pk, seq and index is a 32-bit INTEGER column: a larger value can name no row, and the
@@ -66,6 +68,23 @@ def query_int(name: str, default: Any = _MISSING, *, minimum: int | None = None,
     if maximum is not None and value > maximum:
         raise bad_request(f"{name} must be <= {maximum}", field=name)
     return value
+
+
+def message_text_and_id(body: dict[str, Any], text: str | None = None) -> tuple[str, str]:
+    """A chat message's text (from the body unless given, e.g. an audio upload's) and its idempotency
+    key (a UUID when absent), checked as every message route checks them."""
+    if text is None:
+        text = field(body, "text", str)
+        if not text.strip():
+            raise bad_request("text must not be empty", field="text")
+    message_id = field(body, "message_id", str, None) or uuid.uuid4().hex
+    if len(text) > MAX_TEXT_CHARS:
+        raise bad_request(f"text must be at most {MAX_TEXT_CHARS} characters", field="text")
+    if message_id == FORM_MESSAGE_ID:
+        raise bad_request(f"message_id {FORM_MESSAGE_ID!r} is reserved for form starts", field="message_id")
+    if len(message_id) > 128:
+        raise bad_request("message_id must be at most 128 characters", field="message_id")
+    return text, message_id
 
 
 def current_user_id() -> str:

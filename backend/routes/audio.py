@@ -25,6 +25,8 @@ from mojodex_core.db.models import OrderSession, Task, UserTask
 from mojodex_core.execution.dispatch import UnsupportedTaskType
 from mojodex_core.execution.intake import FORM_MESSAGE_ID, MessageIdTaken, accept_user_message
 from mojodex_core.execution.jobs import TurnJob
+from mojodex_core.workflow import store as workflow_store
+from mojodex_core.workflow.runner import NOT_CHATTING
 
 log = logging.getLogger("mojodex.audio")
 
@@ -81,6 +83,8 @@ def put_audio_message():  # noqa: ANN201
             raise ApiError(422, str(UnsupportedTaskType(task_type)))
         if order_state == "Idle":
             raise ApiError(409, "this order is finished (the conversation is Idle): start a new one")
+        if task_type == "workflow" and workflow_store.chat_kind(db, execution) is None:
+            raise ApiError(409, NOT_CHATTING)  # no review or result chat open: the runner would only fail it
     store(session_id, message_id)
     try:
         accepted = accept_user_message(current.session_factory, current.events, session_id=session_id,

@@ -7,7 +7,6 @@ them to ``accept_home_chat_message`` here.
 from __future__ import annotations
 
 import logging
-import uuid
 from typing import Any, Callable
 
 from flask import g, request
@@ -17,9 +16,9 @@ from backend import api_models as m
 from backend.auth import user_required
 from backend.context import platform
 from backend.errors import ApiError, bad_request
-from backend.routes._input import current_user_id, field, json_body, owned_session
+from backend.routes._input import current_user_id, field, json_body, message_text_and_id, owned_session
 from backend.validation import USER, api
-from mojodex_core.execution.intake import FORM_MESSAGE_ID, MAX_TEXT_CHARS, MessageIdTaken, accept_user_message
+from mojodex_core.execution.intake import MessageIdTaken, accept_user_message
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.home_chat.service import home_chat_for_session, home_chat_view, leave_task, open_home_chat
 
@@ -60,17 +59,7 @@ def accept_home_chat_message(
     ``text``/``data``: given by an audio upload (empty text until transcribed); ``before_accept``
     runs once the checks passed, with (session_id, message_id), before anything is stored."""
     session_id = field(body, "session_id", str)
-    message_id = field(body, "message_id", str, None) or uuid.uuid4().hex
-    if text is None:
-        text = field(body, "text", str)
-        if not text.strip():
-            raise bad_request("text must not be empty", field="text")
-    if len(text) > MAX_TEXT_CHARS:
-        raise bad_request(f"text must be at most {MAX_TEXT_CHARS} characters", field="text")
-    if message_id == FORM_MESSAGE_ID:
-        raise bad_request(f"message_id {FORM_MESSAGE_ID!r} is reserved for form starts", field="message_id")
-    if len(message_id) > 128:
-        raise bad_request("message_id must be at most 128 characters", field="message_id")
+    text, message_id = message_text_and_id(body, text)
     current = platform()
     with current.db() as db:
         owned_session(db, session_id)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime
 
-from flask import current_app, g, request
+from flask import g, request
 from flask_restful import Resource
 from sqlalchemy import select
 
@@ -14,25 +14,14 @@ from backend import api_models as m
 from backend.auth import token_from_header, user_required
 from backend.context import platform
 from backend.errors import ApiError
+from backend.rate_limits import client_address, rate_limits
 from backend.routes._input import field, json_body
 from backend.validation import USER, api
 from mojodex_core.db.models import ApiToken
-from mojodex_core.passwords import FailedLoginLimiter, check_password
+from mojodex_core.passwords import check_password
 from mojodex_core.users import hash_token, issue_token
 
 log = logging.getLogger("mojodex.login")
-
-
-def login_limiter() -> FailedLoginLimiter:
-    limiter = current_app.extensions.get("mojodex_login_limiter")
-    if limiter is None:
-        extra = platform().settings.extra
-        limiter = FailedLoginLimiter(
-            per_email=str(extra.get("login_failures_per_email", "5/minute")),
-            per_address=str(extra.get("login_failures_per_address", "30/minute")),
-        )
-        current_app.extensions["mojodex_login_limiter"] = limiter
-    return limiter
 
 
 def _profile(user) -> dict:  # noqa: ANN001
@@ -45,17 +34,15 @@ class LoginResource(Resource):
         body = json_body()
         email = field(body, "email", str).strip().lower()
         password = field(body, "password", str)
-        address = request.remote_addr or "?"
-        limiter = login_limiter()
-        if limiter.blocked(email, address):
-            wait = limiter.retry_after_s(email, address)
-            log.warning("login refused (too many failures) for %s from %s", email, address)
-            raise ApiError(429, f"too many failed sign-ins: try again in {wait} s", retry_after_s=wait,
-                           headers={"Retry-After": str(wait)})
+        address = client_address()
+        # Failed sign-ins are counted per email and per address with the other rate limits
+        # (backend/rate_limits.py: Redis when configured); past a limit, 429 before any check.
+        limits = rate_limits()
+        limits.before_login(email, address)
         with platform().db() as db:
             user = check_password(db, email, password)
             if user is None:
-                limiter.failed(email, address)
+                limits.login_failed(email, address)
                 log.info("login failed for %s from %s", email, address)
                 raise ApiError(401, "wrong email or password")
             token = issue_token(db, user, label="login")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import uuid
 
 from flask import request
 from flask_restful import Resource
@@ -15,14 +14,16 @@ from backend.auth import user_required
 from backend.context import platform
 from backend.errors import ApiError, bad_request, not_found
 from backend.rate_limits import limit_message_sends
-from backend.routes._input import current_user_id, field, json_body, owned_session, query_int
+from backend.routes._input import current_user_id, field, json_body, message_text_and_id, owned_session, query_int
 from backend.routes.audio import is_audio_upload, put_audio_message
 from backend.routes.home_chat import accept_home_chat_message
 from backend.validation import USER, api
 from mojodex_core.db.models import Message, OrderSession, Session, Task, UserTask, UserTaskExecution
 from mojodex_core.execution.dispatch import UnsupportedTaskType
-from mojodex_core.execution.intake import FORM_MESSAGE_ID, MAX_TEXT_CHARS, MessageIdTaken, accept_user_message
+from mojodex_core.execution.intake import MessageIdTaken, accept_user_message
 from mojodex_core.execution.jobs import TurnJob
+from mojodex_core.workflow import store
+from mojodex_core.workflow.runner import NOT_CHATTING
 
 log = logging.getLogger("mojodex.messages")
 
@@ -72,16 +73,7 @@ class UserMessageResource(Resource):
             return accept_home_chat_message(body)
         session_id = field(body, "session_id", str)
         pk = field(body, "user_task_execution_pk", int)
-        text = field(body, "text", str)
-        message_id = field(body, "message_id", str, None) or uuid.uuid4().hex
-        if not text.strip():
-            raise bad_request("text must not be empty", field="text")
-        if len(text) > MAX_TEXT_CHARS:
-            raise bad_request(f"text must be at most {MAX_TEXT_CHARS} characters", field="text")
-        if message_id == FORM_MESSAGE_ID:
-            raise bad_request(f"message_id {FORM_MESSAGE_ID!r} is reserved for form starts", field="message_id")
-        if len(message_id) > 128:
-            raise bad_request("message_id must be at most 128 characters", field="message_id")
+        text, message_id = message_text_and_id(body)
         current = platform()
         user_id = current_user_id()
 
@@ -99,6 +91,10 @@ class UserMessageResource(Resource):
             if found.state == "Idle":
                 # Idle is final: refuse before anything is stored (no message row, no event).
                 raise ApiError(409, "this order is finished (the conversation is Idle): start a new one")
+            if found.type == "workflow" and store.chat_kind(db, db.get(UserTaskExecution, pk)) is None:
+                # No review chat and no result chat open (e.g. a step awaits validation): the runner
+                # would only fail it, so refuse before anything is stored.
+                raise ApiError(409, NOT_CHATTING)
 
         with current.db() as db:  # before the session's stream is held: nothing of a foreign session is touched
             check(db)

@@ -131,17 +131,7 @@ class WorkflowTurn:
     def _chat_kind(self, execution_pk: int) -> str | None:
         with self._factory() as db:
             execution = db.get(UserTaskExecution, execution_pk)
-            if execution is None or execution.status == "deleted":
-                return None
-            task = store.task_of(db, execution)
-            steps = {s.rank: s for s in store.workflow_steps(task)}
-            for row in store.live_rows(db, execution_pk):
-                step = steps.get(row.rank)
-                if row.validated is False and step is not None and step.review_chat_enabled:
-                    return "review"
-            if execution.status == "completed" and task.result_chat_enabled:
-                return "result"
-        return None
+            return None if execution is None else store.chat_kind(db, execution)
 
     # --- advancing the engine -------------------------------------------------------------
     def _advance_for(self, job: TurnJob, execution_pk: int, event_name: str, cancel: threading.Event) -> None:

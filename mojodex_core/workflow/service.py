@@ -18,6 +18,7 @@ from mojodex_core.db.models import Task, UserTaskExecution, UserWorkflowStepExec
 from mojodex_core.execution.events import Publication
 from mojodex_core.workflow import store
 from mojodex_core.workflow.runner import INVALIDATED, request_run
+from mojodex_core.workflow.steps import get_step
 
 StepRow = store.StepRow
 MAX_RESULT_ITEMS = 100
@@ -99,6 +100,9 @@ def edit_result(db: DbSession, publication: Publication, row: StepRow, execution
         raise ValueError("result must be a non-empty list of objects")
     if len(result) > MAX_RESULT_ITEMS:
         raise ValueError(f"result must have at most {MAX_RESULT_ITEMS} items")
+    step = store.step_def(task, row.rank)
+    if step is not None:
+        get_step(step.name).check_result(result)  # ResultShapeError (a ValueError): the next step could not use it
     if row.status != "done":
         raise WorkflowStateError(f"only the result of a step that ended can be edited (status {row.status})")
     db.add(UserWorkflowStepExecutionResult(

@@ -43,6 +43,22 @@ def step_def(task: Task, rank: int) -> StepDef | None:
     return next((s for s in workflow_steps(task) if s.rank == rank), None)
 
 
+def chat_kind(db: DbSession, execution: UserTaskExecution) -> str | None:
+    """Where a user's chat message would go: "review" (a rejected step with a review chat),
+    "result" (the finished workflow's result chat), or None (no chat is open)."""
+    if execution.status == "deleted":
+        return None
+    task = task_of(db, execution)
+    steps = {s.rank: s for s in workflow_steps(task)}
+    for row in live_rows(db, execution.user_task_execution_pk):
+        step = steps.get(row.rank)
+        if row.validated is False and step is not None and step.review_chat_enabled:
+            return "review"
+    if execution.status == "completed" and task.result_chat_enabled:
+        return "result"
+    return None
+
+
 def latest_results(db: DbSession, step_pks: list[int]) -> dict[int, list[dict[str, Any]]]:
     """The current result of each step execution: its latest result row (a user's edit wins)."""
     if not step_pks:

@@ -9,7 +9,7 @@ import requests
 from click.testing import CliRunner
 
 from backend.cli import main as cli
-from mojodex_core.passwords import FailedLoginLimiter, check_password, set_password
+from mojodex_core.passwords import check_password, set_password
 from mojodex_core.users import UserError, create_user, find_user
 
 
@@ -73,18 +73,9 @@ def test_failed_logins_are_rate_limited_per_email(live):
     assert codes == [401] * 5 + [429]
     # Even the right password waits until the window moves: a guesser learns nothing.
     blocked = requests.post(live.base_url + "/login", json={"email": email, "password": "correct horse 42"})
-    assert blocked.status_code == 429 and blocked.json()["retry_after_s"] >= 1
-    assert blocked.headers["Retry-After"] == str(blocked.json()["retry_after_s"])  # as every 429 has
+    assert blocked.status_code == 429 and blocked.json()["retry_after"] >= 1
+    assert blocked.headers["Retry-After"] == str(blocked.json()["retry_after"])  # as every 429 has
     assert "try again" in blocked.json()["error"]
-
-
-def test_limiter_counts_failures_only_and_per_address():
-    limiter = FailedLoginLimiter(per_email="2/minute", per_address="3/minute")
-    for email in ("a@x.io", "b@x.io", "c@x.io"):
-        assert not limiter.blocked(email, "1.2.3.4")
-        limiter.failed(email, "1.2.3.4")
-    assert limiter.blocked("d@x.io", "1.2.3.4")  # the address used up its failures
-    assert not limiter.blocked("d@x.io", "5.6.7.8")
 
 
 def test_short_password_is_refused(live):

@@ -161,3 +161,29 @@ def test_the_client_address_comes_from_a_trusted_proxy_only(database_url, truste
             assert [guess("203.0.113.99") for _ in range(4)] == [401] * 3 + [429]
         else:
             assert statuses == [401] * 3 + [429] * 2  # a forged header changes nothing
+
+
+def _login(base_url: str, email: str, password: str = "wrong-password") -> requests.Response:
+    return requests.post(base_url + "/login", json={"email": email, "password": password}, timeout=30)
+
+
+def test_failed_logins_are_limited_per_client_address(database_url):
+    with _server(database_url, login_failures_per_address="3/minute") as live:
+        emails = [f"a{uuid.uuid4().hex[:8]}@example.com" for _ in range(4)]
+        assert [_login(live.base_url, email).status_code for email in emails] == [401, 401, 401, 429]
+        refused = _login(live.base_url, emails[0], "even the right one")
+        wait = int(refused.headers["Retry-After"])
+        _assert_throttled(refused, f"too many failed sign-ins: try again in {wait} s")
+        assert _login(live.base_url, emails[0]).status_code == 429  # an address past its limit waits
+
+
+@pytest.mark.skipif(not _redis_reachable(), reason="no Redis at TEST_REDIS_URL")
+def test_with_redis_failed_logins_are_shared_by_every_server_process(database_url):
+    with _server(database_url, REDIS_URL, login_failures_per_email="3/minute") as first, \
+            _server(database_url, REDIS_URL, login_failures_per_email="3/minute") as second:
+        rate_limits(first.app).limiter.reset()  # counts left in this Redis database by an earlier run
+        email = f"r{uuid.uuid4().hex[:8]}@example.com"
+        assert [_login(first.base_url, email).status_code for _ in range(2)] == [401, 401]
+        assert [_login(second.base_url, email).status_code for _ in range(2)] == [401, 429]
+        assert _login(first.base_url, email).status_code == 429
+        assert _login(second.base_url, "other" + email).status_code == 401  # per email

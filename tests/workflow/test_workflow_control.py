@@ -74,6 +74,38 @@ def test_an_edited_result_is_a_user_row_and_the_next_step_runs_on_it(wf, llm):
     assert authors == ["assistant", "user"]  # the assistant's result is kept
 
 
+def test_an_edited_result_of_the_wrong_shape_is_400_naming_the_problem_and_stores_nothing(wf, llm):
+    user = poem_user(wf)
+    _created, pk, divider = _divider(user, llm, ["a", "b"])
+    step_pk = divider["user_workflow_step_execution_pk"]
+    cases = [
+        ([{"wrong_key": "x"}], ["result[0]", "stanza_topic", "wrong_key"]),
+        ([{"stanza_topic": "wind"}, {"stanza_topic": 3}], ["result[1].stanza_topic", "string"]),
+        ([{"stanza_topic": "   "}], ["result[0].stanza_topic", "empty"]),
+    ]
+    for result, words in cases:
+        response = user.call("PUT", "/user_workflow_step_execution_result", json={
+            "user_workflow_step_execution_pk": step_pk, "result": result})
+        assert response.status_code == 400, (result, response.text)
+        assert all(w in response.json()["error"] for w in words), (result, response.json())
+    (row,) = steps(user, pk)
+    assert row["result"] == [{"stanza_topic": "a"}, {"stanza_topic": "b"}] and row["validated"] is None
+    with wf.db() as db:
+        from mojodex_core.db.models import UserWorkflowStepExecutionResult as Result
+
+        assert db.query(Result).filter_by(user_workflow_step_execution_fk=step_pk).count() == 1
+    llm.script(Reply("A stanza"), Reply("B stanza"))  # the step still runs on: nothing was half-written
+    validate(user, step_pk)
+    assert wait_completed(user, pk)["produced_text"] == "A stanza\n\nB stanza"
+
+
+def test_every_library_step_declares_the_shape_of_its_result():
+    from mojodex_core.workflow.steps import get_step, step_names
+
+    for name in step_names():
+        assert get_step(name).result_item is not None, name
+
+
 def test_restart_from_rank_2_with_new_inputs_keeps_rank_1_and_adds_a_version(wf, llm):
     user = poem_user(wf)
     created, pk, divider = _divider(user, llm, ["a", "b"])

@@ -127,19 +127,23 @@ def test_rejecting_a_step_without_review_chat_runs_it_again(wf, llm):
     assert again["result"] == [{"chapters": "1. Welcome\n2. Outro"}]
 
 
-def test_a_chat_message_while_steps_run_is_refused_visibly(wf, llm):
+def test_a_chat_message_with_no_review_open_is_refused_with_409_and_not_stored(wf, llm):
+    from mojodex_core.workflow.runner import NOT_CHATTING
+
     user = poem_user(wf)
     llm.script(Reply(json={"stanza_topics": ["a"]}))
     created = start_poem(user)
-    wait_steps(user, created["user_task_execution_pk"], awaiting(1))
-    socket = user.socket(created["session_id"])
-    try:
-        _say(user, created, "hello?", "m1")
-        error = socket.wait_event("error")[0]
-        assert "review" in error["error"] and error["retryable"] is False
-        assert len(llm.requests) == 1
-    finally:
-        socket.close()
+    pk = created["user_task_execution_pk"]
+    wait_steps(user, pk, awaiting(1))  # the divider awaits validation: no review chat is open
+    before = user.ok("GET", "/message", params={"session_id": created["session_id"]})["messages"]
+    response = user.call("PUT", "/user_message", json={
+        "session_id": created["session_id"], "user_task_execution_pk": pk, "text": "hello?", "message_id": "m1"})
+    assert response.status_code == 409, response.text
+    assert response.json()["error"] == NOT_CHATTING
+    after = user.ok("GET", "/message", params={"session_id": created["session_id"]})["messages"]
+    assert after == before and all(m["message_id"] != "m1" for m in after)  # nothing stored, no event
+    assert len(llm.requests) == 1
+    assert [r["validated"] for r in steps(user, pk)] == [None]  # the step still awaits validation
 
 
 def test_a_review_message_whose_review_closed_meanwhile_fails_instead_of_staying_pending(wf, llm):
@@ -184,3 +188,25 @@ def test_the_review_prompt_carries_what_the_assistant_knows(wf, llm):
     assert review_prompt.startswith("WHO YOU ARE\n")
     assert "(time zone Europe/Rome)" in review_prompt and "- Job: Poet" in review_prompt
     assert "rejected the result of a step" in review_prompt
+
+
+def test_an_audio_message_with_no_review_open_is_refused_with_409_and_not_stored(wf, llm):
+    from mojodex_core.workflow.runner import NOT_CHATTING
+    from tests.integration.test_audio import wav_bytes
+
+    user = poem_user(wf)
+    llm.script(Reply(json={"stanza_topics": ["a"]}))
+    created = start_poem(user)
+    pk = created["user_task_execution_pk"]
+    wait_steps(user, pk, awaiting(1))
+    response = user.call("PUT", "/user_message", data={
+        "session_id": created["session_id"], "user_task_execution_pk": str(pk), "message_id": "voice-wf"},
+        files={"file": ("voice.wav", wav_bytes(0.2), "audio/wav")})
+    assert response.status_code == 409, response.text
+    assert response.json()["error"] == NOT_CHATTING
+    messages = user.ok("GET", "/message", params={"session_id": created["session_id"]})["messages"]
+    assert all(m["message_id"] != "voice-wf" for m in messages)
+    from mojodex_core.audio.store import AudioStore
+
+    stored = wf.platform.audio_store.directory / AudioStore.name_for(created["session_id"], "voice-wf", "wav")
+    assert not stored.exists()  # the recording was not kept either

@@ -5,13 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 from mojodex_core.workflow.context import StepContext
-from mojodex_core.workflow.steps import Step, StepError, register
+from mojodex_core.workflow.steps import NonEmptyText, ResultItem, Step, StepError, register
 from mojodex_core.workflow.steps.transcription_to_chapters import transcription_of
+
+
+class DocumentItem(ResultItem):
+    """The written document."""
+
+    document: NonEmptyText
 
 
 @register
 class ChaptersToDoc(Step):
     name_for_system = "chapters_to_doc"
+    result_item = DocumentItem
 
     def execute(self, parameter: dict[str, Any], learned_instructions: list[str], initial_inputs: dict[str, Any],
                 past_validated_results: list[dict[str, Any]], context: StepContext) -> list[dict[str, Any]]:

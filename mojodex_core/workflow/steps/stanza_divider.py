@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from mojodex_core.workflow.context import StepContext, inputs_text
-from mojodex_core.workflow.steps import Step, StepError, register
+from mojodex_core.workflow.steps import NonEmptyText, ResultItem, Step, StepError, register
 
 MAX_STANZAS = 12
 
@@ -16,9 +16,16 @@ class StanzaTopics(BaseModel):
     stanza_topics: list[str] = Field(description="One short topic per stanza, in order.")
 
 
+class StanzaTopicItem(ResultItem):
+    """One stanza's topic."""
+
+    stanza_topic: NonEmptyText
+
+
 @register
 class StanzaDivider(Step):
     name_for_system = "stanza_divider"
+    result_item = StanzaTopicItem
 
     def execute(self, parameter: dict[str, Any], learned_instructions: list[str], initial_inputs: dict[str, Any],
                 past_validated_results: list[dict[str, Any]], context: StepContext) -> list[dict[str, Any]]:

@@ -5,12 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 from mojodex_core.workflow.context import StepContext, inputs_text
-from mojodex_core.workflow.steps import Step, StepError, register
+from mojodex_core.workflow.steps import NonEmptyText, ResultItem, Step, StepError, register
+
+
+class StanzaItem(ResultItem):
+    """One written stanza."""
+
+    stanza: NonEmptyText
 
 
 @register
 class StanzaWriter(Step):
     name_for_system = "stanza_writer"
+    result_item = StanzaItem
 
     def execute(self, parameter: dict[str, Any], learned_instructions: list[str], initial_inputs: dict[str, Any],
                 past_validated_results: list[dict[str, Any]], context: StepContext) -> list[dict[str, Any]]:

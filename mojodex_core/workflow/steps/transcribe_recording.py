@@ -5,15 +5,22 @@ from __future__ import annotations
 from typing import Any
 
 from mojodex_core.workflow.context import StepContext
-from mojodex_core.workflow.steps import Step, StepError, register
+from mojodex_core.workflow.steps import NonEmptyText, ResultItem, Step, StepError, register
 from mojodex_core.workflow.transcription import NO_TRANSCRIBER, is_transcript, transcript_text
 
 MAX_TRANSCRIPT_CHARS = 200_000
 
 
+class TranscriptionItem(ResultItem):
+    """The recording's transcription."""
+
+    transcription: NonEmptyText
+
+
 @register
 class TranscribeRecording(Step):
     name_for_system = "transcribe_recording"
+    result_item = TranscriptionItem
 
     def execute(self, parameter: dict[str, Any], learned_instructions: list[str], initial_inputs: dict[str, Any],
                 past_validated_results: list[dict[str, Any]], context: StepContext) -> list[dict[str, Any]]:

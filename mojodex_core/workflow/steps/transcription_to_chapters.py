@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from mojodex_core.workflow.context import StepContext
-from mojodex_core.workflow.steps import Step, StepError, register
+from mojodex_core.workflow.steps import NonEmptyText, ResultItem, Step, StepError, register
 
 
 def transcription_of(past_validated_results: list[dict[str, Any]], parameter: dict[str, Any]) -> str:
@@ -18,9 +18,16 @@ def transcription_of(past_validated_results: list[dict[str, Any]], parameter: di
     raise StepError("There is no transcription to work from: relaunch the transcription step.")
 
 
+class ChaptersItem(ResultItem):
+    """The chapters' outline."""
+
+    chapters: NonEmptyText
+
+
 @register
 class TranscriptionToChapters(Step):
     name_for_system = "transcription_to_chapters"
+    result_item = ChaptersItem
 
     def execute(self, parameter: dict[str, Any], learned_instructions: list[str], initial_inputs: dict[str, Any],
                 past_validated_results: list[dict[str, Any]], context: StepContext) -> list[dict[str, Any]]:
