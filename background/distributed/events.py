@@ -28,13 +28,12 @@ from urllib.parse import urlparse
 
 import redis
 import socketio
-from sqlalchemy import select
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
 from mojodex_core.db import transaction
 from mojodex_core.db.models import SessionEvent
-from mojodex_core.execution.events import Publication, Transport, resume_seq
+from mojodex_core.execution.events import Publication, Transport, durable_events_after, resume_seq
 
 log = logging.getLogger("mojodex.events")
 
@@ -181,12 +180,7 @@ class RedisSessionEventLog:
 
     def events_after(self, session_id: str, last_seq: int) -> list[tuple[int, str, dict[str, Any]]]:
         with self._factory() as db:
-            rows = db.execute(
-                select(SessionEvent.seq, SessionEvent.event_name, SessionEvent.payload)
-                .where(SessionEvent.session_id == session_id, SessionEvent.seq > last_seq)
-                .order_by(SessionEvent.seq)
-            ).all()
-        events = [(r.seq, r.event_name, r.payload) for r in rows]
+            events = durable_events_after(db, session_id, last_seq)
         for entry_id, fields in self._redis.xrange(self._stream_key(session_id), min=f"{last_seq + 1}-0"):
             seq = int(entry_id.decode().split("-")[0] if isinstance(entry_id, bytes) else entry_id.split("-")[0])
             name = fields[b"e"].decode() if b"e" in fields else fields["e"]

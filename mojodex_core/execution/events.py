@@ -36,6 +36,16 @@ TOKEN_SEQ_HEADROOM = 10_000
 Transport = Callable[[str, str, dict[str, Any]], None]  # (session_id, event_name, payload)
 
 
+
+def durable_events_after(db: DbSession, session_id: str, last_seq: int) -> list[tuple[int, str, dict[str, Any]]]:
+    """The session's stored (final) events after ``last_seq``, in order: every replay starts here."""
+    rows = db.execute(
+        select(SessionEvent.seq, SessionEvent.event_name, SessionEvent.payload)
+        .where(SessionEvent.session_id == session_id, SessionEvent.seq > last_seq)
+        .order_by(SessionEvent.seq)
+    ).all()
+    return [(r.seq, r.event_name, r.payload) for r in rows]
+
 class EventPublisher(Protocol):
     def publishing(self, session_id: str) -> AbstractContextManager[Publication]: ...
 
@@ -196,12 +206,7 @@ class SessionEventLog:
         self, session_id: str, stream: _SessionStream, last_seq: int
     ) -> list[tuple[int, str, dict[str, Any]]]:
         with self._factory() as db:
-            rows = db.execute(
-                select(SessionEvent.seq, SessionEvent.event_name, SessionEvent.payload)
-                .where(SessionEvent.session_id == session_id, SessionEvent.seq > last_seq)
-                .order_by(SessionEvent.seq)
-            ).all()
-        events = [(r.seq, r.event_name, r.payload) for r in rows]
+            events = durable_events_after(db, session_id, last_seq)
         events += [e for e in stream.tokens if e[0] > last_seq]
         events.sort(key=lambda e: e[0])
         return events
