@@ -10,7 +10,6 @@ UTF-8). The spec is served at /openapi.json, with documentation pages under /doc
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 from flask import Flask, current_app, request
@@ -18,6 +17,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints
 from spectree import SecurityScheme, SpecTree
 from spectree.models import SecuritySchemeData
 from spectree.plugins.flask_plugin import FlaskPlugin
+from werkzeug.exceptions import BadRequest
 
 from backend.errors import ApiError
 
@@ -175,15 +175,15 @@ def guard_request() -> None:
     has_body = request.content_length or request.headers.get("Transfer-Encoding")
     if not request.is_json or not has_body:
         return
-    raw = request.get_data(cache=True)
     try:
-        data = json.loads(raw)
+        # Parsed once here: Flask caches the result, so the route's model and the route reuse it.
+        data = request.get_json()
+    except BadRequest:
+        return  # not JSON: the route's model answers with what it expected
     except RecursionError:
         max_depth = current_app.config.get("MOJODEX_MAX_JSON_DEPTH", DEFAULT_MAX_JSON_DEPTH)
         message = f"body: JSON nested deeper than {max_depth} levels"
         raise ApiError(400, message, field=None, errors=[issue(None, message)]) from None
-    except ValueError:
-        return  # not JSON: the route's model answers with what it expected
     problem = _depth_problem(data, current_app.config.get("MOJODEX_MAX_JSON_DEPTH", DEFAULT_MAX_JSON_DEPTH))
     if problem:
         field = _field_of(problem)
