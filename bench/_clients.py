@@ -79,7 +79,10 @@ def new_session(index: int, factory, base_url: str) -> BenchSession:
     return BenchSession(index, client, socket, execution["session_id"], execution["user_task_execution_pk"])
 
 
-def run_turn(session: BenchSession, kind: str, expected: str, timeout_s: float) -> TurnResult:
+def run_turn(
+    session: BenchSession, kind: str, expected: str, timeout_s: float, scheduled: float | None = None
+) -> TurnResult:
+    """One turn; latencies count from ``scheduled`` when given (an open-loop arrival time), else from the PUT."""
     session.sent += 1
     prefix = DRAFT_PREFIX if kind == "draft" else "answer: "
     text = f"{prefix}session {session.index} turn {session.sent} {uuid.uuid4().hex[:8]}"
@@ -87,7 +90,7 @@ def run_turn(session: BenchSession, kind: str, expected: str, timeout_s: float) 
     socket = session.socket
     with socket._cond:
         start = len(socket.events)
-    result = TurnResult(kind, text, time.perf_counter())
+    result = TurnResult(kind, text, scheduled if scheduled is not None else time.perf_counter())
     try:
         response = session.client.call(
             "PUT",

@@ -48,6 +48,8 @@ QUESTION_CHUNKS = (
     + [w if i == 0 else " " + w for i, w in enumerate(QUESTION_TEXT.split(" "))]
     + ["</ask_user_primary_info>"]
 )  # 20 chunks
+FIRST_VISIBLE_CHUNK = 2  # "Who": the first chunk outside a hidden tag, the first `mojo_token` a client sees
+DIRECT_PREFIX = "direct: "
 DRAFT_PREFIX = "draft please: "
 
 
@@ -170,11 +172,16 @@ class LLMHost:
     def __init__(self, draft_tokens: int) -> None:
         self.draft_chunks = ["<execution><title>T</title><draft>", *draft_words(draft_tokens), "</draft></execution>"]
         self.received: dict[str, float] = {}  # user text -> when its request reached the LLM
+        self.last_platform_request: dict[str, Any] | None = None
         self.server: ScriptedLLMServer | None = None
 
     def _respond(self, body: dict[str, Any]) -> Reply:
+        if not body.get("stream"):  # the title/summary job's structured call
+            return Reply(json={"title": "Bench title", "summary": "A bench session."})
         last = (body.get("messages") or [{}])[-1].get("content") or ""
         self.received[last] = time.perf_counter()
+        if not last.startswith(DIRECT_PREFIX) and body.get("stream"):
+            self.last_platform_request = body
         return Reply(chunks=self.draft_chunks if last.startswith(DRAFT_PREFIX) else QUESTION_CHUNKS)
 
     def start(self) -> str:
@@ -182,6 +189,10 @@ class LLMHost:
         self.server = ScriptedLLMServer().start()
         self.server.responder = self._respond
         return self.server.base_url
+
+    def platform_request(self) -> dict[str, Any] | None:
+        """The last streamed request the platform sent (the direct client replays its messages)."""
+        return self.last_platform_request
 
     def received_times(self) -> dict[str, float]:
         return dict(self.received)

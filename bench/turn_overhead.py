@@ -1,43 +1,50 @@
-"""Platform overhead per turn, against an LLM that answers instantly.
+"""Throughput and overhead of one platform process, against an LLM that answers instantly.
 
-    .venv/bin/python bench/turn_overhead.py [--sessions 50] [--database-url URL] [--profile wall|cpu]
+    .venv/bin/python bench/turn_overhead.py [--sessions 50] [--database-url URL] [--distributed]
+                                            [--py-spy FILE]
 
-What runs (all on loopback):
-  * the scripted OpenAI-compatible server (tests/support/scripted_llm.py), in its own
-    process, answering every request at once (no delay between streamed chunks);
-  * a live platform server (tests/support/live.py `start_live_server`), in its own
-    process: REST + Socket.IO, the in-process turn runner, the real openai client;
-  * the clients, in this process: one python-socketio client (websocket transport) per
-    session, joined with `start_session`, plus a requests session for REST.
+What runs (all on loopback, each in its own process so that no two share a GIL):
+  * the scripted OpenAI-compatible server (tests/support/scripted_llm.py), answering every
+    request at once (no delay between streamed chunks);
+  * the platform as production runs it: `mojodex serve`, the gunicorn command `make run`
+    ends with (bench/_production.py); `--distributed` runs one backend and one Celery worker;
+  * the clients, in this process: per session one user, one task execution, one
+    python-socketio client (websocket transport) joined with `start_session`, and a
+    requests session for REST; plus the openai client talking to the scripted LLM directly.
 
-Three phases:
-  1. one session, --single-turns sequential question turns (after 3 warm-up turns);
-  2. --sessions sessions in parallel threads, each sending --messages question turns in
-     sequence; a question reply is `<user_language>en</user_language>
-     <ask_user_primary_info>...</ask_user_primary_info>` streamed in 20 chunks;
-  3. the same sessions in parallel, each asking once for a --draft-tokens draft:
-     `<execution><title>T</title><draft>` + N word chunks + `</draft></execution>`.
+Phases (after a warm-up turn on every session):
+  1. one session: --single-turns rounds of [the openai client streaming the platform's last
+     request directly from the scripted LLM; one platform question turn]. Both first-token
+     times are taken to the same chunk (the first one a client sees as text), so
+     overhead_p50_ms is what the platform adds to a turn's first token;
+  2. --sessions sessions in parallel, each sending --messages question turns in sequence
+     (closed loop): turns_per_s, and cpu_ms_per_turn = the platform's CPU over the phase / turns;
+  3. the same sessions in parallel, one streamed draft of --draft-tokens chunks each:
+     tokens_per_s = chunks delivered through `draft_token` events / wall time;
+  4. open loop: turns arriving at --open-rate per second (Poisson) for --open-seconds, each
+     on an idle session; open_loop_p99_ms counts from the arrival time to the first token.
 
-Latencies are measured at the client from just before `PUT /user_message` is sent to
-the arrival of the first `mojo_token` / the `mojo_message` of that turn. Throughput is
-the draft "tokens" (the scripted word chunks, N per draft) delivered through
-`draft_token` events, summed over clients, divided by the wall time from the first PUT
-to the last `draft_message`; delivered characters per second are printed too. Each
-client's concatenated `draft_token` deltas are checked against the final draft.
+A question reply is `<user_language>en</user_language><ask_user_primary_info>...` in 20
+chunks; a draft `<execution><title>T</title><draft>` + N word chunks + `</draft></execution>`.
+Every streamed text is checked against the stored final message (exit code 1 otherwise, or
+when a turn fails). The database is a fresh temporary SQLite file by default; a Postgres URL
+may be given instead: ITS `public` SCHEMA IS DROPPED AND RECREATED, then migrated to head.
 
-The database is a fresh temporary SQLite file by default. A Postgres URL may be given
-instead: ITS `public` SCHEMA IS DROPPED AND RECREATED, then migrated to head.
-
-The last line printed is machine readable (figures of the --sessions run):
-    first_token_p50_ms=... first_token_p99_ms=... message_p50_ms=... tokens_per_s=...
+The last line printed is machine readable:
+    direct_first_token_p50_ms=... first_token_p50_ms=... overhead_p50_ms=... turns_per_s=...
+    cpu_ms_per_turn=... tokens_per_s=... open_loop_p99_ms=...
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import queue
+import random
 import shutil
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -50,68 +57,59 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from bench._clients import BenchSession, TurnResult, new_session, run_turn
-from bench._hosts import QUESTION_TEXT, Local, Remote, draft_words, masked, prepare_database, quiet_logs
-from bench._measure import CpuMeter, percentile
+from bench._clients import BenchSession, TurnResult, new_session, run_turn  # noqa: E402
+from bench._hosts import (  # noqa: E402
+    DIRECT_PREFIX,
+    FIRST_VISIBLE_CHUNK,
+    QUESTION_TEXT,
+    Remote,
+    draft_words,
+    masked,
+    prepare_database,
+    quiet_logs,
+)
+from bench._measure import CpuMeter, percentile  # noqa: E402
+from bench._production import ProductionServer  # noqa: E402
 
 # --------------------------------------------------------------------------- reporting
 
 
-def summarize(
-    label: str, results: list[TurnResult], llm_received: dict[str, float], wall_s: float, cpu: str = ""
-) -> dict[str, float]:
+def row(name: str, values: list[float]) -> None:
+    if values:
+        print(f"   {name:<44} p50 {percentile(values, 50):8.1f} ms   p99 {percentile(values, 99):8.1f} ms"
+              f"   max {max(values):8.1f} ms")
+
+
+def summarize(label: str, results: list[TurnResult], llm_received: dict[str, float], wall_s: float,
+              cpu: str = "") -> dict[str, float]:
     ok = [r for r in results if r.ok]
     first = [r.ms(r.t_first) for r in ok if r.t_first is not None]
     final = [r.ms(r.t_final) for r in ok]
-    put = [(r.t_put_done - r.t_put) * 1000 for r in ok]
-    pre_llm = [(llm_received[r.text] - r.t_put) * 1000 for r in ok if r.text in llm_received]
-    llm_to_first = [(r.t_first - llm_received[r.text]) * 1000 for r in ok if r.text in llm_received and r.t_first]
-    token_events = [r.token_events for r in ok]
     bad_content = sum(1 for r in ok if not r.content_ok)
-    print(
-        f"\n== {label}: {len(results)} turns in {wall_s:.2f} s ({len(results) / wall_s:.1f} turns/s), "
-        f"{len(results) - len(ok)} failed, {bad_content} with streamed text != final text"
-    )
+    print(f"\n== {label}: {len(results)} turns in {wall_s:.2f} s ({len(results) / wall_s:.1f} turns/s), "
+          f"{len(results) - len(ok)} failed, {bad_content} with streamed text != stored text")
     if cpu:
         print(f"   {cpu}")
-
-    def row(name: str, values: list[float]) -> None:
-        if values:
-            print(
-                f"   {name:<42} p50 {percentile(values, 50):8.1f} ms   p99 {percentile(values, 99):8.1f} ms"
-                f"   max {max(values):8.1f} ms"
-            )
-
-    row("PUT sent -> first token event", first)
-    row("PUT sent -> final message event", final)
-    row("  PUT sent -> PUT response", put)
-    row("  PUT sent -> LLM request received", pre_llm)
-    row("  LLM request received -> first token event", llm_to_first)
-    streaming = [(r.t_final - llm_received[r.text]) * 1000 for r in ok if r.text in llm_received and r.kind == "draft"]
-    row("  LLM request received -> draft_message", streaming)
-    if token_events:
-        print(
-            "   token events per turn (30 ms coalescing, as in live_settings): "
-            f"p50 {percentile(token_events, 50):.0f}, max {max(token_events)}"
-        )
+    row("start -> first token event", first)
+    row("start -> final message event", final)
+    row("  PUT sent -> PUT response", [(r.t_put_done - r.t_put) * 1000 for r in ok if r.t_put_done])
+    row("  start -> LLM request received",
+        [(llm_received[r.text] - r.t_put) * 1000 for r in ok if r.text in llm_received])
+    row("  LLM request received -> first token event",
+        [(r.t_first - llm_received[r.text]) * 1000 for r in ok if r.text in llm_received and r.t_first])
+    events = [r.token_events for r in ok]
+    if events:
+        print(f"   token events per turn (30 ms coalescing): p50 {percentile(events, 50):.0f}, max {max(events)}")
     for r in results:
         if not r.ok:
             print(f"   failure: {r.error}")
             break
-    return {
-        "first_p50": percentile(first, 50),
-        "first_p99": percentile(first, 99),
-        "final_p50": percentile(final, 50),
-        "final_p99": percentile(final, 99),
-        "failed": len(results) - len(ok),
-        "bad_content": bad_content,
-        "stream_p50_ms": percentile(streaming, 50) if streaming else float("nan"),
-    }
+    return {"first_p50": percentile(first, 50), "first_p99": percentile(first, 99),
+            "final_p50": percentile(final, 50), "failed": len(results) - len(ok), "bad_content": bad_content}
 
 
-def in_parallel(
-    sessions: list[BenchSession], work: Callable[[BenchSession], list[TurnResult]]
-) -> tuple[list[TurnResult], float]:
+def in_parallel(sessions: list[BenchSession],
+                work: Callable[[BenchSession], list[TurnResult]]) -> tuple[list[TurnResult], float]:
     barrier = threading.Barrier(len(sessions) + 1)
     outputs: list[list[TurnResult]] = [[] for _ in sessions]
     errors: list[str] = []
@@ -123,9 +121,8 @@ def in_parallel(
         except Exception:  # noqa: BLE001
             errors.append(traceback.format_exc())
 
-    threads = [
-        threading.Thread(target=body, args=(i, s), name=f"client-{i}", daemon=True) for i, s in enumerate(sessions)
-    ]
+    threads = [threading.Thread(target=body, args=(i, s), name=f"client-{i}", daemon=True)
+               for i, s in enumerate(sessions)]
     for t in threads:
         t.start()
     barrier.wait()
@@ -138,193 +135,277 @@ def in_parallel(
     return [r for out in outputs for r in out], wall
 
 
+class PlatformCpu:
+    """CPU seconds of the platform's processes over a phase."""
+
+    def __init__(self, server: ProductionServer) -> None:
+        self.server = server
+        self.before = server.cpu_s()
+
+    def per_process_s(self) -> dict[str, float]:
+        now = self.server.cpu_s()
+        return {name: now[name] - self.before.get(name, 0.0) for name in now}
+
+
+# --------------------------------------------------------------------------- direct client
+
+
+def direct_first_token_ms(client: Any, request: dict[str, Any], index: int) -> float:
+    """The openai client streaming the platform's request itself: ms to the first visible chunk."""
+    messages = [*request["messages"][:-1], {"role": "user", "content": f"{DIRECT_PREFIX}{index}"}]
+    started = time.perf_counter()
+    stream = client.chat.completions.create(
+        model=request.get("model", "gpt-4o-mini"), messages=messages, temperature=request.get("temperature", 0.0),
+        stream=True, stream_options={"include_usage": True},
+    )
+    first = None
+    seen = 0
+    for chunk in stream:  # read to the end, as the platform does
+        for choice in chunk.choices:
+            if choice.delta is not None and choice.delta.content:
+                if seen == FIRST_VISIBLE_CHUNK:
+                    first = time.perf_counter()
+                seen += 1
+    if first is None:
+        raise RuntimeError(f"direct stream had {seen} content chunks")
+    return (first - started) * 1000
+
+
+# --------------------------------------------------------------------------- open loop
+
+
+def open_loop(sessions: list[BenchSession], rate: float, seconds: float, timeout_s: float,
+              seed: int = 14) -> tuple[list[TurnResult], float]:
+    """Poisson arrivals at `rate`/s, each on the next idle session; latency from the arrival time."""
+    rng = random.Random(seed)
+    idle: queue.Queue[BenchSession] = queue.Queue()
+    for s in sessions:
+        idle.put(s)
+    results: list[TurnResult] = []
+    lock = threading.Lock()
+
+    def turn(session: BenchSession, scheduled: float) -> None:
+        try:
+            result = run_turn(session, "question", QUESTION_TEXT, timeout_s, scheduled=scheduled)
+        except Exception as exc:  # noqa: BLE001
+            result = TurnResult("question", "", scheduled, error=repr(exc))
+        with lock:
+            results.append(result)
+        idle.put(session)
+
+    started = time.perf_counter()
+    at = started
+    with ThreadPoolExecutor(max_workers=len(sessions)) as pool:
+        while True:
+            at += rng.expovariate(rate)
+            if at - started > seconds:
+                break
+            delay = at - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+            session = idle.get()  # all busy: the wait counts, since latency starts at `at`
+            pool.submit(turn, session, at)
+    return results, time.perf_counter() - started
+
+
 # --------------------------------------------------------------------------- main
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=50, help="concurrent sessions (default 50)")
-    parser.add_argument(
-        "--database-url",
-        default=None,
-        help="default: a temp SQLite file; a Postgres URL has its public schema DROPPED and recreated",
-    )
-    parser.add_argument("--single-turns", type=int, default=30, help="sequential turns of the 1-session run")
-    parser.add_argument("--messages", type=int, default=5, help="question turns per session in the concurrent run")
+    parser.add_argument("--database-url", default=None,
+                        help="default: a temp SQLite file; a Postgres URL has its public schema DROPPED and recreated")
+    parser.add_argument("--distributed", action="store_true",
+                        help="1 backend + 1 Celery worker (MOJODEX_RUNNER=celery) on --redis-url; needs Postgres")
+    parser.add_argument("--redis-url", default=os.environ.get("TEST_REDIS_URL"),
+                        help="with --distributed: the Redis database to use (FLUSHED first)")
+    parser.add_argument("--single-turns", type=int, default=30, help="rounds of the 1-session run")
+    parser.add_argument("--messages", type=int, default=10, help="question turns per session in the closed loop")
     parser.add_argument("--draft-tokens", type=int, default=500, help="word chunks per streamed draft")
+    parser.add_argument("--open-rate", type=float, default=25.0, help="open-loop arrivals per second")
+    parser.add_argument("--open-seconds", type=float, default=20.0, help="open-loop duration")
     parser.add_argument("--turn-timeout", type=float, default=60.0, help="max seconds to wait for one answer")
-    parser.add_argument("--deadline", type=float, default=170.0, help="hard stop of the whole bench, seconds")
-    parser.add_argument(
-        "--profile",
-        choices=("wall", "cpu"),
-        default=None,
-        help="profile the server during the concurrent runs: 'wall' samples every thread's stack "
-        "(blocked time included), 'cpu' runs cProfile on a CPU clock around turns and requests "
-        "(slows the server several times: read proportions, not times; may pass --deadline)",
-    )
-    parser.add_argument(
-        "--in-process",
-        action="store_true",
-        help="run the platform and the scripted LLM in this process (shared GIL with the clients)",
-    )
+    parser.add_argument("--deadline", type=float, default=300.0, help="hard stop of the whole bench, seconds")
+    parser.add_argument("--py-spy", default=None, metavar="FILE",
+                        help="record the serving process with py-spy (--gil, raw format) during the closed loop")
     return parser.parse_args(argv)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915 - a script's phases, in order
     args = parse_args(argv)
     quiet_logs()
     bench_started = time.perf_counter()
-    hosts: list[Any] = []
-    tmpdirs: list[str] = []
+    cleanup: list[Callable[[], None]] = []
 
     def hard_stop() -> None:
         print(f"\nbench: deadline of {args.deadline:.0f} s reached, aborting", file=sys.stderr, flush=True)
-        for host in hosts:
-            if host.process is not None and host.process.is_alive():
-                host.process.kill()
-        for path in tmpdirs:
-            shutil.rmtree(path, ignore_errors=True)
+        for step in reversed(cleanup):
+            try:
+                step()
+            except Exception:  # noqa: BLE001
+                pass
         os._exit(3)
 
     watchdog = threading.Timer(args.deadline, hard_stop)
     watchdog.daemon = True
     watchdog.start()
 
+    if args.distributed:
+        if not (args.database_url or "").startswith("postgres"):
+            raise SystemExit("--distributed needs a Postgres --database-url")
+        if not args.redis_url:
+            raise SystemExit("--distributed needs --redis-url or TEST_REDIS_URL")
+        import redis
+
+        redis.Redis.from_url(args.redis_url).flushdb()
     database_url, tmpdir = prepare_database(args.database_url)
+    var_dir = Path(tempfile.mkdtemp(prefix="mojodex-bench-var-"))
+    cleanup.append(lambda: shutil.rmtree(var_dir, ignore_errors=True))
     if tmpdir:
-        tmpdirs.append(tmpdir)
+        cleanup.append(lambda: shutil.rmtree(tmpdir, ignore_errors=True))
     db_kind = "postgres" if database_url.startswith("postgresql") else "sqlite"
-    print(
-        f"bench: database {db_kind} ({masked(database_url)}), {os.cpu_count()} cores, "
-        f"{'single process' if args.in_process else 'platform, LLM and clients in 3 processes'}"
-    )
+    mode = "distributed (1 backend + 1 worker)" if args.distributed else "embedded (mojodex serve)"
+    print(f"bench: database {db_kind} ({masked(database_url)}), {os.cpu_count()} cores, platform {mode}")
+
+    from mojodex_core.db import make_engine, make_session_factory, transaction
+    from mojodex_core.task_loader import store_spec
+    from mojodex_core.task_spec import validate_spec
+    from tests.support.live import TEST_TASK
+
+    engine = make_engine(database_url)
+    factory = make_session_factory(engine)
+    with transaction(factory) as db:
+        store_spec(db, validate_spec(TEST_TASK), "upsert")
+
     sessions: list[BenchSession] = []
     exit_code = 0
+    llm = Remote("llm", args.draft_tokens)
+    cleanup.append(llm.stop)
+    server = ProductionServer(database_url, llm.base_url, var_dir, distributed=args.distributed,
+                              redis_url=args.redis_url)
+    cleanup.append(server.stop)
     try:
-        make_host = Local if args.in_process else Remote
-        llm = make_host("llm", args.draft_tokens)
-        hosts.append(llm)
-        platform = make_host("platform", database_url, llm.base_url)
-        hosts.append(platform)
-        print(
-            f"bench: platform {platform.base_url}, scripted LLM {llm.base_url} "
-            f"(ready after {time.perf_counter() - bench_started:.1f} s)"
-        )
-
-        from mojodex_core.db import make_engine, make_session_factory
-
-        engine = make_engine(database_url)
-        factory = make_session_factory(engine)
+        print(f"bench: platform {server.base_url}, scripted LLM {llm.base_url} "
+              f"(ready after {time.perf_counter() - bench_started:.1f} s)")
         count = max(args.sessions, 1)
         with ThreadPoolExecutor(max_workers=8) as pool:
-            sessions = list(pool.map(lambda i: new_session(i, factory, platform.base_url), range(count)))
+            sessions = list(pool.map(lambda i: new_session(i, factory, server.base_url), range(count)))
         engine.dispose()
-        print(f"bench: {count} sessions created and joined (t={time.perf_counter() - bench_started:.1f} s)")
-
         draft_text = "".join(draft_words(args.draft_tokens))
+        client_pids = {"clients": os.getpid(), "scripted LLM": llm.process.pid}
 
-        if args.in_process:
-            pids = {"bench (single process)": os.getpid()}
-        else:
-            pids = {"platform": platform.process.pid, "scripted LLM": llm.process.pid, "clients": os.getpid()}
-
-        # 1. one session, sequential turns
+        # 0. warm-up: a turn on every session (first inputs start title jobs), 3 more on the first
+        warm, _ = in_parallel(sessions, lambda s: [run_turn(s, "question", QUESTION_TEXT, args.turn_timeout)])
         one = sessions[0]
-        for _ in range(3):
-            run_turn(one, "question", QUESTION_TEXT, args.turn_timeout)
-        meter = CpuMeter(pids, db_kind == "postgres")
-        started = time.perf_counter()
-        single = [run_turn(one, "question", QUESTION_TEXT, args.turn_timeout) for _ in range(args.single_turns)]
-        single_wall = time.perf_counter() - started
-        single_cpu = meter.summary()
+        warm += [run_turn(one, "question", QUESTION_TEXT, args.turn_timeout) for _ in range(3)]
+        if any(not r.ok for r in warm):
+            raise RuntimeError(f"warm-up failed: {next(r.error for r in warm if not r.ok)}\n{server.log_tail()}")
+        time.sleep(1.0)  # title jobs done
+        print(f"bench: {count} sessions created, joined and warmed up (t={time.perf_counter() - bench_started:.1f} s)")
 
-        # 2. all sessions in parallel, question turns
-        if args.profile:
-            platform.call("profile_start", args.profile)
-        meter = CpuMeter(pids, db_kind == "postgres")
+        # 1. one session: direct openai client and platform turns, interleaved
+        import openai
+
+        direct_client = openai.OpenAI(base_url=llm.base_url, api_key="bench", max_retries=0)
+        request = llm.call("platform_request")
+        direct: list[float] = []
+        single: list[TurnResult] = []
+        cpu = PlatformCpu(server)
+        meter = CpuMeter(client_pids)
+        started = time.perf_counter()
+        for i in range(args.single_turns):
+            direct.append(direct_first_token_ms(direct_client, request, i))
+            single.append(run_turn(one, "question", QUESTION_TEXT, args.turn_timeout))
+        single_wall = time.perf_counter() - started
+        single_cpu = cpu.per_process_s()
+        single_meter = meter.summary()
+        direct_client.close()
+
+        # 2. closed loop: all sessions, question turns
+        spy = None
+        if args.py_spy:
+            spy = subprocess.Popen(
+                [shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy"), "record", "--gil",
+                 "--nonblocking", "-r", "250", "-f", "raw", "-o", args.py_spy, "-p", str(server.worker_pid())],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(0.5)
+        cpu = PlatformCpu(server)
+        meter = CpuMeter(client_pids, db_kind == "postgres")
         questions, questions_wall = in_parallel(
             sessions,
             lambda s: [run_turn(s, "question", QUESTION_TEXT, args.turn_timeout) for _ in range(args.messages)],
         )
-        questions_cpu = meter.summary()
-        profile_questions = platform.call("profile_stop") if args.profile else ""
+        questions_cpu = cpu.per_process_s()
+        questions_meter = meter.summary()
+        if spy is not None:
+            spy.send_signal(2)
+            spy.wait(30)
 
-        # 3. all sessions in parallel, one streamed draft each
-        if args.profile:
-            platform.call("profile_start", args.profile)
-        meter = CpuMeter(pids, db_kind == "postgres")
+        # 3. drafts: all sessions, one streamed draft each
+        cpu = PlatformCpu(server)
+        meter = CpuMeter(client_pids, db_kind == "postgres")
         drafts, drafts_wall = in_parallel(sessions, lambda s: [run_turn(s, "draft", draft_text, args.turn_timeout)])
-        drafts_cpu = meter.summary()
-        profile_drafts = platform.call("profile_stop") if args.profile else ""
+        drafts_cpu = cpu.per_process_s()
+        drafts_meter = meter.summary()
+
+        # 4. open loop
+        cpu = PlatformCpu(server)
+        meter = CpuMeter(client_pids, db_kind == "postgres")
+        opened, opened_wall = open_loop(sessions, args.open_rate, args.open_seconds, args.turn_timeout)
+        open_cpu = cpu.per_process_s()
+        open_meter = meter.summary()
 
         received = llm.call("received_times")
-        print(
-            f"\nbench: scripted LLM answering instantly; latencies measured at the clients "
-            f"(total bench time so far {time.perf_counter() - bench_started:.1f} s)"
-        )
-        s1 = summarize(
-            f"1 session, {args.single_turns} sequential question turns", single, received, single_wall, single_cpu
-        )
-        sn = summarize(
-            f"{count} sessions in parallel x {args.messages} sequential question turns",
-            questions,
-            received,
-            questions_wall,
-            questions_cpu,
-        )
-        sd = summarize(
-            f"{count} sessions in parallel x 1 streamed draft of {args.draft_tokens} tokens",
-            drafts,
-            received,
-            drafts_wall,
-            drafts_cpu,
-        )
+        so_far = time.perf_counter() - bench_started
+        print(f"\nbench: latencies measured at the clients (bench time so far {so_far:.1f} s)")
 
-        ok_drafts = [r for r in drafts if r.ok]
-        tokens_per_s = chars_per_s = float("nan")
+        def cpu_line(per_process: dict[str, float], wall: float, turns: int, other: str) -> str:
+            parts = ", ".join(f"{name} {s / wall:.2f} cores ({1000 * s / max(turns, 1):.1f} ms/turn)"
+                              for name, s in per_process.items())
+            return f"platform CPU: {parts}\n   {other}"
+
+        s1 = summarize(f"1 session, {args.single_turns} platform turns (interleaved with direct calls)", single,
+                       received, single_wall, cpu_line(single_cpu, single_wall, len(single), single_meter))
+        row("direct openai client -> first token", direct)
+        overhead = s1["first_p50"] - percentile(direct, 50)
+        print(f"   overhead (platform first token p50 - direct first token p50): {overhead:.1f} ms")
+        sn = summarize(f"{count} sessions x {args.messages} question turns, closed loop", questions, received,
+                       questions_wall, cpu_line(questions_cpu, questions_wall, len(questions), questions_meter))
+        turns_per_s = sum(1 for r in questions if r.ok) / questions_wall
+        platform_cpu_s = sum(questions_cpu.values())
+        cpu_ms_per_turn = 1000 * platform_cpu_s / max(len(questions), 1)
+        per_process = turns_per_s / max(len(questions_cpu), 1)
+        print(f"   {turns_per_s:.1f} turns/s, {cpu_ms_per_turn:.2f} ms of platform CPU per turn, "
+              f"{per_process:.1f} turns/s per platform process ({len(questions_cpu)})")
+        sd = summarize(f"{count} sessions x 1 streamed draft of {args.draft_tokens} tokens", drafts, received,
+                       drafts_wall, cpu_line(drafts_cpu, drafts_wall, len(drafts), drafts_meter))
+        ok_drafts = [r for r in drafts if r.ok and r.content_ok]
+        tokens_per_s = float("nan")
         if ok_drafts:
             wall = max(r.t_final for r in ok_drafts) - min(r.t_put for r in drafts)
-            delivered_tokens = args.draft_tokens * sum(1 for r in ok_drafts if r.content_ok)
-            chars = sum(r.delta_chars for r in ok_drafts)
-            tokens_per_s = delivered_tokens / wall
-            chars_per_s = chars / wall
+            tokens_per_s = args.draft_tokens * len(ok_drafts) / wall
             events = sum(r.token_events for r in ok_drafts)
-            print(
-                f"   draft throughput: {delivered_tokens} tokens (scripted chunks, {args.draft_tokens} per draft, "
-                f"counted for correct drafts only) in {wall:.2f} s = {tokens_per_s:.0f} tokens/s; "
-                f"{chars} delta chars = {chars_per_s:.0f} chars/s; {events} draft_token events"
-            )
-            print(
-                f"   one stream, LLM request -> draft_message: p50 {sd['stream_p50_ms']:.0f} ms "
-                f"= {args.draft_tokens / (sd['stream_p50_ms'] / 1000):.0f} tokens/s per session while "
-                f"{count} stream at once"
-            )
-        correct = sum(1 for r in ok_drafts if r.content_ok)
-        print(
-            f"   correctness: {correct}/{len(drafts)} clients' concatenated draft_token deltas equal the final draft"
-            f" ({'OK' if correct == len(drafts) else 'MISMATCH'})"
-        )
-        if profile_questions:
-            print(f"\n== server profile, {count} sessions question turns\n{profile_questions}")
-        if profile_drafts:
-            print(f"\n== server profile, {count} sessions drafts\n{profile_drafts}")
-        failures = s1["failed"] + sn["failed"] + sd["failed"] + s1["bad_content"] + sn["bad_content"]
-        if failures or correct != len(drafts):
+            print(f"   {args.draft_tokens * len(ok_drafts)} tokens in {wall:.2f} s = {tokens_per_s:.0f} tokens/s, "
+                  f"{events} draft_token events")
+        print(f"   correctness: {len(ok_drafts)}/{len(drafts)} drafts streamed == stored == scripted")
+        so = summarize(f"open loop, {args.open_rate:g} turns/s Poisson for {args.open_seconds:g} s", opened, received,
+                       opened_wall, cpu_line(open_cpu, opened_wall, len(opened), open_meter))
+        if len(ok_drafts) != len(drafts) or any(s["failed"] or s["bad_content"] for s in (s1, sn, sd, so)):
             exit_code = 1
-        print(f"\nbench: done in {time.perf_counter() - bench_started:.1f} s ({db_kind})")
+            print(f"\nbench: FAILED (see above); server log tail:\n{server.log_tail()}")
+        print(f"\nbench: done in {time.perf_counter() - bench_started:.1f} s ({db_kind}, {mode})")
         print(
-            f"first_token_p50_ms={sn['first_p50']:.1f} first_token_p99_ms={sn['first_p99']:.1f} "
-            f"message_p50_ms={sn['final_p50']:.1f} tokens_per_s={tokens_per_s:.0f}",
+            f"direct_first_token_p50_ms={percentile(direct, 50):.2f} first_token_p50_ms={s1['first_p50']:.2f} "
+            f"overhead_p50_ms={overhead:.2f} turns_per_s={turns_per_s:.1f} cpu_ms_per_turn={cpu_ms_per_turn:.2f} "
+            f"tokens_per_s={tokens_per_s:.0f} open_loop_p99_ms={so['first_p99']:.1f}",
             flush=True,
         )
     finally:
-        # A client disconnect waits up to 3 s for the server's websocket close frame: all at once.
         with ThreadPoolExecutor(max_workers=max(len(sessions), 1)) as pool:
             list(pool.map(lambda s: s.socket.close(), sessions))
-        for host in reversed(hosts):
-            host.stop()
-        if tmpdir:
-            shutil.rmtree(tmpdir, ignore_errors=True)
+        for step in reversed(cleanup):
+            step()
         watchdog.cancel()
     return exit_code
 
