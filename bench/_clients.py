@@ -9,6 +9,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
+
 from bench._hosts import DRAFT_PREFIX
 from tests.support.live import Client, SocketRecorder
 
@@ -71,6 +74,10 @@ def new_session(index: int, factory, base_url: str) -> BenchSession:
         grant(db, user, ["test_email"])
         user_id = user.user_id
     client = Client(base_url, token, user_id)
+    # A kept-alive connection the server closes as the client reuses it is reset (gunicorn keeps
+    # idle connections 2 s): retry such a PUT once, as browsers do; message_id makes it idempotent.
+    retry = Retry(total=1, connect=1, read=1, status=0, allowed_methods=None, raise_on_status=False)
+    client.http.mount("http://", HTTPAdapter(max_retries=retry))
     execution = client.new_execution()
     socket = TimedRecorder(base_url, token)
     joined = socket.start_session(execution["session_id"])

@@ -129,6 +129,15 @@ class ProductionServer:
         except OSError:
             return ""
 
+    def problems(self, limit: int = 40) -> str:
+        """The log lines that are not INFO (warnings, errors, tracebacks), last `limit` of them."""
+        try:
+            lines = self.log_path.read_text(errors="replace").splitlines()
+        except OSError:
+            return ""
+        keep = [line for line in lines if " INFO " not in line and '" 200 ' not in line and line.strip()]
+        return "\n".join(keep[-limit:])
+
     def stop(self) -> None:
         if self.cluster is not None:
             self.cluster.stop()

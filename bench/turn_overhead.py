@@ -375,9 +375,9 @@ def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915 - a script's ph
         turns_per_s = sum(1 for r in questions if r.ok) / questions_wall
         platform_cpu_s = sum(questions_cpu.values())
         cpu_ms_per_turn = 1000 * platform_cpu_s / max(len(questions), 1)
-        per_process = turns_per_s / max(len(questions_cpu), 1)
-        print(f"   {turns_per_s:.1f} turns/s, {cpu_ms_per_turn:.2f} ms of platform CPU per turn, "
-              f"{per_process:.1f} turns/s per platform process ({len(questions_cpu)})")
+        serving = [name for name in questions_cpu if name != "beat"]  # the beat only sweeps
+        print(f"   {turns_per_s:.1f} turns/s, {cpu_ms_per_turn:.2f} ms of platform CPU per turn "
+              f"({', '.join(serving)}: {turns_per_s / len(serving):.1f} turns/s per process)")
         sd = summarize(f"{count} sessions x 1 streamed draft of {args.draft_tokens} tokens", drafts, received,
                        drafts_wall, cpu_line(drafts_cpu, drafts_wall, len(drafts), drafts_meter))
         ok_drafts = [r for r in drafts if r.ok and r.content_ok]
@@ -393,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915 - a script's ph
                        opened_wall, cpu_line(open_cpu, opened_wall, len(opened), open_meter))
         if len(ok_drafts) != len(drafts) or any(s["failed"] or s["bad_content"] for s in (s1, sn, sd, so)):
             exit_code = 1
-            print(f"\nbench: FAILED (see above); server log tail:\n{server.log_tail()}")
+            print(f"\nbench: FAILED (see above); the server log's warnings and errors:\n{server.problems()}")
         print(f"\nbench: done in {time.perf_counter() - bench_started:.1f} s ({db_kind}, {mode})")
         print(
             f"direct_first_token_p50_ms={percentile(direct, 50):.2f} first_token_p50_ms={s1['first_p50']:.2f} "
