@@ -1,0 +1,35 @@
+"""bench/turn_overhead.py still runs end to end (at a tiny size) and ends with its machine-readable line.
+
+Not a performance test: no figure is checked, only that every phase ran, every streamed text
+equalled its stored text (the bench exits 1 otherwise) and the last line has every key.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+KEYS = ("direct_first_token_p50_ms", "first_token_p50_ms", "overhead_p50_ms", "turns_per_s", "cpu_ms_per_turn",
+        "tokens_per_s", "open_loop_p99_ms")
+
+
+def test_the_bench_runs_the_production_server_and_prints_its_line(tmp_path):
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    run = subprocess.run(
+        [sys.executable, "bench/turn_overhead.py", "--sessions", "3", "--messages", "2", "--single-turns", "3",
+         "--draft-tokens", "20", "--open-rate", "5", "--open-seconds", "1", "--deadline", "150"],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=180,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "platform embedded (mojodex serve)" in run.stdout
+    last = run.stdout.strip().splitlines()[-1]
+    figures = dict(re.findall(r"(\w+)=(\S+)", last))
+    assert tuple(figures) == KEYS, last
+    for key, value in figures.items():
+        float(value)  # every figure is a number (nan would mean a phase measured nothing)
+        assert value != "nan", f"{key} is nan: {last}"
+    assert "3/3 drafts streamed == stored == scripted" in run.stdout
