@@ -24,10 +24,12 @@ import pytest
 from sqlalchemy import create_engine, event, func, select
 from sqlalchemy.engine import Engine
 
+from backend.context import build_platform
 from mojodex_core.db import make_engine, make_session_factory, transaction
 from mojodex_core.db.models import LLMCall
-from mojodex_core.execution.llm_calls import SpooledLLMCallRecorder
+from mojodex_core.execution.llm_calls import SpooledLLMCallRecorder, llm_call_spool_dir
 from mojodex_core.llm import LLMCallRecord
+from tests.support.live import live_settings
 from tests.support.tcp_proxy import TcpProxy
 from tests.unit._rows import execution_pk
 
@@ -179,6 +181,35 @@ def test_close_stores_every_queued_row_and_leaves_no_spool(engine, label, tmp_pa
     finally:
         late.close()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_platform_close_stores_queued_rows_and_start_up_replays_a_stopped_process_spool(
+    database_url, engine, label, tmp_path
+):
+    settings = dataclasses.replace(live_settings(database_url, None), var_dir=tmp_path)
+    spool = llm_call_spool_dir(tmp_path, database_url)
+    platform = build_platform(settings)
+    assert platform.llm_calls is not None and platform.llm_calls.spool_dir == spool
+    platform.llm_calls.flush_interval_s = 3600
+    platform.llm_calls(call(label, 1))
+    platform.close()
+    assert count(engine, label) == 1
+
+    # A spool file left by a process killed before its flush, in this database's folder.
+    row = {"call_id": uuid.uuid4().hex, "label": label, "model": "m", "prompt_tokens": 5, "completion_tokens": 6,
+           "latency_ms": 7.0, "cost": 0.5, "attempts": 2, "status": "error", "error": "boom",
+           "user_task_execution_fk": None, "created_at": "2026-01-02T03:04:05.123456+00:00"}
+    (spool / "llm_call.otherhost.4242.deadbeef.1.jsonl").write_text(json.dumps(row) + "\n")
+    platform = build_platform(settings)
+    try:
+        wait_until(lambda: count(engine, label) == 2)
+    finally:
+        platform.close()
+    replayed = stored(engine, label)[1]
+    assert (replayed.call_id, replayed.attempts, replayed.status, replayed.error, replayed.cost) == (
+        row["call_id"], 2, "error", "boom", 0.5)
+    assert replayed.created_at.replace(tzinfo=None).isoformat() == "2026-01-02T03:04:05.123456"
+    assert list(spool.iterdir()) == []
 
 
 def test_a_process_stopped_by_sigterm_stores_its_rows_on_the_way_out(database_url, engine, label, tmp_path):
