@@ -26,7 +26,7 @@ from mojodex_core.db import make_engine, make_session_factory, transaction
 from mojodex_core.execution.dispatch import TurnDispatcher
 from mojodex_core.execution.events import SessionEventLog
 from mojodex_core.execution.jobs import SessionJob, SessionJobs, TurnJob
-from mojodex_core.execution.llm_calls import DbLLMCallRecorder
+from mojodex_core.execution.llm_calls import DbLLMCallRecorder, SpooledLLMCallRecorder, llm_call_spool_dir
 from mojodex_core.execution.message_dispatch import MessageKindDispatcher
 from mojodex_core.execution.title_summary import (
     TitleSummaryJob,
@@ -39,6 +39,7 @@ from mojodex_core.execution.turn import InstructTurn, no_llm_message
 from mojodex_core.home_chat.turn import HomeChatRouter, HomeChatTurn
 from mojodex_core.knowledge import DEFAULT_KNOWLEDGE_TOKENS
 from mojodex_core.llm import LLMProvider, LLMSettings, ServerGuard
+from mojodex_core.llm.provider import Recorder
 from mojodex_core.order_runtime.menus import MenuCatalog
 from mojodex_core.order_runtime.store import LiveStateStore, build_store
 from mojodex_core.order_runtime.tickets import TicketDelivery
@@ -97,6 +98,8 @@ class Platform:
     speech: OpenAISpeech | None = None
     # Push notifications of final replies to users with no open socket.
     push: PushOnFinalReplies | None = None
+    # The llm_call rows, written after the answer in batches (spooled, replayed after a crash).
+    llm_calls: SpooledLLMCallRecorder | None = None
     # Executions whose title job is known to be claimed (title_status never goes back to NULL):
     # later inputs skip the claim, a write transaction that would change nothing.
     _titled: set[int] = field(default_factory=set, repr=False)
@@ -106,6 +109,12 @@ class Platform:
         """A transaction: committed when the block ends, rolled back on error."""
         with transaction(self.session_factory) as session:
             yield session
+
+    def flush_llm_calls(self) -> None:
+        """Stores this process's queued llm_call rows now: readers that must see the calls of a turn
+        just answered (GET /usage) call it first. Cheap when none wait; never raises."""
+        if self.llm_calls is not None:
+            self.llm_calls.flush()
 
     def request_title_summary(self, user_task_execution_pk: int, session_id: str) -> bool:
         """After an accepted input: submits the title/summary job the first time only (never awaited)."""
@@ -164,6 +173,8 @@ class Platform:
             self.push.shutdown()
         if self.llm is not None:
             self.llm.close()
+        if self.llm_calls is not None:
+            self.llm_calls.close()  # stores the queued rows; what it cannot store waits in the spool
         self.engine.dispose()
 
 
@@ -171,8 +182,12 @@ def build_llm(
     settings: Settings,
     session_factory: sessionmaker[DbSession],
     guard: ServerGuard | None = None,
+    *,
+    recorder: Recorder | None = None,
     **overrides: object,
 ) -> LLMProvider | None:
+    """``recorder``: what stores each call's llm_call row (the platform's spooled recorder);
+    one transaction per call when not given."""
     if not settings.llm.configured:
         log.warning("no LLM configured: instruct turns will answer with a 'no LLM configured' error")
         return None
@@ -187,7 +202,7 @@ def build_llm(
             **({"structured_mode": settings.extra["structured_mode"]} if "structured_mode" in settings.extra else {}),
             **overrides,
         ),
-        recorder=DbLLMCallRecorder(session_factory),
+        recorder=recorder if recorder is not None else DbLLMCallRecorder(session_factory),
         guard=guard,
     )
 
@@ -213,7 +228,9 @@ def build_platform(
         events = RedisSessionEventLog(factory, redis_client, token_ttl_s=settings.token_stream_ttl_s)
     else:
         events = SessionEventLog(factory)
-    llm = build_llm(settings, factory, local_model, **(llm_overrides or {}))
+    # Built with or without an LLM: its first act replays the spool files of stopped processes.
+    llm_calls = SpooledLLMCallRecorder(engine, llm_call_spool_dir(settings.var_dir, settings.database_url))
+    llm = build_llm(settings, factory, local_model, recorder=llm_calls, **(llm_overrides or {}))
     turn = InstructTurn(
         factory,
         events,
@@ -287,6 +304,7 @@ def build_platform(
         audio_store=audio_store, transcribing=transcribing,
         speech=OpenAISpeech(audio) if audio.speech_model else None,
         push=PushOnFinalReplies(factory, Presence(), build_notifier(push_config(settings.extra, os.environ))),
+        llm_calls=llm_calls,
     )
     # Executions started by home chat routing, and tasks' audio messages once transcribed, get named too.
     home_chat.on_routed = platform.request_title_summary

@@ -22,5 +22,8 @@ class UsageResource(Resource):
             query = parse_usage_query(request.args.to_dict())
         except UsageParamError as exc:
             raise bad_request(str(exc), field=exc.field) from exc
+        # This process's calls are stored a moment after their turn answered: store them now, so a
+        # report asked right after a turn counts it, as it did when each call wrote its row at once.
+        platform().flush_llm_calls()
         with platform().db() as db:
             return usage_report(db, query), 200

@@ -28,7 +28,7 @@ import threading
 import uuid
 
 import redis
-from celery.signals import beat_init, worker_shutting_down
+from celery.signals import beat_init, worker_process_shutdown, worker_shutting_down
 from flask_socketio import SocketIO
 from sqlalchemy.exc import OperationalError
 
@@ -54,6 +54,16 @@ _state: dict[str, object] = {}
 def _on_shutdown(**_kwargs: object) -> None:
     log.info("worker shutting down: running turns finish, queued ones are handed back")
     STOPPING.set()
+
+
+@worker_process_shutdown.connect
+def _on_process_shutdown(**_kwargs: object) -> None:
+    # A pool process leaves through os._exit (no atexit): the llm_call rows it still queues are
+    # stored now; those it cannot store stay in its spool, replayed by the next process to start.
+    platform = _state.get("platform") if _state.get("pid") == os.getpid() else None
+    llm_calls = getattr(platform, "llm_calls", None)
+    if llm_calls is not None:
+        llm_calls.close()
 
 
 @beat_init.connect

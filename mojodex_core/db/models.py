@@ -388,6 +388,9 @@ class LLMCall(Base):
         ForeignKey("user_task_execution.user_task_execution_pk", ondelete="SET NULL"), index=True
     )
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # The recorder's id of the call (32 hex digits): a row spooled before a crash and replayed
+    # at the next start is inserted once. Null on rows recorded before it existed.
+    call_id: Mapped[str | None] = mapped_column(String(32), unique=True, index=True)
 
 
 class SessionEvent(Base):

@@ -93,6 +93,9 @@ def cluster(database_url: str, cluster_llm: ScriptedLLMServer, tmp_path_factory)
         # 5 processes share the machine's Postgres (max_connections 100) with other suites.
         "MOJODEX_DB_POOL_SIZE": "4",
         "MOJODEX_DB_MAX_OVERFLOW": "4",
+        # One var dir for the cluster's processes, as on one host (llm_call spools: a killed worker's
+        # rows are replayed by the next process to start), not the checkout's var/.
+        "MOJODEX_VAR_DIR": str(log_dir / "var"),
     }
     cluster = Cluster(env=env, log_dir=log_dir, worker_concurrency=4)
     cluster.pg_proxy, cluster.redis_server = pg_proxy, redis_server

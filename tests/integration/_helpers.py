@@ -117,6 +117,8 @@ def session_language(live: LiveServer, session_id: str) -> str | None:
 
 
 def llm_calls(live: LiveServer, pk: int) -> list[LLMCall]:
+    # The rows are written a moment after the answer: store the queued ones first, as GET /usage does.
+    live.platform.flush_llm_calls()
     with live.db() as db:
         rows = list(db.scalars(select(LLMCall).where(LLMCall.user_task_execution_fk == pk)
                                .order_by(LLMCall.llm_call_pk)))

@@ -13,6 +13,7 @@ from tests.support.scripted_llm import HTTPError, Reply
 
 
 def all_calls(live) -> list[LLMCall]:
+    live.platform.flush_llm_calls()  # as GET /usage does: rows are written a moment after the answer
     with live.db() as db:
         rows = list(db.scalars(select(LLMCall)))
         db.expunge_all()

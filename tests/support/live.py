@@ -6,8 +6,12 @@ Tests isolate themselves by creating their own users.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import itertools
+import os
+import shutil
+import tempfile
 import threading
 import time
 import uuid
@@ -99,6 +103,21 @@ TEST_TASK = {
 }
 
 _counter = itertools.count(1)
+
+
+def _test_var_dir() -> Path:
+    """The suite's var dir (spooled llm_call rows, uploads, generated secrets): one per run, not
+    the checkout's var/; child processes (crash workers) inherit it through the environment."""
+    inherited = os.environ.get("MOJODEX_TEST_VAR_DIR")
+    if inherited:
+        return Path(inherited)
+    path = tempfile.mkdtemp(prefix="mojodex-test-var-")
+    os.environ["MOJODEX_TEST_VAR_DIR"] = path
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return Path(path)
+
+
+TEST_VAR_DIR = _test_var_dir()
 GENEROUS_RATE_LIMITS = RateLimitSettings(
     auth_failures_per_address="100000/minute", auth_failures_per_token_prefix="100000/minute",
     admin="100000/minute", message_sends="100000/minute",
@@ -232,6 +251,7 @@ def live_settings(database_url: str, llm_base_url: str | None) -> Settings:
         log_level="INFO",
         token_coalesce_ms=30,
         turn_timeout_s=20.0,
+        var_dir=TEST_VAR_DIR,
         # The title/summary job makes its own LLM call after a first input: off here so scripted
         # tests get exactly the calls they script; tests/integration/test_title_summary.py turns it on.
         extra={"title_summary_jobs": False},
