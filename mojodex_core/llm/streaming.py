@@ -25,7 +25,10 @@ class OverallTimeout(TimeoutError):
 
 
 class CancelWatcher:
-    """Closes the stream as soon as ``cancel`` is set, even while a read is blocked."""
+    """Closes the response as soon as ``cancel`` is set, even while a read is blocked.
+
+    ``stream`` is the HTTP response being read (or an object whose ``response`` it is).
+    """
 
     def __init__(self, cancel: threading.Event, stream: Any) -> None:
         self._cancel = cancel
@@ -43,7 +46,7 @@ class CancelWatcher:
     def _interrupt(self) -> None:
         # Closing the response does not wake a thread blocked in recv(); shutting the
         # socket down does (the connection is then dropped from the pool).
-        response = getattr(self._stream, "response", None)
+        response = getattr(self._stream, "response", self._stream)
         extensions = getattr(response, "extensions", None) or {}
         network_stream = extensions.get("network_stream")
         try:
@@ -61,14 +64,18 @@ class CancelWatcher:
         self._done.set()
 
 
-def merge_tool_call(acc: dict[int, dict[str, Any]], call: Any) -> None:
-    index = getattr(call, "index", 0) or 0
-    entry = acc.setdefault(index, {"id": None, "type": "function", "function": {"name": "", "arguments": ""}})
-    if getattr(call, "id", None):
-        entry["id"] = call.id
-    function = getattr(call, "function", None)
-    if function is not None:
-        if function.name:
-            entry["function"]["name"] += function.name
-        if function.arguments:
-            entry["function"]["arguments"] += function.arguments
+def merge_tool_call(acc: dict[int, dict[str, Any]], call: dict[str, Any]) -> None:
+    """Fold one streamed ``delta.tool_calls`` item (a dict, as decoded) into ``acc`` by index."""
+    index = call.get("index") or 0
+    entry = acc.get(index)
+    if entry is None:
+        entry = acc[index] = {"id": None, "type": "function", "function": {"name": "", "arguments": ""}}
+    if call.get("id"):
+        entry["id"] = call["id"]
+    function = call.get("function")
+    if function:
+        merged = entry["function"]
+        if function.get("name"):
+            merged["name"] += function["name"]
+        if function.get("arguments"):
+            merged["arguments"] += function["arguments"]
