@@ -16,14 +16,17 @@ from mojodex_core.llm import (
     LLMCallRecord,
     LLMCancelled,
     LLMProvider,
+    LLMRequestRejected,
     LLMSettings,
     LLMTimeout,
     LLMUnavailable,
 )
+from mojodex_core.llm.streaming import drain
 from tests.support.scripted_llm import (
     DropMidStream,
     Events,
     Hang,
+    HTTPError,
     Malformed,
     Reply,
     ScriptedLLMServer,
@@ -267,3 +270,69 @@ def test_cancel_while_streaming_then_the_next_call_works(llm: ScriptedLLMServer,
         provider.chat(MESSAGES, label="cancel", stream=True, on_token=on_token, cancel=cancel)
     assert seen == ["t0 ", "t1 "]
     assert provider.chat(MESSAGES, label="next", stream=True).text == "after"
+
+
+# ---------------------------------------------------------------------------- keep-alive
+
+
+def test_calls_in_a_row_reuse_one_connection(llm: ScriptedLLMServer, provider: LLMProvider):
+    """A stream read to [DONE] must leave its connection in the pool (the SDK's Stream closed it
+    before the body's last chunk, so every streamed call opened a new connection)."""
+    tool = [{"type": "function", "function": {"name": "lookup"}}]
+    llm.script(
+        Reply("one two three"),
+        Reply("four five"),
+        ToolCall("lookup", '{"id": 1}'),
+        Reply("plain"),
+        HTTPError(400, message="bad request"),
+        Reply(chunks=["six", " seven"]),
+        StreamError(after_chunks=1),
+        Reply("eight"),
+    )
+    before = llm.connections
+    provider.chat(MESSAGES, label="ka", stream=True)
+    provider.chat(MESSAGES, label="ka", stream=True, on_token=lambda _t: None)
+    provider.chat(MESSAGES, label="ka", stream=True, tools=tool)
+    provider.chat(MESSAGES, label="ka")
+    with pytest.raises(LLMRequestRejected):
+        provider.chat(MESSAGES, label="ka", stream=True)
+    assert provider.chat(MESSAGES, label="ka", stream=True).text == "six seven"
+    assert llm.connections - before == 1
+    # A stream that fails midway is closed unread: its connection goes, the retry opens one.
+    assert provider.chat(MESSAGES, label="ka", stream=True).text == "eight"
+    assert len(llm.requests) == 8
+    assert llm.connections - before == 2
+
+
+def test_concurrent_streams_are_pooled(llm: ScriptedLLMServer, provider: LLMProvider):
+    llm.responder = lambda body: Reply(chunks=["a", "b", "c"], delay_s=0.01)
+    before = llm.connections
+    for _ in range(3):
+        threads = [threading.Thread(target=provider.chat, args=(MESSAGES,), kwargs={"label": "ka", "stream": True})
+                   for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=10)
+    assert len(llm.requests) == 12
+    assert llm.connections - before <= 4  # rounds two and three reuse the first round's connections
+
+
+def test_drain_reads_the_end_of_the_body_within_a_limit():
+    read: list[bytes] = []
+
+    def body(pieces: list[bytes], fail: BaseException | None = None):
+        for piece in pieces:
+            read.append(piece)
+            yield piece
+        if fail is not None:
+            raise fail
+
+    drain(body([b"", b"tail"]))
+    assert read == [b"", b"tail"]
+    read.clear()
+    drain(body([b"x" * 40_000] * 5), limit=64 * 1024)
+    assert len(read) == 2  # gave up past the limit
+    read.clear()
+    drain(body([b"x"], fail=OSError("reset")))  # the answer is complete: a failure here is not raised
+    assert read == [b"x"]

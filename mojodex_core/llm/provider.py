@@ -27,7 +27,7 @@ from .failures import Failure, classify, final_error
 from .records import CallTally, LLMCallRecord, LLMResult, log_call
 from .settings import LLMSettings
 from .sse import SSEDecoder, StreamErrorEvent
-from .streaming import CallbackFailed, CancelWatcher, OverallTimeout, merge_tool_call
+from .streaming import CallbackFailed, CancelWatcher, OverallTimeout, drain, keeps_connection, merge_tool_call
 
 logger = logging.getLogger("mojodex.llm")
 
@@ -448,6 +448,8 @@ class LLMProvider:
                 raise openai.APIError(err.message, response.request, body=err.body) from None
             except (AttributeError, TypeError) as err:  # a chunk of an unexpected shape
                 raise ValueError(f"unexpected chat completion chunk ({err})") from err
+            if decoder.done and keeps_connection(response):
+                drain(body)  # the body's end (the last chunk) must be read for the connection to be reused
         except CallbackFailed:
             raise
         except Exception:

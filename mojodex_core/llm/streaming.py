@@ -5,11 +5,13 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 logger = logging.getLogger("mojodex.llm")
 
 CANCEL_POLL_S = 0.05
+DRAIN_LIMIT_BYTES = 64 * 1024
 
 
 class CallbackFailed(Exception):
@@ -79,3 +81,36 @@ def merge_tool_call(acc: dict[int, dict[str, Any]], call: dict[str, Any]) -> Non
             merged["name"] += function["name"]
         if function.get("arguments"):
             merged["arguments"] += function["arguments"]
+
+
+def keeps_connection(response: Any) -> bool:
+    """Whether reading the rest of this response's body lets its connection be reused.
+
+    HTTP/1.1 with a framed body (chunked or Content-Length) and no ``Connection: close``; an
+    HTTP/2 stream can be closed without losing the connection, and a body that ends when the
+    server closes the connection cannot leave a connection behind.
+    """
+    if getattr(response, "http_version", None) != "HTTP/1.1":
+        return False
+    headers = response.headers
+    if "close" in headers.get("connection", "").lower():
+        return False
+    return "chunked" in headers.get("transfer-encoding", "").lower() or "content-length" in headers
+
+
+def drain(body: Iterator[bytes], limit: int = DRAIN_LIMIT_BYTES) -> None:
+    """Read what is left of a response body after ``[DONE]``, so its connection can be reused.
+
+    HTTP/1.1 keeps a connection only once the whole body (the last empty chunk) is read;
+    closing it earlier drops the connection and the next call opens a new one. Servers end
+    the body right after ``[DONE]``; past ``limit`` bytes we give up (the connection is then
+    dropped). The answer is complete: errors here are nobody's concern.
+    """
+    read = 0
+    try:
+        for raw in body:
+            read += len(raw)
+            if read > limit:
+                return
+    except Exception:
+        logger.debug("reading the end of a finished stream failed", exc_info=True)
