@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+import json
 import logging
 import random
 import threading
@@ -24,7 +26,8 @@ from .errors import (
 from .failures import Failure, classify, final_error
 from .records import CallTally, LLMCallRecord, LLMResult, log_call
 from .settings import LLMSettings
-from .streaming import CallbackFailed, CancelWatcher, OverallTimeout, merge_tool_call
+from .sse import SSEDecoder, StreamErrorEvent
+from .streaming import CallbackFailed, CancelWatcher, OverallTimeout, drain, keeps_connection, merge_tool_call
 
 logger = logging.getLogger("mojodex.llm")
 
@@ -33,6 +36,40 @@ Recorder = Callable[[LLMCallRecord], None]
 Messages = Sequence[dict[str, Any]]
 
 MAX_BACKOFF_S = 10.0
+
+
+def _client_http_module() -> Any:
+    """The HTTP library the openai client is built on (httpx2 for openai 3.x, httpx before)."""
+    for name in ("httpx2", "httpx"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        if getattr(module, "Timeout", None) is openai.Timeout:
+            return module
+    raise ImportError("cannot tell which HTTP library the openai client is built on")
+
+
+# Requests go through the client's ``post`` (auth, headers, status errors, connection errors)
+# and come back as the raw HTTP response: no typed transform of the request (it grows with the
+# conversation), no pydantic model per streamed chunk. The body is decoded here, into dicts.
+_http = _client_http_module()
+HTTP_RESPONSE: type = _http.Response
+TIMEOUT_ERRORS: tuple[type[BaseException], ...] = (_http.TimeoutException,)
+TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (_http.RequestError,)
+CHAT_COMPLETIONS = "/chat/completions"
+
+
+def request_body(request: dict[str, Any], *, stream: bool) -> dict[str, Any]:
+    """The JSON body of a chat completion: ``extra_body`` keys merged last, as the client does."""
+    body = dict(request)
+    extra = body.pop("extra_body", None)
+    if stream:
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
+    if extra:
+        body.update(extra)
+    return body
 
 
 class ServerGuard(Protocol):
@@ -305,15 +342,24 @@ class LLMProvider:
     def _once(
         self, client: openai.OpenAI, request: dict[str, Any], tally: CallTally, started: float
     ) -> LLMResult:
-        response = client.chat.completions.create(**request, timeout=self.settings.timeout_s)
-        choices = getattr(response, "choices", None)
-        if not choices:
-            raise ValueError(f"chat completion without choices: {str(response)[:200]!r}")
-        message = choices[0].message
-        text = message.content or ""
-        tool_calls = [call.model_dump() for call in (message.tool_calls or [])]
-        usage = getattr(response, "usage", None)
-        tally.add_usage(usage, request["messages"], text)
+        response = client.post(
+            CHAT_COMPLETIONS,
+            cast_to=HTTP_RESPONSE,
+            body=request_body(request, stream=False),
+            options={"timeout": self.settings.timeout_s},
+            stream=False,
+        )
+        payload = json.loads(response.content)
+        choices = payload.get("choices") if type(payload) is dict else None
+        if not choices or not isinstance(choices, list) or type(choices[0]) is not dict:
+            raise ValueError(f"chat completion without choices: {response.text[:200]!r}")
+        choice = choices[0]
+        message = choice.get("message")
+        if type(message) is not dict:
+            message = {}
+        text = message.get("content") or ""
+        tool_calls = [call for call in message.get("tool_calls") or () if type(call) is dict]
+        tally.add_usage(payload.get("usage"), request["messages"], text)
         latency = (time.monotonic() - started) * 1000
         return LLMResult(
             text=text,
@@ -324,7 +370,7 @@ class LLMProvider:
             first_token_ms=latency,
             usage_estimated=tally.usage_estimated,
             attempts=tally.attempts,
-            finish_reason=choices[0].finish_reason,
+            finish_reason=choice.get("finish_reason"),
             tool_calls=tool_calls,
         )
 
@@ -342,41 +388,68 @@ class LLMProvider:
         # connect/write/pool bounded by timeout_s; every read (headers, each chunk) by first_token_timeout_s.
         timeout = openai.Timeout(settings.timeout_s, read=settings.first_token_timeout_s)
         attempt_started = time.monotonic()
-        stream = client.chat.completions.create(
-            **request, stream=True, stream_options={"include_usage": True}, timeout=timeout
+        deadline = attempt_started + settings.timeout_s
+        response = client.post(
+            CHAT_COMPLETIONS,
+            cast_to=HTTP_RESPONSE,
+            body=request_body(request, stream=True),
+            options={"timeout": timeout},
+            stream=True,
         )
-        watcher = CancelWatcher(cancel, stream) if cancel is not None else None
+        watcher = CancelWatcher(cancel, response) if cancel is not None else None
+        decoder = SSEDecoder()
         parts: list[str] = []
         tool_calls: dict[int, dict[str, Any]] = {}
         usage = None
         finish_reason = None
+        monotonic = time.monotonic
         try:
-            for chunk in stream:
-                if cancel is not None and cancel.is_set():
-                    raise LLMCancelled(attempts=tally.attempts)
-                if getattr(chunk, "usage", None):
-                    usage = chunk.usage
-                for choice in chunk.choices or []:
-                    if choice.index not in (0, None):
-                        continue
-                    finish_reason = choice.finish_reason or finish_reason
-                    delta = choice.delta
-                    if delta is None:
-                        continue
-                    for call in delta.tool_calls or []:
-                        merge_tool_call(tool_calls, call)
-                    if delta.content:
-                        if attempt.first_token_at is None:
-                            attempt.first_token_at = time.monotonic()
-                        parts.append(delta.content)
-                        if on_token is not None:
-                            attempt.delivered = True
-                            try:
-                                on_token(delta.content)
-                            except Exception as exc:
-                                raise CallbackFailed(exc) from exc
-                if time.monotonic() - attempt_started > settings.timeout_s:
-                    raise OverallTimeout(f"stream still running after {settings.timeout_s:g}s")
+            body = response.iter_bytes()
+            try:
+                for raw in body:
+                    for chunk in decoder.feed(raw):
+                        if cancel is not None and cancel.is_set():
+                            raise LLMCancelled(attempts=tally.attempts)
+                        if type(chunk) is not dict:
+                            raise ValueError(f"stream event is not an object: {str(chunk)[:200]!r}")
+                        if chunk.get("usage"):
+                            usage = chunk["usage"]
+                        for choice in chunk.get("choices") or ():
+                            if choice.get("index") not in (0, None):
+                                continue
+                            finish_reason = choice.get("finish_reason") or finish_reason
+                            delta = choice.get("delta")
+                            if not delta:
+                                continue
+                            calls = delta.get("tool_calls")
+                            if calls:
+                                for call in calls:
+                                    merge_tool_call(tool_calls, call)
+                            content = delta.get("content")
+                            if content:
+                                if attempt.first_token_at is None:
+                                    attempt.first_token_at = monotonic()
+                                parts.append(content)
+                                if on_token is not None:
+                                    attempt.delivered = True
+                                    try:
+                                        on_token(content)
+                                    except Exception as exc:
+                                        raise CallbackFailed(exc) from exc
+                        if monotonic() > deadline:
+                            raise OverallTimeout(f"stream still running after {settings.timeout_s:g}s")
+                    if decoder.done:
+                        break
+            except TIMEOUT_ERRORS as err:
+                raise openai.APITimeoutError(request=response.request) from err
+            except TRANSPORT_ERRORS as err:
+                raise openai.APIConnectionError(request=response.request) from err
+            except StreamErrorEvent as err:
+                raise openai.APIError(err.message, response.request, body=err.body) from None
+            except (AttributeError, TypeError) as err:  # a chunk of an unexpected shape
+                raise ValueError(f"unexpected chat completion chunk ({err})") from err
+            if decoder.done and keeps_connection(response):
+                drain(body)  # the body's end (the last chunk) must be read for the connection to be reused
         except CallbackFailed:
             raise
         except Exception:
@@ -386,7 +459,7 @@ class LLMProvider:
         finally:
             if watcher is not None:
                 watcher.stop()
-            stream.close()
+            response.close()
         if cancel is not None and cancel.is_set():
             raise LLMCancelled(attempts=tally.attempts)
         if finish_reason is None:

@@ -69,11 +69,11 @@ class CallTally:
     completion_tokens: int = 0
     usage_estimated: bool = False
 
-    def add_usage(self, usage: Any, messages: list[dict[str, Any]], text: str) -> None:
-        """Add the server-reported usage, or ~len/4 estimates when there is none."""
-        if usage is not None and getattr(usage, "prompt_tokens", None) is not None:
-            self.prompt_tokens += int(usage.prompt_tokens or 0)
-            self.completion_tokens += int(usage.completion_tokens or 0)
+    def add_usage(self, usage: dict[str, Any] | None, messages: list[dict[str, Any]], text: str) -> None:
+        """Add the server-reported usage (the ``usage`` object, decoded), or ~len/4 estimates when there is none."""
+        if isinstance(usage, dict) and usage.get("prompt_tokens") is not None:
+            self.prompt_tokens += int(usage["prompt_tokens"] or 0)
+            self.completion_tokens += int(usage.get("completion_tokens") or 0)
             return
         prompt = "\n".join(str(m.get("content") or "") for m in messages)
         self.prompt_tokens += estimate_tokens(prompt)

@@ -5,11 +5,13 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 logger = logging.getLogger("mojodex.llm")
 
 CANCEL_POLL_S = 0.05
+DRAIN_LIMIT_BYTES = 64 * 1024
 
 
 class CallbackFailed(Exception):
@@ -25,7 +27,10 @@ class OverallTimeout(TimeoutError):
 
 
 class CancelWatcher:
-    """Closes the stream as soon as ``cancel`` is set, even while a read is blocked."""
+    """Closes the response as soon as ``cancel`` is set, even while a read is blocked.
+
+    ``stream`` is the HTTP response being read (or an object whose ``response`` it is).
+    """
 
     def __init__(self, cancel: threading.Event, stream: Any) -> None:
         self._cancel = cancel
@@ -43,7 +48,7 @@ class CancelWatcher:
     def _interrupt(self) -> None:
         # Closing the response does not wake a thread blocked in recv(); shutting the
         # socket down does (the connection is then dropped from the pool).
-        response = getattr(self._stream, "response", None)
+        response = getattr(self._stream, "response", self._stream)
         extensions = getattr(response, "extensions", None) or {}
         network_stream = extensions.get("network_stream")
         try:
@@ -61,14 +66,51 @@ class CancelWatcher:
         self._done.set()
 
 
-def merge_tool_call(acc: dict[int, dict[str, Any]], call: Any) -> None:
-    index = getattr(call, "index", 0) or 0
-    entry = acc.setdefault(index, {"id": None, "type": "function", "function": {"name": "", "arguments": ""}})
-    if getattr(call, "id", None):
-        entry["id"] = call.id
-    function = getattr(call, "function", None)
-    if function is not None:
-        if function.name:
-            entry["function"]["name"] += function.name
-        if function.arguments:
-            entry["function"]["arguments"] += function.arguments
+def merge_tool_call(acc: dict[int, dict[str, Any]], call: dict[str, Any]) -> None:
+    """Fold one streamed ``delta.tool_calls`` item (a dict, as decoded) into ``acc`` by index."""
+    index = call.get("index") or 0
+    entry = acc.get(index)
+    if entry is None:
+        entry = acc[index] = {"id": None, "type": "function", "function": {"name": "", "arguments": ""}}
+    if call.get("id"):
+        entry["id"] = call["id"]
+    function = call.get("function")
+    if function:
+        merged = entry["function"]
+        if function.get("name"):
+            merged["name"] += function["name"]
+        if function.get("arguments"):
+            merged["arguments"] += function["arguments"]
+
+
+def keeps_connection(response: Any) -> bool:
+    """Whether reading the rest of this response's body lets its connection be reused.
+
+    HTTP/1.1 with a framed body (chunked or Content-Length) and no ``Connection: close``; an
+    HTTP/2 stream can be closed without losing the connection, and a body that ends when the
+    server closes the connection cannot leave a connection behind.
+    """
+    if getattr(response, "http_version", None) != "HTTP/1.1":
+        return False
+    headers = response.headers
+    if "close" in headers.get("connection", "").lower():
+        return False
+    return "chunked" in headers.get("transfer-encoding", "").lower() or "content-length" in headers
+
+
+def drain(body: Iterator[bytes], limit: int = DRAIN_LIMIT_BYTES) -> None:
+    """Read what is left of a response body after ``[DONE]``, so its connection can be reused.
+
+    HTTP/1.1 keeps a connection only once the whole body (the last empty chunk) is read;
+    closing it earlier drops the connection and the next call opens a new one. Servers end
+    the body right after ``[DONE]``; past ``limit`` bytes we give up (the connection is then
+    dropped). The answer is complete: errors here are nobody's concern.
+    """
+    read = 0
+    try:
+        for raw in body:
+            read += len(raw)
+            if read > limit:
+                return
+    except Exception:
+        logger.debug("reading the end of a finished stream failed", exc_info=True)

@@ -8,6 +8,7 @@ real HTTP, with per-test scripts:
     server.script(Reply("hello"), HTTPError(429), Reply(chunks=["a", "b"], delay_s=0.01))
     ...
     server.requests                                # JSON bodies received, in order
+    server.connections                             # TCP connections accepted so far (keep-alive checks)
     server.reset(); server.stop()
 
 Each ``POST /v1/chat/completions`` consumes the next scripted step. When the queue is
@@ -44,12 +45,14 @@ from typing import Any, Self
 
 __all__ = [
     "DropMidStream",
+    "Events",
     "HTTPError",
     "Hang",
     "Malformed",
     "Reply",
     "ScriptedLLMServer",
     "Step",
+    "StreamError",
     "ToolCall",
     "Speech",
     "Transcription",
@@ -145,6 +148,27 @@ class DropMidStream:
 
 
 @dataclass
+class Events:
+    """Streamed: these pieces of body, one write each, then the end of the body (nothing added).
+
+    A dict is sent as one event (``data: <json>\\n\\n``); a str or bytes is written verbatim (raw
+    SSE: comments, CRLF line ends, events cut anywhere, ``data: [DONE]``). Not streamed: HTTP 400.
+    """
+
+    pieces: list[Any]
+
+
+@dataclass
+class StreamError:
+    """Stream ``after_chunks`` content chunks, then an event ``{"error": {"message": ...}}`` (a server
+    that failed while generating), then end the stream normally. Not streamed: an HTTP 500."""
+
+    after_chunks: int = 2
+    message: str = "scripted error while generating"
+    chunks: list[str] = field(default_factory=lambda: ["Hello", " there", ", how", " are", " you"])
+
+
+@dataclass
 class ToolCall:
     """An assistant message carrying one tool call (``finish_reason="tool_calls"``)."""
 
@@ -173,7 +197,7 @@ class Speech:
     content: bytes = b"ID3\x04\x00scripted-mp3"
 
 
-Step = Reply | HTTPError | Malformed | Hang | DropMidStream | ToolCall
+Step = Reply | HTTPError | Malformed | Hang | DropMidStream | Events | StreamError | ToolCall
 TranscriptionStep = Transcription | HTTPError | Hang
 Responder = Callable[[dict[str, Any]], "Step | None"]
 
@@ -359,6 +383,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._abort()
         elif isinstance(step, DropMidStream):
             self._drop(step, body, stream)
+        elif isinstance(step, StreamError):
+            self._stream_error(step, body, stream)
+        elif isinstance(step, Events):
+            self._events(step, stream)
         elif isinstance(step, ToolCall):
             self._tool_call(step, body, stream)
         elif isinstance(step, Reply):
@@ -448,6 +476,32 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(b'{"id": "chatcmpl-dropped", "choices": [')
         self._abort()
 
+    def _events(self, step: Events, stream: bool) -> None:
+        if not stream:
+            self._send_json(400, {"error": {"message": "scripted LLM: Events needs a streamed request",
+                                            "type": "invalid_request_error"}})
+            return
+        self._start_stream()
+        for piece in step.pieces:
+            if isinstance(piece, dict):
+                self._event(piece)
+            elif piece:  # an empty chunk would end the body
+                self._write_chunk(piece.encode() if isinstance(piece, str) else piece)
+        self._end_stream()
+
+    def _stream_error(self, step: StreamError, body: dict[str, Any], stream: bool) -> None:
+        error = {"message": step.message, "type": "server_error", "param": None, "code": None}
+        if not stream:
+            self._send_json(500, {"error": error})
+            return
+        self._start_stream()
+        self._event(self._chunk(body, None, {"role": "assistant", "content": ""}, None))
+        for piece in step.chunks[: step.after_chunks]:
+            self._event(self._chunk(body, None, {"content": piece}, None))
+        self._event({"error": error})
+        self._event("[DONE]")
+        self._end_stream()
+
     def _tool_call(self, step: ToolCall, body: dict[str, Any], stream: bool) -> None:
         call = {
             "id": step.id,
@@ -518,6 +572,11 @@ class _Server(ThreadingHTTPServer):
     allow_reuse_address = True
     owner: ScriptedLLMServer
 
+    def get_request(self) -> tuple[socket.socket, Any]:
+        accepted = super().get_request()
+        self.owner._count_connection()
+        return accepted
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         # Client disconnects are expected (cancel, timeouts); anything else is printed.
         exc = sys.exc_info()[1]
@@ -548,6 +607,7 @@ class ScriptedLLMServer:
         self.transcript: str | None = None
         self.transcription_uploads: list[bytes] = []
         self._release = threading.Event()
+        self._connections = 0
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -665,6 +725,16 @@ class ScriptedLLMServer:
             if not self._requests:
                 raise AssertionError("scripted LLM: no request received")
             return self._requests[-1]
+
+    @property
+    def connections(self) -> int:
+        """TCP connections accepted since the server started (never reset: compare before/after)."""
+        with self._lock:
+            return self._connections
+
+    def _count_connection(self) -> None:
+        with self._lock:
+            self._connections += 1
 
     @property
     def pending(self) -> int:
