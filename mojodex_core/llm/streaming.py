@@ -26,24 +26,61 @@ class OverallTimeout(TimeoutError):
     """The stream exceeded ``timeout_s`` in total (classified as a timeout)."""
 
 
+class _Watchlist:
+    """One thread for every cancellable stream of the process, polling their cancel events.
+
+    A thread per stream cost a thread start and 20 wake-ups a second for each of them; this
+    one wakes every CANCEL_POLL_S while any stream is watched, and sleeps otherwise.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._watched: dict[int, CancelWatcher] = {}
+        self._thread: threading.Thread | None = None
+
+    def add(self, watcher: CancelWatcher) -> None:
+        with self._cond:
+            self._watched[id(watcher)] = watcher
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="llm-cancel-watch", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def remove(self, watcher: CancelWatcher) -> None:
+        with self._cond:
+            self._watched.pop(id(watcher), None)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._watched:
+                    self._cond.wait()
+                self._cond.wait(CANCEL_POLL_S)
+                cancelled = [w for w in self._watched.values() if w.cancel.is_set()]
+                for watcher in cancelled:
+                    del self._watched[id(watcher)]
+            for watcher in cancelled:  # outside the lock: closing a socket may take a moment
+                watcher.interrupt()
+
+
 class CancelWatcher:
     """Closes the response as soon as ``cancel`` is set, even while a read is blocked.
 
     ``stream`` is the HTTP response being read (or an object whose ``response`` it is).
+    Watched by the process's one watcher thread; ``stop()`` ends the watch.
     """
 
     def __init__(self, cancel: threading.Event, stream: Any) -> None:
-        self._cancel = cancel
+        self.cancel = cancel
         self._stream = stream
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="llm-cancel-watch", daemon=True)
-        self._thread.start()
+        self._lock = threading.Lock()
+        self._stopped = False
+        _watchlist.add(self)
 
-    def _run(self) -> None:
-        while not self._done.wait(CANCEL_POLL_S):
-            if self._cancel.is_set():
+    def interrupt(self) -> None:
+        with self._lock:  # never after stop(): the connection may be back in the pool, another call's
+            if not self._stopped:
                 self._interrupt()
-                return
 
     def _interrupt(self) -> None:
         # Closing the response does not wake a thread blocked in recv(); shutting the
@@ -63,7 +100,12 @@ class CancelWatcher:
             logger.debug("closing a cancelled stream failed", exc_info=True)
 
     def stop(self) -> None:
-        self._done.set()
+        with self._lock:
+            self._stopped = True
+        _watchlist.remove(self)
+
+
+_watchlist = _Watchlist()
 
 
 def merge_tool_call(acc: dict[int, dict[str, Any]], call: dict[str, Any]) -> None:
