@@ -226,6 +226,7 @@ class _ClientGone(Exception):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # as real servers do: each streamed chunk leaves at once
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:
