@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import and_, bindparam, func, or_, select, update
+from sqlalchemy import and_, bindparam, func, insert, or_, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
@@ -148,12 +148,53 @@ _START_EXECUTION = (
 )
 
 
+_CLAIM_ANSWERED = (
+    update(_message)
+    .where(_message.c.message_pk == bindparam("b_pk"), _message.c.status == "processing")
+    .values(status="answered")
+)
+_MESSAGE_STATUS = select(_message.c.status).where(_message.c.message_pk == bindparam("b_pk"))
+_EXECUTION_FOR_UPDATE = (
+    select(_execution.c.status, _execution.c.title)
+    .where(_execution.c.user_task_execution_pk == bindparam("b_pk"))
+    .with_for_update()
+)
+_SET_LANGUAGE = (
+    update(_session)
+    .where(_session.c.session_id == bindparam("b_session"))
+    .values(language=bindparam("b_language", type_=_session.c.language.type))
+)
+_INSERT_ANSWER = insert(_message).returning(_message.c.message_pk)
+_SET_ANSWER = (
+    update(_message)
+    .where(_message.c.message_pk == bindparam("b_pk"))
+    .values(answer_message_fk=bindparam("b_answer", type_=_message.c.answer_message_fk.type))
+)
+_SET_SEQ = (
+    update(_message)
+    .where(_message.c.message_pk == bindparam("b_pk"))
+    .values(seq=bindparam("b_seq", type_=_message.c.seq.type))
+)
+_SET_SEQ_AND_DATA = (
+    update(_message)
+    .where(_message.c.message_pk == bindparam("b_pk"))
+    .values(seq=bindparam("b_seq", type_=_message.c.seq.type), data=bindparam("b_data", type_=_message.c.data.type))
+)
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
 
 class _NotOurs(Exception):
     """The guarded write found the message taken: roll back, answer nothing."""
+
+
+@dataclass(frozen=True)
+class _ExecutionKey:
+    """What produced_text.append_version reads of the execution it appends to."""
+
+    user_task_execution_pk: int
 
 
 @dataclass(frozen=True)
@@ -221,6 +262,8 @@ class TurnContext:
     tools: list[dict[str, Any]] = field(default_factory=list)
     # Set when this turn follows up a tool use the user approved or declined.
     resume_tool_execution_pk: int | None = None
+    # The session's language when the turn began (a session's turns run one at a time).
+    session_language: str | None = None
 
 
 def execution_inputs(
@@ -375,6 +418,7 @@ class InstructTurn:
             setup_error=setup_error,
             tools=list(task.tools),
             resume_tool_execution_pk=resume,
+            session_language=found.session_language,
         )
         claimed = db.execute(_CLAIM_PENDING if resume is None else _CLAIM_RESUMED, {"b_pk": job.message_pk})
         if claimed.rowcount != 1:
@@ -453,91 +497,100 @@ class InstructTurn:
     # --- phase 3: store the outcome, then tell the client
     def _complete(self, context: TurnContext, outcome: TurnOutcome) -> None:
         reply = outcome.reply
+        pk = context.user_task_execution_pk
         with self._events.publishing(context.session_id) as publication, transaction(self._factory) as db:
             check_fence(db, context.session_id)
-            user_message = db.get(Message, context.message_pk)
-            if user_message is None or user_message.status != "processing":
-                # Answered (or reset for a retry) by another run: idempotent completion stores nothing.
-                raise Superseded(f"message {context.message_pk} is {getattr(user_message, 'status', 'gone')}")
+            # The claim: answered once. Another run that answered the message (or a retry that reset
+            # it) leaves it not "processing": idempotent completion then stores nothing.
+            if db.execute(_CLAIM_ANSWERED, {"b_pk": context.message_pk}).rowcount != 1:
+                status = db.execute(_MESSAGE_STATUS, {"b_pk": context.message_pk}).scalar()
+                raise Superseded(f"message {context.message_pk} is {status or 'gone'}")
             # Write first, then read the status under a row lock: on SQLite the write takes the
             # database lock, on Postgres FOR UPDATE waits for a concurrent DELETE to commit, so
             # a deletion can no longer slip in between this check and the draft's "completed".
-            user_message.status = "answered"
-            db.flush()
-            execution = db.get(UserTaskExecution, context.user_task_execution_pk, with_for_update=True)
+            execution = db.execute(_EXECUTION_FOR_UPDATE, {"b_pk": pk}).first()
             if execution is None or execution.status == "deleted":
                 # Deleted while the reply was generated: storing a draft would mark it "completed"
                 # and bring it back into the user's list.
                 raise TurnFailed("The task execution was deleted.")
-            if reply.language:
-                db.get(Session, context.session_id).language = reply.language[:8]
+            if reply.language and reply.language[:8] != context.session_language:
+                db.execute(_SET_LANGUAGE, {"b_session": context.session_id, "b_language": reply.language[:8]})
+            data: dict[str, Any] | None = None  # the answer's data, when known only after its insert
             if outcome.approval is not None:
-                answer = self._add_answer(db, context, "mojo_message", reply.text.strip(), reply.text_with_tags)
-                tool_execution = record_approval_request(
-                    db, outcome.approval, user_task_execution_pk=context.user_task_execution_pk,
-                    message_pk=context.message_pk,
+                text = reply.text.strip()
+                tool_execution_pk = record_approval_request(
+                    db, outcome.approval, user_task_execution_pk=pk, message_pk=context.message_pk,
                 )
-                answer.data = {"task_tool_execution_pk": tool_execution.task_tool_execution_pk,
-                               "tool_name": tool_execution.tool_name}
-                payload = {"text": answer.text, "message_pk": answer.message_pk, **answer.data}
+                asked = {"task_tool_execution_pk": tool_execution_pk, "tool_name": outcome.approval.name[:64]}
+                event_name = "mojo_message"
+                answer_pk = self._insert_answer(db, context, event_name, text, reply.text_with_tags, asked)
+                payload = {"text": text, "message_pk": answer_pk, **asked}
             elif reply.kind == "execution" and (reply.draft or reply.title):
                 if not (reply.draft or "").strip():
                     # A version with no body is no result: the turn fails visibly and can be retried.
                     raise TurnFailed("The assistant returned an empty draft. Please retry.")
-                answer, payload = self._store_draft(db, context, execution, reply)
+                event_name = "draft_message"
+                answer_pk, payload, data = self._store_draft(db, context, execution, reply)
             else:
                 text = (reply.text or "").strip()
                 if not text:
                     raise TurnFailed("The assistant returned an empty answer. Please retry.")
-                answer = self._add_answer(db, context, "mojo_message", text, reply.text_with_tags)
-                payload = {"text": text, "message_pk": answer.message_pk}
-            user_message.answer_message_fk = answer.message_pk
-            answer.seq = publication.add(
-                db,
-                answer.event_name,
-                {
-                    **payload,
-                    "session_id": context.session_id,
-                    "user_task_execution_pk": context.user_task_execution_pk,
-                    "user_message_pk": context.message_pk,
-                },
-            )
+                event_name = "mojo_message"
+                answer_pk = self._insert_answer(db, context, event_name, text, reply.text_with_tags, {})
+                payload = {"text": text, "message_pk": answer_pk}
+            db.execute(_SET_ANSWER, {"b_pk": context.message_pk, "b_answer": answer_pk})
+            seq = publication.add(db, event_name, {
+                **payload,
+                "session_id": context.session_id,
+                "user_task_execution_pk": pk,
+                "user_message_pk": context.message_pk,
+            })
+            # The seq is known only now (the distributed log takes it from Redis at add time).
+            if data is None:
+                db.execute(_SET_SEQ, {"b_pk": answer_pk, "b_seq": seq})
+            else:
+                db.execute(_SET_SEQ_AND_DATA, {"b_pk": answer_pk, "b_seq": seq, "b_data": data})
 
-    def _add_answer(self, db: DbSession, context: TurnContext, event_name: str, text: str, raw: str) -> Message:
-        answer = Message(
-            session_id=context.session_id,
-            user_task_execution_fk=context.user_task_execution_pk,
-            sender="assistant",
-            event_name=event_name,
-            text=text,
-            text_with_tags=raw,
-            status="final",
-            data={},
-        )
-        db.add(answer)
-        db.flush()
-        return answer
+    @staticmethod
+    def _insert_answer(
+        db: DbSession, context: TurnContext, event_name: str, text: str, raw: str, data: dict[str, Any]
+    ) -> int:
+        return db.execute(_INSERT_ANSWER, {
+            "session_id": context.session_id, "user_task_execution_fk": context.user_task_execution_pk,
+            "sender": "assistant", "event_name": event_name, "text": text, "text_with_tags": raw,
+            "status": "final", "data": data, "created_at": _now(),
+        }).scalar_one()
 
     def _store_draft(
-        self, db: DbSession, context: TurnContext, execution: UserTaskExecution, reply: ParsedReply
-    ) -> tuple[Message, dict[str, Any]]:
+        self, db: DbSession, context: TurnContext, execution: Row, reply: ParsedReply
+    ) -> tuple[int, dict[str, Any], dict[str, Any]]:
+        """The draft's answer and version (drafts are rarer than questions: the version is appended
+        through the ORM, as every other writer of versions does); (answer pk, payload, answer data)."""
         title = (reply.title or "").strip()
         draft = (reply.draft or "").strip()
-        answer = self._add_answer(db, context, "draft_message", f"{title}\n\n{draft}".strip(), reply.text_with_tags)
-        version = append_version(
-            db, execution, context.user_id, title=title, production=draft, origin="assistant",
-            text_type_fk=context.output_text_type_fk, message_pk=answer.message_pk,
+        answer_pk = self._insert_answer(
+            db, context, "draft_message", f"{title}\n\n{draft}".strip(), reply.text_with_tags, {}
         )
-        answer.data = {"produced_text_version_pk": version.produced_text_version_pk}
+        version = append_version(
+            db, _ExecutionKey(context.user_task_execution_pk), context.user_id,  # type: ignore[arg-type]
+            title=title, production=draft, origin="assistant", text_type_fk=context.output_text_type_fk,
+            message_pk=answer_pk,
+        )
+        finished: dict[str, Any] = {}
         if execution.status != "completed":
-            execution.status = "completed"
-            execution.end_date = datetime.now(UTC)
+            finished.update(status="completed", end_date=_now())
         if not execution.title and title:
-            execution.title = title[:255]
+            finished["title"] = title[:255]
+        if finished:
+            db.execute(
+                update(_execution)
+                .where(_execution.c.user_task_execution_pk == context.user_task_execution_pk)
+                .values(**finished)
+            )
         db.flush()
         payload = version_payload(version, version.produced_text, context.output_text_type)
-        payload["message_pk"] = answer.message_pk
-        return answer, payload
+        payload["message_pk"] = answer_pk
+        return answer_pk, payload, {"produced_text_version_pk": version.produced_text_version_pk}
 
     def _fail_or_mark(self, context: TurnContext, reason: str) -> None:
         fail_or_mark(
