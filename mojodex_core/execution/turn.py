@@ -46,6 +46,7 @@ from mojodex_core.execution.prompt import (
     render,
     window_conversation,
 )
+from mojodex_core.execution.reasoning import append_trace_entries
 from mojodex_core.execution.session_claims import Superseded, check_fence
 from mojodex_core.execution.task_prompt import TaskPrompt, TaskPrompts
 from mojodex_core.execution.tool_loop import (
@@ -264,6 +265,9 @@ class TurnContext:
     resume_tool_execution_pk: int | None = None
     # The session's language when the turn began (a session's turns run one at a time).
     session_language: str | None = None
+    # The reasoning trace entries of the turn's LLM calls, (entry, source), not written yet: they
+    # go in with the answer, or on their own when the turn ends without one.
+    trace: list[tuple[str, str]] = field(default_factory=list)
 
 
 def execution_inputs(
@@ -352,12 +356,14 @@ class InstructTurn:
             )
         except Superseded as exc:  # another worker took the session over: it answers, not this one
             log.warning("turn dropped session=%s message_pk=%s: %s", job.session_id, job.message_pk, exc)
+            self._write_trace(context)  # the calls were made: their decisions stay in the trace
         except Exception as exc:  # every failure ends the turn the same visible way
             if timed_out.is_set():
                 reason = f"The assistant took too long to answer (over {self._turn_timeout_s:.0f} s). Please retry."
             else:
                 reason = failure_reason(exc, shown=(TurnFailed,), no_llm=self._no_llm_message,
                                         where=f"session={job.session_id} message_pk={job.message_pk}")
+            self._write_trace(context)
             self._fail_or_mark(context, reason)
         finally:
             watchdog.cancel()
@@ -492,6 +498,7 @@ class InstructTurn:
                 tools=context.tools, resume_tool_execution_pk=context.resume_tool_execution_pk,
             ),
             cancel,
+            trace=context.trace,
         )
 
     # --- phase 3: store the outcome, then tell the client
@@ -550,6 +557,9 @@ class InstructTurn:
                 db.execute(_SET_SEQ, {"b_pk": answer_pk, "b_seq": seq})
             else:
                 db.execute(_SET_SEQ_AND_DATA, {"b_pk": answer_pk, "b_seq": seq, "b_data": data})
+            # The decisions that led to this answer are part of the turn's outcome: same transaction.
+            append_trace_entries(db, pk, context.trace)
+        context.trace.clear()  # committed
 
     @staticmethod
     def _insert_answer(
@@ -591,6 +601,17 @@ class InstructTurn:
         payload = version_payload(version, version.produced_text, context.output_text_type)
         payload["message_pk"] = answer_pk
         return answer_pk, payload, {"produced_text_version_pk": version.produced_text_version_pk}
+
+    def _write_trace(self, context: TurnContext) -> None:
+        """The collected trace entries of a turn that stored no answer, in a transaction of their own."""
+        if not context.trace:
+            return
+        try:
+            with transaction(self._factory) as db:
+                append_trace_entries(db, context.user_task_execution_pk, context.trace)
+            context.trace.clear()
+        except Exception:  # observability must never break the user's turn
+            log.exception("could not append to the reasoning trace of execution %s", context.user_task_execution_pk)
 
     def _fail_or_mark(self, context: TurnContext, reason: str) -> None:
         fail_or_mark(
