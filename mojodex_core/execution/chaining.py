@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import and_, bindparam, select
 from sqlalchemy.orm import Session as DbSession
 
-from mojodex_core.db.models import Session, Task, TaskPredefinedAction, User, UserTask, UserTaskExecution
-from mojodex_core.execution.produced_text import latest_version
-from mojodex_core.task_view import displayed_data_for, pick_entry
+from mojodex_core.db.models import Task, TaskPredefinedAction, UserTask, UserTaskExecution
+from mojodex_core.execution.produced_text import latest_version_row
+from mojodex_core.execution.task_prompt import TaskPrompts
+from mojodex_core.task_view import pick_entry
 
 
 class ChainError(ValueError):
@@ -40,28 +41,43 @@ def check_chain(db: DbSession, parent: UserTaskExecution, follow_up: Task) -> No
     predefined_action(db, parent_task, follow_up)
 
 
-def previous_task_context(db: DbSession, execution: UserTaskExecution) -> dict[str, Any] | None:
-    """What the follow-up's prompt gets from its parent, or None when it has no parent."""
-    if execution.parent_user_task_execution_fk is None:
+_execution = UserTaskExecution.__table__
+_user_task = UserTask.__table__
+_task = Task.__table__
+_action = TaskPredefinedAction.__table__
+# The parent, its task, and the predefined action of that task that started the follow-up (if any).
+_PARENT = (
+    select(
+        _execution.c.user_task_execution_pk, _execution.c.status, _execution.c.title, _execution.c.summary,
+        _task.c.task_pk, _task.c.updated_at, _action.c.displayed_data.label("action_displayed_data"),
+    )
+    .select_from(_execution)
+    .join(_user_task, _user_task.c.user_task_pk == _execution.c.user_task_fk)
+    .join(_task, _task.c.task_pk == _user_task.c.task_fk)
+    .outerjoin(_action, and_(_action.c.task_fk == _task.c.task_pk, _action.c.action_name == bindparam("b_action")))
+    .where(_execution.c.user_task_execution_pk == bindparam("b_pk"))
+)
+
+
+def previous_task_context(
+    db: DbSession, parent_pk: int | None, follow_up_task: str, language: str | None, tasks: TaskPrompts
+) -> dict[str, Any] | None:
+    """What the follow-up's prompt gets from its parent, or None when it has no parent.
+
+    ``follow_up_task``: the follow-up's task name_for_system (the action's name); ``language``: the
+    follow-up session's language (its user's when the session has none)."""
+    if parent_pk is None:
         return None
-    parent = db.get(UserTaskExecution, execution.parent_user_task_execution_fk)
+    parent = db.execute(_PARENT, {"b_pk": parent_pk, "b_action": follow_up_task}).first()
     if parent is None or parent.status == "deleted":
         return None
-    parent_task = db.get(Task, db.get(UserTask, parent.user_task_fk).task_fk)
-    task = db.get(Task, db.get(UserTask, execution.user_task_fk).task_fk)
-    session = db.get(Session, execution.session_id)
-    language = session.language or db.get(User, session.user_id).language_code
     prefix = None
-    action = db.scalar(
-        select(TaskPredefinedAction).where(
-            TaskPredefinedAction.task_fk == parent_task.task_pk,
-            TaskPredefinedAction.action_name == task.name_for_system,
-        )
-    )
-    if action is not None:
-        prefix = ((pick_entry(action.displayed_data or [], language) or {}).get("data") or {}).get("message_prefix")
-    displayed = displayed_data_for(parent_task, language)
-    latest = latest_version(db, parent.user_task_execution_pk)
+    if parent.action_displayed_data is not None:
+        entry = pick_entry(parent.action_displayed_data or [], language) or {}
+        prefix = (entry.get("data") or {}).get("message_prefix")
+    parent_task = tasks.get(db, parent.task_pk, parent.updated_at)
+    displayed = parent_task.displayed_for(language)
+    latest = latest_version_row(db, parent.user_task_execution_pk)
     return {
         "user_task_execution_pk": parent.user_task_execution_pk,
         "task_name": displayed.name_for_user if displayed else parent_task.name_for_system,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from sqlalchemy import func, select, update
+from sqlalchemy import bindparam, func, select, update
+from sqlalchemy.engine import Row
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as DbSession
 
@@ -19,6 +20,23 @@ def latest_version(db: DbSession, user_task_execution_pk: int) -> ProducedTextVe
         .order_by(ProducedTextVersion.version_index.desc())
         .limit(1)
     )
+
+
+_version = ProducedTextVersion.__table__
+_produced = ProducedText.__table__
+# The columns a prompt shows of the latest version (Core: no ORM rows on the turn's path).
+_LATEST_VERSION = (
+    select(_version.c.version_index, _version.c.title, _version.c.production)
+    .select_from(_version.join(_produced, _produced.c.produced_text_pk == _version.c.produced_text_fk))
+    .where(_produced.c.user_task_execution_fk == bindparam("b_pk"))
+    .order_by(_version.c.version_index.desc())
+    .limit(1)
+)
+
+
+def latest_version_row(db: DbSession, user_task_execution_pk: int) -> Row | None:
+    """``version_index``, ``title`` and ``production`` of the latest version, or None."""
+    return db.execute(_LATEST_VERSION, {"b_pk": user_task_execution_pk}).first()
 
 
 def get_or_create_produced_text(db: DbSession, execution: UserTaskExecution, user_id: str) -> ProducedText:

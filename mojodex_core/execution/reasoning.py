@@ -12,7 +12,9 @@ When the model leaves the tag out, the entry falls back to the tool names with t
 arguments, or to the first 80 characters of the reply.
 
 ``trace_entry`` is pure; ``append_trace`` writes entries in the caller's transaction, so
-any decision point (instruct turns here, order turns after the merge) shares one trace.
+any decision point (instruct turns here, order turns after the merge) shares one trace. An
+instruct turn collects its calls' entries and writes them with its answer (or, when it fails,
+in a transaction of their own): see ``InstructTurn``.
 """
 
 from __future__ import annotations
@@ -111,7 +113,13 @@ _INSERT_ENTRIES = insert(_trace)
 
 def append_trace(db: DbSession, user_task_execution_pk: int, entries: Iterable[str], source: str) -> None:
     """Append entries to the execution's trace, in order, in the caller's transaction."""
-    entries = [e for e in entries if e and e.strip()]
+    append_trace_entries(db, user_task_execution_pk, [(entry, source) for entry in entries])
+
+
+def append_trace_entries(db: DbSession, user_task_execution_pk: int, entries: Iterable[tuple[str, str]]) -> None:
+    """Append ``(entry, source)`` pairs to the execution's trace, in order, in the caller's transaction
+    (an instruct turn's calls each have their source: the first call, then its tool follow-ups)."""
+    entries = [(e, source) for e, source in entries if e and e.strip()]
     if not entries:
         return
     last = db.execute(_LAST_POSITION, {"b_pk": user_task_execution_pk}).scalar()
@@ -124,7 +132,7 @@ def append_trace(db: DbSession, user_task_execution_pk: int, entries: Iterable[s
             "text": entry.strip(),
             "source": source[:64],
         }
-        for offset, entry in enumerate(entries)
+        for offset, (entry, source) in enumerate(entries)
     ]
     # One Core INSERT (executemany) for the turn's entries, on the table: an order turn writes
     # several, and the ORM's per-row unit of work (then its bulk path) cost more than the SQL.

@@ -3,7 +3,10 @@
 One turn may make several LLM calls: the first answers the user's message; when it asks for
 tools (tag form or native function calls), they run and their results go back to the model in
 a follow-up call, until the model answers without tools or the per-turn bound is reached
-(then it is told no more tools and must answer). Every call adds one reasoning trace entry.
+(then it is told no more tools and must answer). Every call adds one reasoning trace entry:
+given a ``trace`` list, ``generate`` collects the entries there for the caller to write with
+its outcome (an instruct turn writes them in its answer's transaction); without one, each is
+written at once in a transaction of its own.
 
 What the user sees: the visible text of every call, streamed live through the tag parser
 (so ``<reasoning>`` and tool tags never reach a client, at any chunk split), the calls' texts
@@ -121,7 +124,11 @@ class ReplyGenerator:
         self._max_tokens = max_tokens
         self._runs = ToolRuns(session_factory, settings.timeout_s)
 
-    def generate(self, turn: TurnRequest, cancel: threading.Event) -> TurnOutcome:
+    def generate(
+        self, turn: TurnRequest, cancel: threading.Event, trace: list[tuple[str, str]] | None = None
+    ) -> TurnOutcome:
+        """The turn's outcome. ``trace``: collects each call's ``(entry, source)`` as it is decided
+        (entries of calls made before an error included) instead of writing them here."""
         base = {"session_id": turn.session_id, "user_task_execution_pk": turn.user_task_execution_pk}
 
         def publish_tokens(channel: str, text: str) -> None:
@@ -134,7 +141,7 @@ class ReplyGenerator:
 
         coalescer = TokenCoalescer(publish_tokens, self._coalesce_ms)
         try:
-            outcome = self._loop(turn, cancel, coalescer)
+            outcome = self._loop(turn, cancel, coalescer, trace)
         except BaseException:
             coalescer.discard()  # the error event replaces the partial answer
             raise
@@ -143,7 +150,10 @@ class ReplyGenerator:
 
     # ------------------------------------------------------------------ the loop
 
-    def _loop(self, turn: TurnRequest, cancel: threading.Event, coalescer: TokenCoalescer) -> TurnOutcome:
+    def _loop(
+        self, turn: TurnRequest, cancel: threading.Event, coalescer: TokenCoalescer,
+        trace: list[tuple[str, str]] | None,
+    ) -> TurnOutcome:
         task_tools = {t["name"]: t for t in turn.tools}
         # A grammar-constrained model cannot write tool tags nor function calls: no tools then.
         tools_on = bool(task_tools) and self._grammar is None
@@ -173,7 +183,11 @@ class ReplyGenerator:
             # Parsed even when the task has no tools: an unknown tool is told to the model.
             requests = from_tags(reply) + from_function_calls(native_calls)
             reasoning = " ".join(reply.captured.get("reasoning", [])) or None
-            self._trace(turn.user_task_execution_pk, trace_entry(reasoning, requests, reply.text), label)
+            entry = trace_entry(reasoning, requests, reply.text)
+            if trace is not None:
+                trace.append((entry, label))
+            else:
+                self._trace(turn.user_task_execution_pk, entry, label)
             if reply.text:
                 shown.append(reply.text)
             if not requests or forced:

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import jsonschema
-from sqlalchemy import select, update
+from sqlalchemy import insert, select, update
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
@@ -166,21 +166,28 @@ class ToolRuns:
         return request, self.execute(execution_pk, query_pk, request, task_tools[request.name], user_id, ute_pk)
 
 
+_INSERT_TOOL_EXECUTION = insert(TaskToolExecution.__table__).returning(
+    TaskToolExecution.__table__.c.task_tool_execution_pk
+)
+_INSERT_TOOL_QUERY = insert(TaskToolQuery.__table__)
+
+
 def record_approval_request(
     db: DbSession, request: ToolRequest, *, user_task_execution_pk: int, message_pk: int
-) -> TaskToolExecution:
-    """The pending use of a tool that needs approval, written with the message that asks for it."""
-    execution = TaskToolExecution(
-        user_task_execution_fk=user_task_execution_pk, tool_name=request.name[:64], status="awaiting_approval",
-        explanation=request.explanation or None, requires_approval=True, call_id=request.call_id,
-        message_fk=message_pk,
-    )
-    db.add(execution)
-    db.flush()
-    db.add(TaskToolQuery(task_tool_execution_fk=execution.task_tool_execution_pk, query=request.stored_query()))
-    db.flush()
-    log.info("tool %s awaits approval, task_tool_execution=%s", request.name, execution.task_tool_execution_pk)
-    return execution
+) -> int:
+    """The pending use of a tool that needs approval, written with the message that asks for it
+    (two Core INSERTs in the turn's transaction); returns its task_tool_execution_pk."""
+    now = _now()
+    execution_pk = db.execute(_INSERT_TOOL_EXECUTION, {
+        "user_task_execution_fk": user_task_execution_pk, "tool_name": request.name[:64], "status": "awaiting_approval",
+        "explanation": request.explanation or None, "requires_approval": True, "call_id": request.call_id,
+        "message_fk": message_pk, "created_at": now,
+    }).scalar_one()
+    db.execute(_INSERT_TOOL_QUERY, {
+        "task_tool_execution_fk": execution_pk, "query": request.stored_query(), "created_at": now,
+    })
+    log.info("tool %s awaits approval, task_tool_execution=%s", request.name, execution_pk)
+    return execution_pk
 
 
 def resumable(db: DbSession, task_tool_execution_pk: int, message_pk: int) -> bool:

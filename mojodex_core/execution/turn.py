@@ -16,13 +16,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import or_, select
+from sqlalchemy import and_, bindparam, func, insert, or_, select, update
+from sqlalchemy.engine import Row
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
 from mojodex_core.db import transaction
 from mojodex_core.db.models import (
     Message,
+    ProducedText,
+    ProducedTextVersion,
     Session,
     Task,
     User,
@@ -34,7 +37,7 @@ from mojodex_core.execution.chaining import previous_task_context
 from mojodex_core.execution.events import EventPublisher
 from mojodex_core.execution.failures import fail_or_mark, failure_reason, mark_failed
 from mojodex_core.execution.jobs import TurnJob
-from mojodex_core.execution.produced_text import append_version, latest_version, version_payload
+from mojodex_core.execution.produced_text import append_version, version_payload
 from mojodex_core.execution.prompt import (
     ChatMessage,
     PromptError,
@@ -43,22 +46,188 @@ from mojodex_core.execution.prompt import (
     render,
     window_conversation,
 )
+from mojodex_core.execution.reasoning import append_trace_entries
 from mojodex_core.execution.session_claims import Superseded, check_fence
+from mojodex_core.execution.task_prompt import TaskPrompt, TaskPrompts
 from mojodex_core.execution.tool_loop import (
     ReplyGenerator,
     ToolSettings,
     TurnOutcome,
     TurnRequest,
     describes_tags,
-    prompt_tools,
 )
 from mojodex_core.execution.tool_runs import record_approval_request, resumable
 from mojodex_core.knowledge import DEFAULT_KNOWLEDGE_TOKENS, knowledge_block, prompt_knowledge
 from mojodex_core.llm import LLMNotConfigured, LLMProvider
 from mojodex_core.tags import ParsedReply
-from mojodex_core.task_view import displayed_data_for
 
 log = logging.getLogger("mojodex.turn")
+
+_message = Message.__table__
+_execution = UserTaskExecution.__table__
+_session = Session.__table__
+_user_task = UserTask.__table__
+_task = Task.__table__
+_user = User.__table__
+_profile = UserProfile.__table__
+_produced = ProducedText.__table__
+_version = ProducedTextVersion.__table__
+_latest = _version.alias("latest_version")
+
+# Everything a turn reads about its message, in one query (columns, not ORM rows): the message,
+# its execution and session, the task's identity (its prompt part is cached per version, see
+# task_prompt), the user, the profile, and the execution's latest produced version. Outer joins:
+# a message whose execution is gone still comes back (it is then marked failed).
+_CONTEXT = (
+    select(
+        _message.c.status.label("message_status"), _message.c.message_id,
+        _execution.c.user_task_execution_pk, _execution.c.status.label("execution_status"),
+        _execution.c.start_date, _execution.c.json_input_values, _execution.c.parent_user_task_execution_fk,
+        _session.c.session_id, _session.c.language.label("session_language"), _session.c.platform,
+        _task.c.task_pk, _task.c.updated_at.label("task_updated_at"),
+        _user.c.user_id, _user.c.name.label("user_name"), _user.c.language_code, _user.c.timezone_offset_minutes,
+        _profile.c.user_id.label("profile_user_id"), _profile.c.name.label("profile_name"),
+        _profile.c.language.label("profile_language"), _profile.c.timezone.label("profile_timezone"),
+        _profile.c.company_name, _profile.c.company_description, _profile.c.job, _profile.c.about_me,
+        _version.c.version_index, _version.c.title.label("version_title"), _version.c.production,
+    )
+    .select_from(_message)
+    .outerjoin(_execution, _execution.c.user_task_execution_pk == _message.c.user_task_execution_fk)
+    .outerjoin(_session, _session.c.session_id == _execution.c.session_id)
+    .outerjoin(_user_task, _user_task.c.user_task_pk == _execution.c.user_task_fk)
+    .outerjoin(_task, _task.c.task_pk == _user_task.c.task_fk)
+    .outerjoin(_user, _user.c.user_id == _user_task.c.user_id)
+    .outerjoin(_profile, _profile.c.user_id == _user.c.user_id)
+    .outerjoin(_produced, _produced.c.user_task_execution_fk == _execution.c.user_task_execution_pk)
+    .outerjoin(_version, and_(
+        _version.c.produced_text_fk == _produced.c.produced_text_pk,
+        _version.c.version_index == select(func.max(_latest.c.version_index))
+        .where(_latest.c.produced_text_fk == _produced.c.produced_text_pk)
+        .scalar_subquery(),
+    ))
+    .where(_message.c.message_pk == bindparam("b_pk"))
+)
+# The conversation: the columns it needs of this session's user and assistant messages. A home
+# chat session hosts several executions: this one's messages and the free chat's, never another
+# task's (its result would read as this task's).
+_HISTORY = (
+    select(_message.c.message_pk, _message.c.sender, _message.c.text, _message.c.text_with_tags,
+           _message.c.answer_message_fk)
+    .where(
+        _message.c.session_id == bindparam("b_session"),
+        _message.c.sender.in_(("user", "assistant")),
+        or_(_message.c.user_task_execution_fk == bindparam("b_pk"), _message.c.user_task_execution_fk.is_(None)),
+    )
+    .order_by(_message.c.message_pk)
+)
+# The turn's writes, guarded: a message is taken from "pending" once (Postgres: the UPDATE waits
+# for a concurrent one's commit, then finds the status changed), a tool follow-up takes its
+# (answered) message unless another run is processing it.
+_CLAIM_PENDING = (
+    update(_message)
+    .where(_message.c.message_pk == bindparam("b_pk"), _message.c.status == "pending")
+    .values(status="processing")
+)
+_CLAIM_RESUMED = (
+    update(_message)
+    .where(_message.c.message_pk == bindparam("b_pk"), _message.c.status != "processing")
+    .values(status="processing")
+)
+_FAIL_ORPHAN = (
+    update(_message)
+    .where(_message.c.message_pk == bindparam("b_pk"), _message.c.status == "pending")
+    .values(status="failed", error="the task execution does not exist")
+)
+_START_EXECUTION = (
+    update(_execution)
+    .where(
+        _execution.c.user_task_execution_pk == bindparam("b_pk"),
+        _execution.c.start_date.is_(None),
+        _execution.c.status != "deleted",
+    )
+    .values(status="started", start_date=bindparam("b_now", type_=_execution.c.start_date.type))
+)
+
+
+_CLAIM_ANSWERED = (
+    update(_message)
+    .where(_message.c.message_pk == bindparam("b_pk"), _message.c.status == "processing")
+    .values(status="answered")
+)
+_MESSAGE_STATUS = select(_message.c.status).where(_message.c.message_pk == bindparam("b_pk"))
+_EXECUTION_FOR_UPDATE = (
+    select(_execution.c.status, _execution.c.title)
+    .where(_execution.c.user_task_execution_pk == bindparam("b_pk"))
+    .with_for_update()
+)
+_SET_LANGUAGE = (
+    update(_session)
+    .where(_session.c.session_id == bindparam("b_session"))
+    .values(language=bindparam("b_language", type_=_session.c.language.type))
+)
+_INSERT_ANSWER = insert(_message).returning(_message.c.message_pk)
+_SET_ANSWER = (
+    update(_message)
+    .where(_message.c.message_pk == bindparam("b_pk"))
+    .values(answer_message_fk=bindparam("b_answer", type_=_message.c.answer_message_fk.type))
+)
+_SET_SEQ = (
+    update(_message)
+    .where(_message.c.message_pk == bindparam("b_pk"))
+    .values(seq=bindparam("b_seq", type_=_message.c.seq.type))
+)
+_SET_SEQ_AND_DATA = (
+    update(_message)
+    .where(_message.c.message_pk == bindparam("b_pk"))
+    .values(seq=bindparam("b_seq", type_=_message.c.seq.type), data=bindparam("b_data", type_=_message.c.data.type))
+)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class _NotOurs(Exception):
+    """The guarded write found the message taken: roll back, answer nothing."""
+
+
+@dataclass(frozen=True)
+class _ExecutionKey:
+    """What produced_text.append_version reads of the execution it appends to."""
+
+    user_task_execution_pk: int
+
+
+@dataclass(frozen=True)
+class _UserView:
+    """The user's columns knowledge.prompt_knowledge reads."""
+
+    name: str
+    language_code: str
+    timezone_offset_minutes: int
+
+
+@dataclass(frozen=True)
+class _ProfileView:
+    """The profile's columns knowledge.prompt_knowledge reads."""
+
+    name: str | None
+    language: str | None
+    timezone: str | None
+    company_name: str | None
+    company_description: str | None
+    job: str | None
+    about_me: str | None
+
+
+@dataclass(frozen=True)
+class _VersionView:
+    """The latest produced version as the prompt shows it."""
+
+    version_index: int
+    title: str
+    production: str
+
 
 NO_LLM_MESSAGE = (
     "No LLM configured: set MOJODEX_LLM_BASE_URL (an OpenAI-compatible endpoint) or OPENAI_API_KEY, "
@@ -94,6 +263,11 @@ class TurnContext:
     tools: list[dict[str, Any]] = field(default_factory=list)
     # Set when this turn follows up a tool use the user approved or declined.
     resume_tool_execution_pk: int | None = None
+    # The session's language when the turn began (a session's turns run one at a time).
+    session_language: str | None = None
+    # The reasoning trace entries of the turn's LLM calls, (entry, source), not written yet: they
+    # go in with the answer, or on their own when the turn ends without one.
+    trace: list[tuple[str, str]] = field(default_factory=list)
 
 
 def execution_inputs(
@@ -143,6 +317,7 @@ class InstructTurn:
         self._turn_timeout_s = turn_timeout_s
         self._max_tokens = max_tokens
         self._tools = tools or ToolSettings()
+        self._tasks = TaskPrompts()
 
     def __call__(self, job: TurnJob, cancel: threading.Event) -> None:
         started = time.monotonic()
@@ -181,119 +356,118 @@ class InstructTurn:
             )
         except Superseded as exc:  # another worker took the session over: it answers, not this one
             log.warning("turn dropped session=%s message_pk=%s: %s", job.session_id, job.message_pk, exc)
+            self._write_trace(context)  # the calls were made: their decisions stay in the trace
         except Exception as exc:  # every failure ends the turn the same visible way
             if timed_out.is_set():
                 reason = f"The assistant took too long to answer (over {self._turn_timeout_s:.0f} s). Please retry."
             else:
                 reason = failure_reason(exc, shown=(TurnFailed,), no_llm=self._no_llm_message,
                                         where=f"session={job.session_id} message_pk={job.message_pk}")
+            self._write_trace(context)
             self._fail_or_mark(context, reason)
         finally:
             watchdog.cancel()
 
     # --- phase 1: load everything the prompt needs, mark the message as being processed
     def _begin(self, job: TurnJob) -> TurnContext | None:
-        # Reads and prompt rendering come first, the status writes last: on SQLite the first
-        # write takes the database-wide write lock until commit, so writing early would make
+        # One joined read, the prompt rendered, then the writes, last and guarded: on SQLite the
+        # first write takes the database-wide write lock until commit, so writing early would make
         # every other session wait for this one's prompt to render.
-        with transaction(self._factory) as db:
-            message = db.get(Message, job.message_pk, with_for_update=True)
-            resume = job.task_tool_execution_pk
-            if resume is not None and (message is None or not resumable(db, resume, message.message_pk)):
+        resume = job.task_tool_execution_pk
+        try:
+            with transaction(self._factory) as db:
+                return self._claim(db, job, resume)
+        except _NotOurs:
+            return None
+
+    def _claim(self, db: DbSession, job: TurnJob, resume: int | None) -> TurnContext | None:
+        found = db.execute(_CONTEXT, {"b_pk": job.message_pk}).first()
+        if found is None:
+            return None
+        if resume is not None:
+            if not resumable(db, resume, job.message_pk):
                 return None  # this tool decision was followed up already
-            if message is None or (message.status != "pending" and resume is None):
-                return None  # answered already, or not ours to answer: never answer twice
-            execution = (
-                db.get(UserTaskExecution, message.user_task_execution_fk)
-                if message.user_task_execution_fk is not None
-                else None
-            )
-            if execution is None:
-                message.status = "failed"
-                message.error = "the task execution does not exist"
-                return None
-            session = db.get(Session, execution.session_id)
-            user_task = db.get(UserTask, execution.user_task_fk)
-            task = db.get(Task, user_task.task_fk)
-            user = db.get(User, user_task.user_id)
-            setup_error = None
-            try:
-                if execution.status == "deleted":
-                    raise TurnFailed("The task execution was deleted.")
-                llm_messages = self._llm_messages(db, session, execution, task, user, message.message_pk)
-            except Exception as exc:
-                # Raising here would roll the message back to pending with no turn left to answer
-                # it, and the client would wait forever: commit "processing", then fail it visibly.
-                if not isinstance(exc, TurnFailed):
-                    log.exception("turn setup failed session=%s message_pk=%s", job.session_id, job.message_pk)
-                llm_messages = []
-                if isinstance(exc, TurnFailed):
-                    setup_error = str(exc)
-                elif isinstance(exc, PromptError):
-                    setup_error = (
-                        "The assistant could not prepare its prompt (a template failed to render). Please retry."
-                    )
-                else:
-                    setup_error = "The assistant failed to answer because of an internal error. Please retry."
-            context = TurnContext(
-                session_id=session.session_id,
-                message_pk=message.message_pk,
-                message_id=message.message_id,
-                user_task_execution_pk=execution.user_task_execution_pk,
-                user_id=user.user_id,
-                llm_messages=llm_messages,
-                output_text_type_fk=task.output_text_type_fk,
-                output_text_type=task.output_text_type.name if task.output_text_type else None,
-                setup_error=setup_error,
-                tools=list((task.spec or {}).get("tools") or []) if task.type == "instruct" else [],
-                resume_tool_execution_pk=resume,
-            )
-            message.status = "processing"
-            context.started_now = execution.start_date is None and execution.status != "deleted"
-            if context.started_now:
-                execution.start_date = datetime.now(UTC)
-                execution.status = "started"
+        elif found.message_status != "pending":
+            return None  # answered already, or not ours to answer: never answer twice
+        if found.user_task_execution_pk is None:
+            db.execute(_FAIL_ORPHAN, {"b_pk": job.message_pk})
+            return None
+        task = self._tasks.get(db, found.task_pk, found.task_updated_at)
+        setup_error = None
+        try:
+            if found.execution_status == "deleted":
+                raise TurnFailed("The task execution was deleted.")
+            llm_messages = self._llm_messages(db, found, task, job.message_pk)
+        except Exception as exc:
+            # Raising here would roll the message back to pending with no turn left to answer
+            # it, and the client would wait forever: commit "processing", then fail it visibly.
+            if not isinstance(exc, TurnFailed):
+                log.exception("turn setup failed session=%s message_pk=%s", job.session_id, job.message_pk)
+            llm_messages = []
+            if isinstance(exc, TurnFailed):
+                setup_error = str(exc)
+            elif isinstance(exc, PromptError):
+                setup_error = (
+                    "The assistant could not prepare its prompt (a template failed to render). Please retry."
+                )
+            else:
+                setup_error = "The assistant failed to answer because of an internal error. Please retry."
+        context = TurnContext(
+            session_id=found.session_id,
+            message_pk=job.message_pk,
+            message_id=found.message_id,
+            user_task_execution_pk=found.user_task_execution_pk,
+            user_id=found.user_id,
+            llm_messages=llm_messages,
+            output_text_type_fk=task.output_text_type_fk,
+            output_text_type=task.output_text_type,
+            setup_error=setup_error,
+            tools=list(task.tools),
+            resume_tool_execution_pk=resume,
+            session_language=found.session_language,
+        )
+        claimed = db.execute(_CLAIM_PENDING if resume is None else _CLAIM_RESUMED, {"b_pk": job.message_pk})
+        if claimed.rowcount != 1:
+            raise _NotOurs(job.message_pk)  # another run took it since the read
+        if found.start_date is None and found.execution_status != "deleted":
+            started = db.execute(_START_EXECUTION, {"b_pk": context.user_task_execution_pk, "b_now": _now()})
+            context.started_now = started.rowcount == 1
         return context
 
-    def _llm_messages(
-        self, db: DbSession, session: Session, execution: UserTaskExecution, task: Task, user: User, upto_pk: int
-    ) -> list[dict[str, str]]:
-        language = session.language or user.language_code
-        displayed = displayed_data_for(task, language)
-        latest = latest_version(db, execution.user_task_execution_pk)
+    def _llm_messages(self, db: DbSession, found: Row, task: TaskPrompt, upto_pk: int) -> list[dict[str, str]]:
+        now = _now()
+        language = found.session_language or found.language_code
+        displayed = task.displayed_for(language)
+        user = _UserView(found.user_name, found.language_code, found.timezone_offset_minutes)
+        profile = None
+        if found.profile_user_id is not None:
+            profile = _ProfileView(found.profile_name, found.profile_language, found.profile_timezone,
+                                   found.company_name, found.company_description, found.job, found.about_me)
+        latest = None
+        if found.version_index is not None:
+            latest = _VersionView(found.version_index, found.version_title, found.production)
         knowledge = prompt_knowledge(
-            user, db.get(UserProfile, user.user_id), platform=session.platform, language=language,
-            tasks_config_dir=self._tasks_config_dir,
+            user, profile, platform=found.platform, language=language,  # type: ignore[arg-type]
+            tasks_config_dir=self._tasks_config_dir, now=now,
         )
         system = render(
             "instruct_task.jinja2",
             knowledge_block=knowledge_block(knowledge, self._knowledge_tokens),
             username=knowledge.username,
             language=language,
-            local_datetime=local_datetime(user.timezone_offset_minutes),
+            local_datetime=local_datetime(found.timezone_offset_minutes, now),
             task=task,
-            inputs=execution_inputs(execution, displayed.json_input if displayed else []),
+            inputs=execution_inputs(found, displayed.json_input if displayed else []),  # type: ignore[arg-type]
             infos_to_extract=task.infos_to_extract or [],
             produced_text=latest,
             # Task chaining: the parent's result and the action's message_prefix, or None.
-            previous_task=previous_task_context(db, execution),
-            tools=[] if self._use_grammar else prompt_tools(task.spec if task.type == "instruct" else None),
+            previous_task=previous_task_context(
+                db, found.parent_user_task_execution_fk, task.name_for_system, language, self._tasks
+            ),
+            tools=[] if self._use_grammar else task.prompt_tools(),
             tag_tools=describes_tags(self._tools.mode),
         )
-        rows = list(
-            db.scalars(
-                select(Message)
-                .where(
-                    Message.session_id == session.session_id,
-                    Message.sender.in_(("user", "assistant")),
-                    # A home chat session hosts several executions: this one's messages and the free
-                    # chat's, never another task's (its result would read as this task's).
-                    or_(Message.user_task_execution_fk == execution.user_task_execution_pk,
-                        Message.user_task_execution_fk.is_(None)),
-                )
-                .order_by(Message.message_pk)
-            )
-        )
+        rows = db.execute(_HISTORY, {"b_session": found.session_id, "b_pk": found.user_task_execution_pk}).all()
         # Each user message is followed by its own answer. Ordering all rows by pk would not do:
         # a message sent while a turn runs gets a smaller pk than that turn's answer, which would
         # then be left out of (or misplaced in) the next turn's conversation.
@@ -324,96 +498,120 @@ class InstructTurn:
                 tools=context.tools, resume_tool_execution_pk=context.resume_tool_execution_pk,
             ),
             cancel,
+            trace=context.trace,
         )
 
     # --- phase 3: store the outcome, then tell the client
     def _complete(self, context: TurnContext, outcome: TurnOutcome) -> None:
         reply = outcome.reply
+        pk = context.user_task_execution_pk
         with self._events.publishing(context.session_id) as publication, transaction(self._factory) as db:
             check_fence(db, context.session_id)
-            user_message = db.get(Message, context.message_pk)
-            if user_message is None or user_message.status != "processing":
-                # Answered (or reset for a retry) by another run: idempotent completion stores nothing.
-                raise Superseded(f"message {context.message_pk} is {getattr(user_message, 'status', 'gone')}")
+            # The claim: answered once. Another run that answered the message (or a retry that reset
+            # it) leaves it not "processing": idempotent completion then stores nothing.
+            if db.execute(_CLAIM_ANSWERED, {"b_pk": context.message_pk}).rowcount != 1:
+                status = db.execute(_MESSAGE_STATUS, {"b_pk": context.message_pk}).scalar()
+                raise Superseded(f"message {context.message_pk} is {status or 'gone'}")
             # Write first, then read the status under a row lock: on SQLite the write takes the
             # database lock, on Postgres FOR UPDATE waits for a concurrent DELETE to commit, so
             # a deletion can no longer slip in between this check and the draft's "completed".
-            user_message.status = "answered"
-            db.flush()
-            execution = db.get(UserTaskExecution, context.user_task_execution_pk, with_for_update=True)
+            execution = db.execute(_EXECUTION_FOR_UPDATE, {"b_pk": pk}).first()
             if execution is None or execution.status == "deleted":
                 # Deleted while the reply was generated: storing a draft would mark it "completed"
                 # and bring it back into the user's list.
                 raise TurnFailed("The task execution was deleted.")
-            if reply.language:
-                db.get(Session, context.session_id).language = reply.language[:8]
+            if reply.language and reply.language[:8] != context.session_language:
+                db.execute(_SET_LANGUAGE, {"b_session": context.session_id, "b_language": reply.language[:8]})
+            data: dict[str, Any] | None = None  # the answer's data, when known only after its insert
             if outcome.approval is not None:
-                answer = self._add_answer(db, context, "mojo_message", reply.text.strip(), reply.text_with_tags)
-                tool_execution = record_approval_request(
-                    db, outcome.approval, user_task_execution_pk=context.user_task_execution_pk,
-                    message_pk=context.message_pk,
+                text = reply.text.strip()
+                tool_execution_pk = record_approval_request(
+                    db, outcome.approval, user_task_execution_pk=pk, message_pk=context.message_pk,
                 )
-                answer.data = {"task_tool_execution_pk": tool_execution.task_tool_execution_pk,
-                               "tool_name": tool_execution.tool_name}
-                payload = {"text": answer.text, "message_pk": answer.message_pk, **answer.data}
+                asked = {"task_tool_execution_pk": tool_execution_pk, "tool_name": outcome.approval.name[:64]}
+                event_name = "mojo_message"
+                answer_pk = self._insert_answer(db, context, event_name, text, reply.text_with_tags, asked)
+                payload = {"text": text, "message_pk": answer_pk, **asked}
             elif reply.kind == "execution" and (reply.draft or reply.title):
                 if not (reply.draft or "").strip():
                     # A version with no body is no result: the turn fails visibly and can be retried.
                     raise TurnFailed("The assistant returned an empty draft. Please retry.")
-                answer, payload = self._store_draft(db, context, execution, reply)
+                event_name = "draft_message"
+                answer_pk, payload, data = self._store_draft(db, context, execution, reply)
             else:
                 text = (reply.text or "").strip()
                 if not text:
                     raise TurnFailed("The assistant returned an empty answer. Please retry.")
-                answer = self._add_answer(db, context, "mojo_message", text, reply.text_with_tags)
-                payload = {"text": text, "message_pk": answer.message_pk}
-            user_message.answer_message_fk = answer.message_pk
-            answer.seq = publication.add(
-                db,
-                answer.event_name,
-                {
-                    **payload,
-                    "session_id": context.session_id,
-                    "user_task_execution_pk": context.user_task_execution_pk,
-                    "user_message_pk": context.message_pk,
-                },
-            )
+                event_name = "mojo_message"
+                answer_pk = self._insert_answer(db, context, event_name, text, reply.text_with_tags, {})
+                payload = {"text": text, "message_pk": answer_pk}
+            db.execute(_SET_ANSWER, {"b_pk": context.message_pk, "b_answer": answer_pk})
+            seq = publication.add(db, event_name, {
+                **payload,
+                "session_id": context.session_id,
+                "user_task_execution_pk": pk,
+                "user_message_pk": context.message_pk,
+            })
+            # The seq is known only now (the distributed log takes it from Redis at add time).
+            if data is None:
+                db.execute(_SET_SEQ, {"b_pk": answer_pk, "b_seq": seq})
+            else:
+                db.execute(_SET_SEQ_AND_DATA, {"b_pk": answer_pk, "b_seq": seq, "b_data": data})
+            # The decisions that led to this answer are part of the turn's outcome: same transaction.
+            append_trace_entries(db, pk, context.trace)
+        context.trace.clear()  # committed
 
-    def _add_answer(self, db: DbSession, context: TurnContext, event_name: str, text: str, raw: str) -> Message:
-        answer = Message(
-            session_id=context.session_id,
-            user_task_execution_fk=context.user_task_execution_pk,
-            sender="assistant",
-            event_name=event_name,
-            text=text,
-            text_with_tags=raw,
-            status="final",
-            data={},
-        )
-        db.add(answer)
-        db.flush()
-        return answer
+    @staticmethod
+    def _insert_answer(
+        db: DbSession, context: TurnContext, event_name: str, text: str, raw: str, data: dict[str, Any]
+    ) -> int:
+        return db.execute(_INSERT_ANSWER, {
+            "session_id": context.session_id, "user_task_execution_fk": context.user_task_execution_pk,
+            "sender": "assistant", "event_name": event_name, "text": text, "text_with_tags": raw,
+            "status": "final", "data": data, "created_at": _now(),
+        }).scalar_one()
 
     def _store_draft(
-        self, db: DbSession, context: TurnContext, execution: UserTaskExecution, reply: ParsedReply
-    ) -> tuple[Message, dict[str, Any]]:
+        self, db: DbSession, context: TurnContext, execution: Row, reply: ParsedReply
+    ) -> tuple[int, dict[str, Any], dict[str, Any]]:
+        """The draft's answer and version (drafts are rarer than questions: the version is appended
+        through the ORM, as every other writer of versions does); (answer pk, payload, answer data)."""
         title = (reply.title or "").strip()
         draft = (reply.draft or "").strip()
-        answer = self._add_answer(db, context, "draft_message", f"{title}\n\n{draft}".strip(), reply.text_with_tags)
-        version = append_version(
-            db, execution, context.user_id, title=title, production=draft, origin="assistant",
-            text_type_fk=context.output_text_type_fk, message_pk=answer.message_pk,
+        answer_pk = self._insert_answer(
+            db, context, "draft_message", f"{title}\n\n{draft}".strip(), reply.text_with_tags, {}
         )
-        answer.data = {"produced_text_version_pk": version.produced_text_version_pk}
+        version = append_version(
+            db, _ExecutionKey(context.user_task_execution_pk), context.user_id,  # type: ignore[arg-type]
+            title=title, production=draft, origin="assistant", text_type_fk=context.output_text_type_fk,
+            message_pk=answer_pk,
+        )
+        finished: dict[str, Any] = {}
         if execution.status != "completed":
-            execution.status = "completed"
-            execution.end_date = datetime.now(UTC)
+            finished.update(status="completed", end_date=_now())
         if not execution.title and title:
-            execution.title = title[:255]
+            finished["title"] = title[:255]
+        if finished:
+            db.execute(
+                update(_execution)
+                .where(_execution.c.user_task_execution_pk == context.user_task_execution_pk)
+                .values(**finished)
+            )
         db.flush()
         payload = version_payload(version, version.produced_text, context.output_text_type)
-        payload["message_pk"] = answer.message_pk
-        return answer, payload
+        payload["message_pk"] = answer_pk
+        return answer_pk, payload, {"produced_text_version_pk": version.produced_text_version_pk}
+
+    def _write_trace(self, context: TurnContext) -> None:
+        """The collected trace entries of a turn that stored no answer, in a transaction of their own."""
+        if not context.trace:
+            return
+        try:
+            with transaction(self._factory) as db:
+                append_trace_entries(db, context.user_task_execution_pk, context.trace)
+            context.trace.clear()
+        except Exception:  # observability must never break the user's turn
+            log.exception("could not append to the reasoning trace of execution %s", context.user_task_execution_pk)
 
     def _fail_or_mark(self, context: TurnContext, reason: str) -> None:
         fail_or_mark(

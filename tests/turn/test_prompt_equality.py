@@ -1,0 +1,175 @@
+"""The instruct prompt read with Core (one joined query, the task's part cached per version) is the
+prompt the ORM code rendered, byte for byte: system prompt and conversation, for executions with
+inputs, a produced text, a parent (chaining), tools, a profile, in French, in a home chat."""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime
+
+import pytest
+
+from mojodex_core.db import transaction
+from mojodex_core.db.models import Message, UserTaskExecution
+from mojodex_core.execution import turn as turn_module
+from mojodex_core.execution.jobs import TurnJob
+from mojodex_core.task_loader import store_spec
+from mojodex_core.task_spec import validate_spec
+from tests.turn._harness import PROMPT_TASK, Turns
+from tests.turn._legacy_prompt import legacy_llm_messages
+
+NOW = datetime(2026, 11, 27, 9, 41, 7, tzinfo=UTC)
+INPUTS = {"email_content": "the weekly sync moves to Friday", "tone": "formal"}
+PROFILE = {"name": "Ada L.", "job": "CTO", "about_me": "Likes short emails.", "company_name": "Acme",
+           "company_description": "Anvils, mostly.", "timezone": "Europe/Paris", "language": "de"}
+
+
+@pytest.fixture(autouse=True)
+def _fixed_clock(monkeypatch):
+    monkeypatch.setattr(turn_module, "_now", lambda: NOW)
+
+
+def expected_and_new(turns: Turns, session_id: str, message_pk: int) -> tuple[list[dict], list[dict]]:
+    with turns.factory() as db:
+        expected = legacy_llm_messages(db, turns.turn, message_pk, NOW)
+    context = turns.turn._begin(TurnJob(session_id=session_id, message_pk=message_pk))
+    assert context is not None and context.setup_error is None
+    return expected, context.llm_messages
+
+
+def assert_same(turns: Turns, session_id: str, message_pk: int) -> list[dict]:
+    expected, new = expected_and_new(turns, session_id, message_pk)
+    assert new[0]["content"] == expected[0]["content"]
+    assert new == expected
+    return new
+
+
+def test_inputs_and_a_conversation(turns):
+    user = turns.user()
+    pk, session_id = turns.execution(user, inputs=INPUTS)
+    raw = "<ask_user_primary_info>Who?</ask_user_primary_info>"
+    turns.answered(session_id, pk, "an email for the team", "Who?", raw)
+    turns.answered(session_id, pk, "the team", "Which tone?")
+    current = turns.message(session_id, pk, "formal please")
+    turns.message(session_id, pk, "sent while the turn runs")  # after the current one: left out
+    messages = assert_same(turns, session_id, current)
+    assert "the weekly sync moves to Friday" in messages[0]["content"]
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant", "user"]
+
+
+def test_a_produced_text_version(turns):
+    user = turns.user()
+    pk, session_id = turns.execution(user, inputs=INPUTS)
+    turns.version(pk, user, "First", "first body")
+    turns.version(pk, user, "Second", "second body")
+    messages = assert_same(turns, session_id, turns.message(session_id, pk, "shorter"))
+    assert "(version 2)" in messages[0]["content"] and "second body" in messages[0]["content"]
+
+
+@pytest.mark.parametrize("language", ["en", "fr"])
+def test_chaining_the_parent_result_and_prefix(turns, language):
+    user = turns.user(language=language)
+    parent, _ = turns.execution(user, "turn_prompt_minutes", language=None, inputs=INPUTS)
+    turns.version(parent, user, "Sprint review", "Decisions: ship on Friday.")
+    with transaction(turns.factory) as db:
+        db.get(UserTaskExecution, parent).title = "Review"
+    pk, session_id = turns.execution(user, "turn_prompt_follow_up", language=None, parent=parent, inputs=INPUTS)
+    messages = assert_same(turns, session_id, turns.message(session_id, pk, "go"))
+    assert "Decisions: ship on Friday." in messages[0]["content"]
+    assert ("Envoie-le :" if language == "fr" else "Send it:") in messages[0]["content"]
+    assert ("Compte rendu" if language == "fr" else "Minutes") in messages[0]["content"]
+
+
+def test_a_deleted_parent_or_a_parent_without_the_action(turns):
+    user = turns.user()
+    parent, _ = turns.execution(user, "turn_prompt_minutes", inputs=INPUTS)
+    other_parent, _ = turns.execution(user, "turn_prompt_email", inputs=INPUTS)  # offers no such action
+    with transaction(turns.factory) as db:
+        db.get(UserTaskExecution, parent).status = "deleted"
+    for parent_pk in (parent, other_parent):
+        pk, session_id = turns.execution(user, "turn_prompt_follow_up", parent=parent_pk)
+        assert_same(turns, session_id, turns.message(session_id, pk, "go"))
+
+
+@pytest.mark.parametrize("mode", ["auto", "tags", "functions"])
+def test_tools(make_turns, mode):
+    from mojodex_core.execution.tool_loop import ToolSettings
+
+    turns = make_turns(tools=ToolSettings(mode=mode))
+    user = turns.user()
+    pk, session_id = turns.execution(user, "turn_prompt_tools", inputs=INPUTS)
+    messages = assert_same(turns, session_id, turns.message(session_id, pk, "echo it"))
+    assert "turn_echo" in messages[0]["content"]
+    assert ("<tool_call>" in messages[0]["content"]) is (mode != "functions")
+
+
+def test_a_profile_on_mobile(turns):
+    user = turns.user(profile=PROFILE)
+    pk, session_id = turns.execution(user, inputs=INPUTS, platform="mobile")
+    messages = assert_same(turns, session_id, turns.message(session_id, pk, "hello"))
+    assert "Anvils, mostly." in messages[0]["content"] and "Ada L." in messages[0]["content"]
+
+
+def test_french(turns):
+    user = turns.user(language="fr", profile={"name": "Zoé"})
+    pk, session_id = turns.execution(user, language=None, inputs=INPUTS)
+    messages = assert_same(turns, session_id, turns.message(session_id, pk, "bonjour"))
+    assert "Le sujet de l'e-mail" in messages[0]["content"] and '"fr"' in messages[0]["content"]
+
+
+def test_a_language_without_displayed_data_falls_back(turns):
+    user = turns.user(language="de")
+    pk, session_id = turns.execution(user, language="pt-BR", inputs=INPUTS)
+    assert_same(turns, session_id, turns.message(session_id, pk, "olá"))
+
+
+def test_a_home_chat_session_shows_free_chat_but_not_other_tasks(turns):
+    user = turns.user()
+    pk, session_id = turns.execution(user, inputs=None)
+    other, _ = turns.execution(user, session_id=session_id)
+    turns.answered(session_id, None, "free chat question", "free chat answer")
+    turns.answered(session_id, other, "other task question", "other task answer")
+    messages = assert_same(turns, session_id, turns.message(session_id, pk, "now this task"))
+    texts = [m["content"] for m in messages[1:]]
+    assert "free chat question" in texts and "other task question" not in texts
+
+
+def test_a_changed_task_applies_at_the_next_turn(turns):
+    user = turns.user()
+    pk, session_id = turns.execution(user, inputs=INPUTS)
+    assert_same(turns, session_id, turns.message(session_id, pk, "one"))
+    changed = copy.deepcopy(PROMPT_TASK)
+    changed["definition_for_system"] = "The user needs a CHANGED email"
+    changed["task_displayed_data"][0]["json_input"][0]["description_for_system"] = "CHANGED input"
+    try:
+        with transaction(turns.factory) as db:
+            store_spec(db, validate_spec(changed), "upsert")
+        messages = assert_same(turns, session_id, turns.message(session_id, pk, "two"))
+        assert "CHANGED email" in messages[0]["content"] and "CHANGED input" in messages[0]["content"]
+    finally:
+        with transaction(turns.factory) as db:
+            store_spec(db, validate_spec(PROMPT_TASK), "upsert")
+
+
+def test_the_conversation_window(make_turns):
+    turns = make_turns(context_tokens=60)
+    user = turns.user()
+    pk, session_id = turns.execution(user)
+    for n in range(6):
+        turns.answered(session_id, pk, f"question {n} " + "x" * 40, f"answer {n} " + "y" * 40)
+    messages = assert_same(turns, session_id, turns.message(session_id, pk, "last"))
+    assert 1 < len(messages) < 13
+
+
+def test_the_turn_starts_the_execution_and_claims_the_message(turns):
+    user = turns.user()
+    pk, session_id = turns.execution(user)
+    first = turns.message(session_id, pk, "one")
+    context = turns.turn._begin(TurnJob(session_id=session_id, message_pk=first))
+    assert context.started_now
+    assert turns.row(Message, first).status == "processing"
+    started = turns.row(UserTaskExecution, pk)
+    assert started.status == "started" and started.start_date is not None
+    assert turns.turn._begin(TurnJob(session_id=session_id, message_pk=first)) is None  # never twice
+    second = turns.message(session_id, pk, "two")
+    assert turns.turn._begin(TurnJob(session_id=session_id, message_pk=second)).started_now is False
