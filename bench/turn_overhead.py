@@ -1,7 +1,7 @@
 """Throughput and overhead of one platform process, against an LLM that answers instantly.
 
     .venv/bin/python bench/turn_overhead.py [--sessions 50] [--database-url URL] [--distributed]
-                                            [--py-spy FILE]
+                                            [--py-spy PREFIX]
 
 What runs (all on loopback, each in its own process so that no two share a GIL):
   * the scripted OpenAI-compatible server (tests/support/scripted_llm.py), answering every
@@ -232,6 +232,27 @@ def open_loop(sessions: list[BenchSession], rate: float, seconds: float, timeout
     return results, time.perf_counter() - started
 
 
+# --------------------------------------------------------------------------- profiling
+
+
+def py_spy(prefix: str | None, phase: str, server: ProductionServer) -> subprocess.Popen | None:
+    """py-spy sampling the serving process (threads holding the GIL) into PREFIX-PHASE.txt."""
+    if not prefix:
+        return None
+    spy = subprocess.Popen(
+        [shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy"), "record", "--gil", "--nonblocking",
+         "-r", "250", "-f", "raw", "-o", f"{prefix}-{phase}.txt", "-p", str(server.worker_pid())],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    return spy
+
+
+def stop_py_spy(spy: subprocess.Popen | None) -> None:
+    if spy is not None:
+        spy.send_signal(2)
+        spy.wait(30)
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -251,8 +272,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--open-seconds", type=float, default=20.0, help="open-loop duration")
     parser.add_argument("--turn-timeout", type=float, default=60.0, help="max seconds to wait for one answer")
     parser.add_argument("--deadline", type=float, default=300.0, help="hard stop of the whole bench, seconds")
-    parser.add_argument("--py-spy", default=None, metavar="FILE",
-                        help="record the serving process with py-spy (--gil, raw format) during the closed loop")
+    parser.add_argument("--py-spy", default=None, metavar="PREFIX",
+                        help="record the serving process with py-spy (--gil, raw format) during the closed loop "
+                             "and the drafts, into PREFIX-questions.txt and PREFIX-drafts.txt")
     return parser.parse_args(argv)
 
 
@@ -354,13 +376,7 @@ def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915 - a script's ph
         provider.close()
 
         # 2. closed loop: all sessions, question turns
-        spy = None
-        if args.py_spy:
-            spy = subprocess.Popen(
-                [shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy"), "record", "--gil",
-                 "--nonblocking", "-r", "250", "-f", "raw", "-o", args.py_spy, "-p", str(server.worker_pid())],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            time.sleep(0.5)
+        spy = py_spy(args.py_spy, "questions", server)
         cpu = PlatformCpu(server)
         meter = CpuMeter(client_pids, db_kind == "postgres")
         questions, questions_wall = in_parallel(
@@ -369,16 +385,16 @@ def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915 - a script's ph
         )
         questions_cpu = cpu.per_process_s()
         questions_meter = meter.summary()
-        if spy is not None:
-            spy.send_signal(2)
-            spy.wait(30)
+        stop_py_spy(spy)
 
         # 3. drafts: all sessions, one streamed draft each
+        spy = py_spy(args.py_spy, "drafts", server)
         cpu = PlatformCpu(server)
         meter = CpuMeter(client_pids, db_kind == "postgres")
         drafts, drafts_wall = in_parallel(sessions, lambda s: [run_turn(s, "draft", draft_text, args.turn_timeout)])
         drafts_cpu = cpu.per_process_s()
         drafts_meter = meter.summary()
+        stop_py_spy(spy)
 
         # 4. open loop
         cpu = PlatformCpu(server)
