@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
 from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
 
 from mojodex_core.db.sqlite_writes import WriteGate, gated_connection_class
@@ -39,10 +41,51 @@ def make_engine(database_url: str, *, pool_size: int = 20, max_overflow: int = 4
 
         return engine
     # A bounded connect: a database host that drops packets must not hang /health for minutes.
-    return create_engine(
-        database_url, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True,
-        connect_args={"connect_timeout": 5},
+    engine = create_engine(
+        database_url, pool_size=pool_size, max_overflow=max_overflow, connect_args={"connect_timeout": 5},
     )
+    ping_when_idle(engine)
+    return engine
+
+
+# A pooled connection used this recently is taken as alive: pinging it at every checkout (SQLAlchemy's
+# pool_pre_ping) cost a round trip per transaction, five per instruct turn on Postgres.
+IDLE_PING_S = 1.0
+
+
+def ping_when_idle(engine: Engine, idle_s: float | None = None) -> None:
+    """Pessimistic disconnect handling for connections idle longer than ``idle_s``.
+
+    A connection back in the pool for longer is pinged at checkout, and one found dead is
+    replaced before the caller sees it (the pool retries on DisconnectionError), as with
+    pool_pre_ping. A connection that died within the last ``idle_s`` fails its first statement
+    instead; SQLAlchemy then invalidates the whole pool, so only that transaction fails.
+    """
+    dialect = engine.dialect
+
+    def threshold() -> float:
+        return IDLE_PING_S if idle_s is None else idle_s
+
+    @event.listens_for(engine, "connect")
+    def _fresh(_dbapi_conn, record) -> None:  # noqa: ANN001
+        record.info["mojodex_used_at"] = time.monotonic()
+
+    @event.listens_for(engine, "checkin")
+    def _used(_dbapi_conn, record) -> None:  # noqa: ANN001
+        if record is not None:
+            record.info["mojodex_used_at"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _ping(dbapi_conn, record, _proxy) -> None:  # noqa: ANN001
+        if time.monotonic() - record.info.get("mojodex_used_at", 0.0) <= threshold():
+            return
+        try:
+            dialect.do_ping(dbapi_conn)
+        except Exception as exc:
+            if dialect.is_disconnect(exc, dbapi_conn, None):
+                raise DisconnectionError(f"pooled connection found dead: {exc}") from exc
+            raise
+        record.info["mojodex_used_at"] = time.monotonic()
 
 
 def make_session_factory(engine: Engine) -> sessionmaker[Session]:
