@@ -13,6 +13,7 @@ from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from bench._hosts import DRAFT_PREFIX
+from mojodex_core.execution.events import RETRYING_EVENT
 from tests.support.live import Client, SocketRecorder
 
 # --------------------------------------------------------------------------- clients
@@ -54,6 +55,8 @@ class TurnResult:
     delta_chars: int = 0
     error: str | None = None
     content_ok: bool | None = None
+    mismatch: str | None = None  # what differed, when content_ok is False
+    retried: bool = False  # the platform re-ran the turn (mojo_message_retrying)
 
     @property
     def ok(self) -> bool:
@@ -117,42 +120,58 @@ def run_turn(
         result.error = f"PUT /user_message: {response.status_code} {response.text[:200]}"
         return result
     message_pk = response.json()["message_pk"]
-    cursor = {"i": start}
+    # python-engineio's client runs each message's handler on a thread of its own, so events can
+    # be recorded out of order under load: the turn is complete once its final event and every
+    # seq from its user_message_reception to that final event have been recorded.
+    span: dict[str, int] = {}
 
-    def answered(events: list[tuple[str, Any]]) -> bool:
-        while cursor["i"] < len(events):
-            name, data = events[cursor["i"]]
-            if name in (final_name, "error") and isinstance(data, dict) and data.get("user_message_pk") == message_pk:
-                return True
-            cursor["i"] += 1
-        return False
+    def complete(events: list[tuple[str, Any]]) -> bool:
+        seqs = set()
+        for name, data in events[start:]:
+            if not isinstance(data, dict):
+                continue
+            seqs.add(data.get("seq"))
+            if name == "user_message_reception" and data.get("message_pk") == message_pk:
+                span["first"] = data["seq"]
+            elif name in (final_name, "error") and data.get("user_message_pk") == message_pk:
+                span["last"] = data["seq"]
+        if "first" not in span or "last" not in span:
+            return False
+        return all(seq in seqs for seq in range(span["first"], span["last"] + 1))
 
     try:
-        socket.wait_for(answered, timeout=timeout_s)
+        socket.wait_for(complete, timeout=timeout_s)
     except AssertionError:
-        result.error = f"no {final_name} within {timeout_s:.0f} s"
+        result.error = f"no complete {final_name} turn within {timeout_s:.0f} s"
         return result
     with socket._cond:
-        end = cursor["i"] + 1
-        events = socket.events[start:end]
-        times = socket.times[start:end]
-    final_event, final = events[-1]
+        recorded = list(zip(socket.events[start:], socket.times[start:], strict=False))
+    turn = sorted(
+        ((data["seq"], name, data, t) for (name, data), t in recorded
+         if isinstance(data, dict) and span["first"] < (data.get("seq") or 0) <= span["last"]),
+        key=lambda e: e[0],
+    )
+    _seq, final_event, final, result.t_final = turn[-1]
     if final_event == "error":
         result.error = f"error event: {final.get('error')}"
         return result
-    result.t_final = times[-1]
     deltas: list[str] = []
-    for (name, data), t in zip(events, times, strict=False):
-        if name == token_name:
-            if result.t_first is None:
-                result.t_first = t
+    token_seqs: list[int] = []
+    for seq, name, data, t in turn:
+        if name == RETRYING_EVENT and data.get("message_pk") == message_pk:
+            deltas, result.retried = [], True  # the turn runs again: clients drop its partial text
+        elif name == token_name:
+            if result.t_first is None or t < result.t_first:
+                result.t_first = t  # the first token event to arrive, whatever its handler's order
             result.token_events += 1
             result.delta_chars += len(data.get("delta") or "")
+            token_seqs.append(seq)
             if kind == "question" or data.get("part") == "draft":
                 deltas.append(data.get("delta") or "")
     streamed = "".join(deltas)
-    if kind == "draft":
-        result.content_ok = streamed == final.get("produced_text") == expected
-    else:
-        result.content_ok = streamed == final.get("text") == expected
+    stored = final.get("produced_text") if kind == "draft" else final.get("text")
+    result.content_ok = streamed == stored == expected
+    if not result.content_ok:
+        result.mismatch = (f"streamed {streamed!r} stored {stored!r} expected {expected!r} "
+                           f"token seqs {token_seqs} final seq {final.get('seq')}")
     return result

@@ -87,8 +87,10 @@ def summarize(label: str, results: list[TurnResult], llm_received: dict[str, flo
     first = [r.ms(r.t_first) for r in ok if r.t_first is not None]
     final = [r.ms(r.t_final) for r in ok]
     bad_content = sum(1 for r in ok if not r.content_ok)
+    retried = sum(1 for r in ok if r.retried)
     print(f"\n== {label}: {len(results)} turns in {wall_s:.2f} s ({len(results) / wall_s:.1f} turns/s), "
-          f"{len(results) - len(ok)} failed, {bad_content} with streamed text != stored text")
+          f"{len(results) - len(ok)} failed, {bad_content} with streamed text != stored text"
+          + (f", {retried} re-run by the platform (mojo_message_retrying)" if retried else ""))
     if cpu:
         print(f"   {cpu}")
     row("start -> first token event", first)
@@ -104,6 +106,10 @@ def summarize(label: str, results: list[TurnResult], llm_received: dict[str, flo
     for r in results:
         if not r.ok:
             print(f"   failure: {r.error}")
+            break
+    for r in ok:
+        if not r.content_ok:
+            print(f"   mismatch: {r.mismatch[:1500]}")
             break
     return {"first_p50": percentile(first, 50), "first_p99": percentile(first, 99),
             "final_p50": percentile(final, 50), "failed": len(results) - len(ok), "bad_content": bad_content}
