@@ -241,12 +241,19 @@ def open_loop(sessions: list[BenchSession], rate: float, seconds: float, timeout
 # --------------------------------------------------------------------------- profiling
 
 
+def py_spy_binary() -> str:
+    binary = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    if not Path(binary).exists():
+        raise SystemExit("--py-spy needs py-spy: .venv/bin/pip install py-spy")
+    return binary
+
+
 def py_spy(prefix: str | None, phase: str, server: ProductionServer) -> subprocess.Popen | None:
     """py-spy sampling the serving process (threads holding the GIL) into PREFIX-PHASE.txt."""
     if not prefix:
         return None
     spy = subprocess.Popen(
-        [shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy"), "record", "--gil", "--nonblocking",
+        [py_spy_binary(), "record", "--gil", "--nonblocking",
          "-r", "250", "-f", "raw", "-o", f"{prefix}-{phase}.txt", "-p", str(server.worker_pid())],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(0.5)
@@ -286,6 +293,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915 - a script's phases, in order
     args = parse_args(argv)
+    if args.py_spy:
+        py_spy_binary()  # before anything starts
     quiet_logs()
     bench_started = time.perf_counter()
     cleanup: list[Callable[[], None]] = []
