@@ -20,7 +20,7 @@ import threading
 import time
 from typing import Callable
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
@@ -37,6 +37,7 @@ from mojodex_core.execution.session_claims import (
     holding,
     next_pending,
     release,
+    release_and_look,
     renew,
 )
 
@@ -47,6 +48,13 @@ Handler = Callable[[TurnJob | SessionJob, threading.Event], None]
 CancelFlag = Callable[[str], float | None]
 
 DONE, BUSY, MORE = "done", "busy", "more"
+
+_message = Message.__table__
+_PROCESSING = (
+    select(_message.c.message_pk)
+    .where(_message.c.session_id == bindparam("b_session"), _message.c.status == "processing")
+    .limit(1)
+)
 
 
 class _Heartbeat(threading.Thread):
@@ -134,17 +142,29 @@ class Drainer:
             try:
                 self._run_claimed(claim, jobs, stopping)
                 jobs = []
-            finally:
-                try:
-                    release(self.factory, claim)
-                except Exception:  # the lease lapses by itself; the sweep then re-runs what is left
-                    log.exception("session %s: releasing the lease failed", session_id)
-            if not self.has_pending(session_id):
+            except BaseException:
+                self._release(claim)
+                raise
+            if not self._release_and_look(claim):
                 return DONE
             if stopping():
                 return MORE
             # A message accepted after our last look and before the release: its own drain task
             # may have found the session held, so answer it now.
+
+    def _release(self, claim: Claim) -> None:
+        try:
+            release(self.factory, claim)
+        except Exception:  # the lease lapses by itself; the sweep then re-runs what is left
+            log.exception("session %s: releasing the lease failed", claim.session_id)
+
+    def _release_and_look(self, claim: Claim) -> bool:
+        """Releases the lease; True when a message still waits (one transaction for both)."""
+        try:
+            return release_and_look(self.factory, claim)
+        except Exception:  # the lease lapses by itself; the sweep then re-runs what is left
+            log.exception("session %s: releasing the lease failed", claim.session_id)
+        return self.has_pending(claim.session_id)
 
     def _run_claimed(self, claim: Claim, jobs: list[TurnJob | SessionJob], stopping: Callable[[], bool]) -> None:
         if self.events is not None:
@@ -175,8 +195,7 @@ class Drainer:
         """A message still ``processing`` when we take the session was left by a holder that
         failed to finish it (its database went away mid-turn): it is answered again."""
         with self.factory() as db:
-            orphaned = db.scalar(select(Message.message_pk).where(
-                Message.session_id == claim.session_id, Message.status == "processing").limit(1))
+            orphaned = db.execute(_PROCESSING, {"b_session": claim.session_id}).scalar()
         if orphaned is None:
             return
         with holding(claim), self.events.publishing(claim.session_id) as publication, transaction(self.factory) as db:

@@ -209,3 +209,16 @@ def test_jobs_cross_the_broker_unchanged():
     for job in (TurnJob(session_id="s", message_pk=3, task_tool_execution_pk=7),
                 SessionJob(session_id="s", kind="workflow_step", payload={"step_pk": 12})):
         assert decode_job("s", json.loads(json.dumps(encode_job(job)))) == job
+
+
+def test_release_and_look_frees_the_lease_and_sees_a_message_accepted_while_held(factory, session_id):
+    from mojodex_core.execution.session_claims import release_and_look
+
+    claim = claim_session(factory, session_id, "w1", lease_s=30)
+    assert not release_and_look(factory, claim), "nothing pending"
+    claim = claim_session(factory, session_id, "w1", lease_s=30)
+    assert claim is not None and claim.fence == 2
+    _message(factory, session_id, "arrived while held")
+    assert claim_session(factory, session_id, "w2", lease_s=30) is None  # its drain found the session held
+    assert release_and_look(factory, claim), "the holder must see the message after its release"
+    assert claim_session(factory, session_id, "w2", lease_s=30).fence == 3, "the lease must be free"
