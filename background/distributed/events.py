@@ -30,6 +30,7 @@ from urllib.parse import urlparse
 
 import redis
 import socketio
+from sqlalchemy import insert
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
@@ -77,6 +78,9 @@ return 0
 LOCK_RETRY_SLEEP_S = 0.1  # redis-py Lock's default
 
 
+_INSERT_EVENT = insert(SessionEvent.__table__)
+
+
 def socketio_channel(redis_url: str) -> str:
     """The Socket.IO message-queue channel: Redis pub/sub ignores database numbers, so the
     channel names the database, keeping deployments that share one Redis apart."""
@@ -92,7 +96,11 @@ class _Publication(Publication):
     def add(self, db: DbSession, event_name: str, payload: dict[str, Any]) -> int:
         self.last_seq = self._log._next_seq(self.session_id)
         payload = {**payload, "seq": self.last_seq}
-        db.add(SessionEvent(session_id=self.session_id, seq=self.last_seq, event_name=event_name, payload=payload))
+        # A Core INSERT at once, as in-process (mojodex_core.execution.events.Publication): no ORM
+        # unit of work, and no autoflush of it before every later statement of the transaction.
+        db.execute(_INSERT_EVENT, {
+            "session_id": self.session_id, "seq": self.last_seq, "event_name": event_name, "payload": payload,
+        })
         self.events.append((event_name, payload))
         return self.last_seq
 

@@ -91,3 +91,19 @@ def test_a_lock_that_expired_while_held_is_not_released_for_its_new_holder(parts
         client.set(f"mojodex:evlock:{sid}", "someone-else")  # expired, then taken by another process
     assert client.get(f"mojodex:evlock:{sid}") == b"someone-else"
     assert "expired while held" in caplog.text
+
+
+def test_a_final_event_is_inserted_at_once_not_left_to_the_unit_of_work(parts):
+    from sqlalchemy import func, select
+
+    from mojodex_core.db.models import SessionEvent
+
+    factory, client, sid = parts
+    events = _log(factory, client, [])
+    with events.publishing(sid) as publication, transaction(factory) as db:
+        seq = publication.add(db, "mojo_message", {"text": "hi"})
+        assert not db.new, "no ORM object pending a flush"
+        stored = db.execute(select(func.count()).select_from(SessionEvent).where(
+            SessionEvent.session_id == sid, SessionEvent.seq == seq)).scalar()
+        assert stored == 1
+    assert events.events_after(sid, 0) == [(seq, "mojo_message", {"text": "hi", "seq": seq})]
