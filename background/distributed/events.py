@@ -71,6 +71,12 @@ redis.call('XADD', KEYS[3], seq .. '-1', 'e', ARGV[3], 'p', ARGV[4])
 redis.call('EXPIRE', KEYS[3], ARGV[5])
 return seq
 """
+# A final event's seq: INCR and EXPIRE in one script (a MULTI/EXEC pipeline costs more to build).
+_INCR_SCRIPT = """
+local seq = redis.call('INCR', KEYS[1])
+redis.call('EXPIRE', KEYS[1], ARGV[1])
+return seq
+"""
 _RELEASE_SCRIPT = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
@@ -125,6 +131,7 @@ class RedisSessionEventLog:
         self._acquire_script = redis_client.register_script(_ACQUIRE_SCRIPT)
         self._acquire_token_script = redis_client.register_script(_ACQUIRE_TOKEN_SCRIPT)
         self._release_script = redis_client.register_script(_RELEASE_SCRIPT)
+        self._incr_script = redis_client.register_script(_INCR_SCRIPT)
 
     def set_transport(self, transport: Transport | None) -> None:
         self._transport = transport
@@ -192,10 +199,7 @@ class RedisSessionEventLog:
     def _next_seq(self, session_id: str) -> int:
         # Seeded by publishing() before the caller's transaction: seeding here would need a second
         # database connection while the caller holds one (a pool deadlock under load).
-        pipe = self._redis.pipeline()
-        pipe.incr(self._seq_key(session_id))
-        pipe.expire(self._seq_key(session_id), SEQ_KEY_TTL_S)
-        return int(pipe.execute()[0])
+        return int(self._incr_script(keys=[self._seq_key(session_id)], args=[SEQ_KEY_TTL_S]))
 
     @contextmanager
     def publishing(self, session_id: str) -> Iterator[Publication]:

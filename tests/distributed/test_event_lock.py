@@ -107,3 +107,12 @@ def test_a_final_event_is_inserted_at_once_not_left_to_the_unit_of_work(parts):
             SessionEvent.session_id == sid, SessionEvent.seq == seq)).scalar()
         assert stored == 1
     assert events.events_after(sid, 0) == [(seq, "mojo_message", {"text": "hi", "seq": seq})]
+
+
+def test_a_final_events_seq_keeps_the_counter_alive(parts):
+    factory, client, sid = parts
+    events = _log(factory, client, [])
+    events.publish(sid, "first", {})
+    client.expire(f"mojodex:seq:{sid}", 5)
+    assert events.publish(sid, "second", {}) == 2
+    assert client.ttl(f"mojodex:seq:{sid}") > 3600, "every seq renews the counter's expiry"
