@@ -6,8 +6,8 @@ Celery so it can be tested against a database alone.
 - Order: messages are answered oldest first (message_pk), one at a time, under the session's
   lease; two workers never run one session because the claim is one conditional UPDATE.
 - One message per claim: the release and the look for the next message share a transaction;
-  a message found there is answered under a new claim (the common case, one message, costs
-  a claim, one look and a release-and-look).
+  a message found there is answered under a new claim, whose transaction also reads the first
+  look (orphans, oldest pending). One message costs two transactions besides its turn.
 - A drain task that finds the session held returns: the holder answers the new message too,
   because after releasing it checks for messages that arrived meanwhile and claims again.
 - Heartbeat: a thread renews the lease every third of it and watches the session's cancel flag;
@@ -23,22 +23,22 @@ import threading
 import time
 from typing import Callable
 
-from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
 from background.distributed.sweep import requeue_orphans
 from mojodex_core.db import transaction
-from mojodex_core.db.models import Message
 from mojodex_core.execution.events import EventPublisher
 from mojodex_core.execution.failures import mark_failed
 from mojodex_core.execution.jobs import SessionJob, TurnJob
 from mojodex_core.execution.session_claims import (
     Claim,
+    Look,
     check_fence,
-    claim_session,
+    claim_and_look,
     holding,
     next_pending,
+    processing_message,
     release,
     release_and_look,
     renew,
@@ -52,12 +52,6 @@ CancelFlag = Callable[[str], float | None]
 
 DONE, BUSY, MORE = "done", "busy", "more"
 
-_message = Message.__table__
-_PROCESSING = (
-    select(_message.c.message_pk)
-    .where(_message.c.session_id == bindparam("b_session"), _message.c.status == "processing")
-    .limit(1)
-)
 
 
 class _Heartbeat(threading.Thread):
@@ -140,11 +134,12 @@ class Drainer:
         jobs = list(jobs or [])
         attempted: set[int] = set()  # messages whose turn ran: one still pending is failed, not re-run
         while True:
-            claim = claim_session(self.factory, session_id, self.owner, self.lease_s)
+            claim, look = claim_and_look(self.factory, session_id, self.owner, self.lease_s,
+                                         orphans=self.events is not None)
             if claim is None:
                 return BUSY
             try:
-                self._run_claimed(claim, jobs, stopping, attempted)
+                self._run_claimed(claim, jobs, stopping, attempted, look)
                 jobs = []
             except BaseException:
                 self._release(claim)
@@ -171,7 +166,8 @@ class Drainer:
         return self.has_pending(claim.session_id)
 
     def _run_claimed(
-        self, claim: Claim, jobs: list[TurnJob | SessionJob], stopping: Callable[[], bool], attempted: set[int]
+        self, claim: Claim, jobs: list[TurnJob | SessionJob], stopping: Callable[[], bool], attempted: set[int],
+        look: Look | None = None,
     ) -> None:
         """Runs the carried jobs, then the session's oldest pending message: one per claim, as
         the release that follows looks for the next one anyway (in its own transaction), and a
@@ -187,7 +183,7 @@ class Drainer:
                         self._run(job, heartbeat)
                     message_pk = self._next_pending(claim)
                 else:
-                    message_pk = self._first_look(claim)
+                    message_pk = self._first_look(claim, look)
                 while message_pk is not None and message_pk in attempted:  # left pending: never spin on it
                     log.error("session %s: message_pk=%s still pending after its turn; failing it",
                               claim.session_id, message_pk)
@@ -206,19 +202,18 @@ class Drainer:
 
     def _processing(self, claim: Claim) -> int | None:
         with self.factory() as db:
-            return db.execute(_PROCESSING, {"b_session": claim.session_id}).scalar()
+            return processing_message(db, claim.session_id)
 
-    def _first_look(self, claim: Claim) -> int | None:
+    def _first_look(self, claim: Claim, look: Look | None) -> int | None:
         """After a claim: re-queues the messages a failed holder left processing, then returns the
-        oldest pending one; both looks in one database session."""
-        with self.factory() as db:
-            orphaned = None
-            if self.events is not None:
-                orphaned = db.execute(_PROCESSING, {"b_session": claim.session_id}).scalar()
-            message_pk = next_pending(db, claim.session_id) if orphaned is None else None
-        if orphaned is None:
-            return message_pk
-        self._requeue_orphans(claim, orphaned)
+        oldest pending one; both read by the claim's own transaction when it could (``look``)."""
+        if look is None:
+            with self.factory() as db:
+                orphaned = processing_message(db, claim.session_id) if self.events is not None else None
+                look = Look(orphaned, next_pending(db, claim.session_id) if orphaned is None else None)
+        if look.orphaned is None:
+            return look.pending
+        self._requeue_orphans(claim, look.orphaned)
         return self._next_pending(claim)
 
     def _requeue_orphans(self, claim: Claim, orphaned: int | None) -> None:

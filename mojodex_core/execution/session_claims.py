@@ -74,10 +74,17 @@ _NEXT_PENDING = (
     select(_message.c.message_pk)
     .where(
         _message.c.session_id == bindparam("b_session"),
-        or_(_message.c.sender == "user", _message.c.event_name.in_(RUNNER_SYSTEM_EVENTS)),
+        # answered_by_runner() with one equality per event name: an IN list is an expanding
+        # parameter, re-rendered into the SQL at every execution.
+        or_(_message.c.sender == "user", *(_message.c.event_name == name for name in RUNNER_SYSTEM_EVENTS)),
         _message.c.status == "pending",
     )
     .order_by(_message.c.message_pk)
+    .limit(1)
+)
+_PROCESSING = (
+    select(_message.c.message_pk)
+    .where(_message.c.session_id == bindparam("b_session"), _message.c.status == "processing")
     .limit(1)
 )
 
@@ -147,6 +154,38 @@ def claim_session(factory: sessionmaker[DbSession], session_id: str, owner: str,
         pass  # another worker created it first: compete for it
     fence = _try_claim(factory, session_id, owner, lease_s)
     return Claim(session_id, fence, owner) if fence is not None else None
+
+
+@dataclass(frozen=True)
+class Look:
+    """What a claim found, read in its transaction: a message a failed holder left processing
+    (looked for only when asked) and, when there is none, the oldest pending message."""
+
+    orphaned: int | None
+    pending: int | None
+
+
+def claim_and_look(
+    factory: sessionmaker[DbSession], session_id: str, owner: str, lease_s: float, *, orphans: bool = True
+) -> tuple[Claim | None, Look | None]:
+    """claim_session, and when the conditional UPDATE takes the session, the drain's first look
+    in the same transaction. The Look is None when the claim took the slow path (the session's
+    first claim): the caller looks itself."""
+    stamp = now()
+    with transaction(factory) as db:
+        fence = db.execute(_CLAIM, {
+            "b_session": session_id, "b_owner": owner, "b_now": stamp, "b_cutoff": stamp - timedelta(seconds=lease_s),
+        }).scalar()
+        if fence is not None:
+            orphaned = processing_message(db, session_id) if orphans else None
+            pending = next_pending(db, session_id) if orphaned is None else None
+            return Claim(session_id, fence, owner), Look(orphaned, pending)
+    return claim_session(factory, session_id, owner, lease_s), None
+
+
+def processing_message(db: DbSession, session_id: str) -> int | None:
+    """A message of the session being answered (``processing``), if any."""
+    return db.execute(_PROCESSING, {"b_session": session_id}).scalar()
 
 
 def _try_claim(factory: sessionmaker[DbSession], session_id: str, owner: str, lease_s: float) -> int | None:

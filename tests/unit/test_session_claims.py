@@ -246,3 +246,23 @@ def test_a_drain_takes_one_message_per_claim_and_fails_one_its_turn_left_pending
                               .order_by(Message.message_pk)).all()
         assert db.get(SessionRunner, session_id).owner is None
     assert statuses == ["answered", "failed", "answered"]
+
+
+def test_a_claim_reads_the_first_look_in_its_own_transaction(factory, session_id):
+    from mojodex_core.execution.session_claims import Look, claim_and_look
+
+    claim, look = claim_and_look(factory, session_id, "w1", lease_s=30)
+    assert claim.fence == 1 and look is None, "the first claim creates the lease row: the caller looks"
+    release(factory, claim)
+    first = _message(factory, session_id, "a")
+    _message(factory, session_id, "b")
+    claim, look = claim_and_look(factory, session_id, "w1", lease_s=30)
+    assert claim.fence == 2 and look == Look(orphaned=None, pending=first)
+    assert claim_and_look(factory, session_id, "w2", lease_s=30) == (None, None), "held"
+    release(factory, claim)
+    left = _message(factory, session_id, "c", status="processing")
+    claim, look = claim_and_look(factory, session_id, "w1", lease_s=30)
+    assert look == Look(orphaned=left, pending=None)
+    release(factory, claim)
+    claim, look = claim_and_look(factory, session_id, "w1", lease_s=30, orphans=False)
+    assert look == Look(orphaned=None, pending=first)
