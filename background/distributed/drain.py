@@ -5,6 +5,9 @@ Celery so it can be tested against a database alone.
 
 - Order: messages are answered oldest first (message_pk), one at a time, under the session's
   lease; two workers never run one session because the claim is one conditional UPDATE.
+- One message per claim: the release and the look for the next message share a transaction;
+  a message found there is answered under a new claim, whose transaction also reads the first
+  look (orphans, oldest pending). One message costs two transactions besides its turn.
 - A drain task that finds the session held returns: the holder answers the new message too,
   because after releasing it checks for messages that arrived meanwhile and claims again.
 - Heartbeat: a thread renews the lease every third of it and watches the session's cancel flag;
@@ -20,23 +23,24 @@ import threading
 import time
 from typing import Callable
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
 from background.distributed.sweep import requeue_orphans
 from mojodex_core.db import transaction
-from mojodex_core.db.models import Message
 from mojodex_core.execution.events import EventPublisher
 from mojodex_core.execution.failures import mark_failed
 from mojodex_core.execution.jobs import SessionJob, TurnJob
 from mojodex_core.execution.session_claims import (
     Claim,
+    Look,
     check_fence,
-    claim_session,
+    claim_and_look,
     holding,
     next_pending,
+    processing_message,
     release,
+    release_and_look,
     renew,
 )
 
@@ -47,6 +51,7 @@ Handler = Callable[[TurnJob | SessionJob, threading.Event], None]
 CancelFlag = Callable[[str], float | None]
 
 DONE, BUSY, MORE = "done", "busy", "more"
+
 
 
 class _Heartbeat(threading.Thread):
@@ -127,56 +132,93 @@ class Drainer:
         """DONE: nothing left; BUSY: another worker holds the session (``jobs`` not run);
         MORE: stopped by ``stopping`` with messages left (hand them back)."""
         jobs = list(jobs or [])
+        attempted: set[int] = set()  # messages whose turn ran: one still pending is failed, not re-run
         while True:
-            claim = claim_session(self.factory, session_id, self.owner, self.lease_s)
+            claim, look = claim_and_look(self.factory, session_id, self.owner, self.lease_s,
+                                         orphans=self.events is not None)
             if claim is None:
                 return BUSY
             try:
-                self._run_claimed(claim, jobs, stopping)
+                self._run_claimed(claim, jobs, stopping, attempted, look)
                 jobs = []
-            finally:
-                try:
-                    release(self.factory, claim)
-                except Exception:  # the lease lapses by itself; the sweep then re-runs what is left
-                    log.exception("session %s: releasing the lease failed", session_id)
-            if not self.has_pending(session_id):
+            except BaseException:
+                self._release(claim)
+                raise
+            if not self._release_and_look(claim):
                 return DONE
             if stopping():
                 return MORE
             # A message accepted after our last look and before the release: its own drain task
             # may have found the session held, so answer it now.
 
-    def _run_claimed(self, claim: Claim, jobs: list[TurnJob | SessionJob], stopping: Callable[[], bool]) -> None:
-        if self.events is not None:
-            self._requeue_orphans(claim)
+    def _release(self, claim: Claim) -> None:
+        try:
+            release(self.factory, claim)
+        except Exception:  # the lease lapses by itself; the sweep then re-runs what is left
+            log.exception("session %s: releasing the lease failed", claim.session_id)
+
+    def _release_and_look(self, claim: Claim) -> bool:
+        """Releases the lease; True when a message still waits (one transaction for both)."""
+        try:
+            return release_and_look(self.factory, claim)
+        except Exception:  # the lease lapses by itself; the sweep then re-runs what is left
+            log.exception("session %s: releasing the lease failed", claim.session_id)
+        return self.has_pending(claim.session_id)
+
+    def _run_claimed(
+        self, claim: Claim, jobs: list[TurnJob | SessionJob], stopping: Callable[[], bool], attempted: set[int],
+        look: Look | None = None,
+    ) -> None:
+        """Runs the carried jobs, then the session's oldest pending message: one per claim, as
+        the release that follows looks for the next one anyway (in its own transaction), and a
+        look between turns under the lease would be a second one."""
         heartbeat = _Heartbeat(self, claim)
         heartbeat.start()
-        attempted: set[int] = set()
         try:
             with holding(claim):
-                for job in jobs:
-                    self._run(job, heartbeat)
-                while not stopping() and not heartbeat.lost:
-                    with self.factory() as db:
-                        message_pk = next_pending(db, claim.session_id)
-                    if message_pk is None:
-                        return
-                    if message_pk in attempted:  # its handler left it pending: never spin on it
-                        log.error("session %s: message_pk=%s still pending after its turn; failing it",
-                                  claim.session_id, message_pk)
-                        mark_failed(self.factory, message_pk, "The assistant failed to answer. Please retry.")
-                        continue
-                    attempted.add(message_pk)
-                    self._run(TurnJob(session_id=claim.session_id, message_pk=message_pk), heartbeat)
+                if jobs:
+                    if self.events is not None:
+                        self._requeue_orphans(claim, self._processing(claim))
+                    for job in jobs:
+                        self._run(job, heartbeat)
+                    message_pk = self._next_pending(claim)
+                else:
+                    message_pk = self._first_look(claim, look)
+                while message_pk is not None and message_pk in attempted:  # left pending: never spin on it
+                    log.error("session %s: message_pk=%s still pending after its turn; failing it",
+                              claim.session_id, message_pk)
+                    mark_failed(self.factory, message_pk, "The assistant failed to answer. Please retry.")
+                    message_pk = self._next_pending(claim)
+                if message_pk is None or stopping() or heartbeat.lost:
+                    return
+                attempted.add(message_pk)
+                self._run(TurnJob(session_id=claim.session_id, message_pk=message_pk), heartbeat)
         finally:
             heartbeat.stop()
 
-    def _requeue_orphans(self, claim: Claim) -> None:
+    def _next_pending(self, claim: Claim) -> int | None:
+        with self.factory() as db:
+            return next_pending(db, claim.session_id)
+
+    def _processing(self, claim: Claim) -> int | None:
+        with self.factory() as db:
+            return processing_message(db, claim.session_id)
+
+    def _first_look(self, claim: Claim, look: Look | None) -> int | None:
+        """After a claim: re-queues the messages a failed holder left processing, then returns the
+        oldest pending one; both read by the claim's own transaction when it could (``look``)."""
+        if look is None:
+            with self.factory() as db:
+                orphaned = processing_message(db, claim.session_id) if self.events is not None else None
+                look = Look(orphaned, next_pending(db, claim.session_id) if orphaned is None else None)
+        if look.orphaned is None:
+            return look.pending
+        self._requeue_orphans(claim, look.orphaned)
+        return self._next_pending(claim)
+
+    def _requeue_orphans(self, claim: Claim, orphaned: int | None) -> None:
         """A message still ``processing`` when we take the session was left by a holder that
         failed to finish it (its database went away mid-turn): it is answered again."""
-        with self.factory() as db:
-            orphaned = db.scalar(select(Message.message_pk).where(
-                Message.session_id == claim.session_id, Message.status == "processing").limit(1))
         if orphaned is None:
             return
         with holding(claim), self.events.publishing(claim.session_id) as publication, transaction(self.factory) as db:

@@ -22,12 +22,15 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
+import uuid
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 from urllib.parse import urlparse
 
 import redis
 import socketio
+from sqlalchemy import insert
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
@@ -52,6 +55,38 @@ return seq
 """
 
 
+# The session's event lock (a token under SET NX PX, released only by its holder, as redis-py's
+# Lock) taken in the same round trip as the first thing done under it: whether the seq counter
+# exists (publishing), or a token event's seq and stream entry. -2: the lock is held elsewhere.
+_ACQUIRE_SCRIPT = """
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return -2 end
+return redis.call('EXISTS', KEYS[2])
+"""
+_ACQUIRE_TOKEN_SCRIPT = """
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return -2 end
+if redis.call('EXISTS', KEYS[2]) == 0 then return -1 end
+local seq = redis.call('INCR', KEYS[2])
+redis.call('EXPIRE', KEYS[2], ARGV[6])
+redis.call('XADD', KEYS[3], seq .. '-1', 'e', ARGV[3], 'p', ARGV[4])
+redis.call('EXPIRE', KEYS[3], ARGV[5])
+return seq
+"""
+# A final event's seq: INCR and EXPIRE in one script (a MULTI/EXEC pipeline costs more to build).
+_INCR_SCRIPT = """
+local seq = redis.call('INCR', KEYS[1])
+redis.call('EXPIRE', KEYS[1], ARGV[1])
+return seq
+"""
+_RELEASE_SCRIPT = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+LOCK_RETRY_SLEEP_S = 0.1  # redis-py Lock's default
+
+
+_INSERT_EVENT = insert(SessionEvent.__table__)
+
+
 def socketio_channel(redis_url: str) -> str:
     """The Socket.IO message-queue channel: Redis pub/sub ignores database numbers, so the
     channel names the database, keeping deployments that share one Redis apart."""
@@ -67,7 +102,11 @@ class _Publication(Publication):
     def add(self, db: DbSession, event_name: str, payload: dict[str, Any]) -> int:
         self.last_seq = self._log._next_seq(self.session_id)
         payload = {**payload, "seq": self.last_seq}
-        db.add(SessionEvent(session_id=self.session_id, seq=self.last_seq, event_name=event_name, payload=payload))
+        # A Core INSERT at once, as in-process (mojodex_core.execution.events.Publication): no ORM
+        # unit of work, and no autoflush of it before every later statement of the transaction.
+        db.execute(_INSERT_EVENT, {
+            "session_id": self.session_id, "seq": self.last_seq, "event_name": event_name, "payload": payload,
+        })
         self.events.append((event_name, payload))
         return self.last_seq
 
@@ -89,6 +128,10 @@ class RedisSessionEventLog:
         self._floors = floors
         self._held = threading.local()  # session_id -> [lock, depth] held by this thread
         self._token_script = redis_client.register_script(_TOKEN_SCRIPT)
+        self._acquire_script = redis_client.register_script(_ACQUIRE_SCRIPT)
+        self._acquire_token_script = redis_client.register_script(_ACQUIRE_TOKEN_SCRIPT)
+        self._release_script = redis_client.register_script(_RELEASE_SCRIPT)
+        self._incr_script = redis_client.register_script(_INCR_SCRIPT)
 
     def set_transport(self, transport: Transport | None) -> None:
         self._transport = transport
@@ -104,33 +147,48 @@ class RedisSessionEventLog:
     def _stream_key(session_id: str) -> str:
         return f"{KEY_PREFIX}:tokens:{session_id}"
 
+    @staticmethod
+    def _lock_key(session_id: str) -> str:
+        return f"{KEY_PREFIX}:evlock:{session_id}"
+
     @contextmanager
     def session_lock(self, session_id: str) -> Iterator[None]:
         """Serialises the caller with every publisher of this session, in any process (re-entrant
         within a thread)."""
+        with self._locked(session_id, self._acquire_script, [self._seq_key(session_id)], []):
+            yield
+
+    @contextmanager
+    def _locked(self, session_id: str, acquire: Any, keys: list[str], args: list[Any]) -> Iterator[int | None]:
+        """Holds the session's event lock, taken by ``acquire`` (a script whose first key is the
+        lock, first arguments the token and the expiry in ms; -2 when the lock is held), and
+        yields the script's result; None when this thread already held the lock (nothing run)."""
         held: dict[str, list] = self._held.__dict__.setdefault("locks", {})
         entry = held.get(session_id)
         if entry is not None:
             entry[1] += 1
             try:
-                yield
+                yield None
             finally:
                 entry[1] -= 1
             return
-        lock = self._redis.lock(
-            f"{KEY_PREFIX}:evlock:{session_id}", timeout=LOCK_TIMEOUT_S, blocking_timeout=LOCK_TIMEOUT_S,
-            thread_local=False,
-        )
-        if not lock.acquire():
-            raise TimeoutError(f"session {session_id}: event lock not acquired in {LOCK_TIMEOUT_S:.0f} s")
-        held[session_id] = [lock, 1]
+        lock_key = self._lock_key(session_id)
+        token = uuid.uuid4().hex
+        argv = [token, int(LOCK_TIMEOUT_S * 1000), *args]
+        deadline = time.monotonic() + LOCK_TIMEOUT_S
+        while True:
+            result = int(acquire(keys=[lock_key, *keys], args=argv))
+            if result != -2:
+                break
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"session {session_id}: event lock not acquired in {LOCK_TIMEOUT_S:.0f} s")
+            time.sleep(LOCK_RETRY_SLEEP_S)
+        held[session_id] = [token, 1]
         try:
-            yield
+            yield result
         finally:
             del held[session_id]
-            try:
-                lock.release()
-            except redis.exceptions.LockError:
+            if not self._release_script(keys=[lock_key], args=[token]):
                 log.warning("session %s: event lock expired while held", session_id)
 
     def _seed(self, session_id: str) -> None:
@@ -141,15 +199,13 @@ class RedisSessionEventLog:
     def _next_seq(self, session_id: str) -> int:
         # Seeded by publishing() before the caller's transaction: seeding here would need a second
         # database connection while the caller holds one (a pool deadlock under load).
-        pipe = self._redis.pipeline()
-        pipe.incr(self._seq_key(session_id))
-        pipe.expire(self._seq_key(session_id), SEQ_KEY_TTL_S)
-        return int(pipe.execute()[0])
+        return int(self._incr_script(keys=[self._seq_key(session_id)], args=[SEQ_KEY_TTL_S]))
 
     @contextmanager
     def publishing(self, session_id: str) -> Iterator[Publication]:
-        with self.session_lock(session_id):
-            self._seed(session_id)
+        with self._locked(session_id, self._acquire_script, [self._seq_key(session_id)], []) as seeded:
+            if not seeded:  # 0: never seeded (or Redis restarted); None: re-entrant, not looked at
+                self._seed(session_id)
             publication = _Publication(self, session_id)
             yield publication
             for name, payload in publication.events:
@@ -159,14 +215,15 @@ class RedisSessionEventLog:
         if durable:
             with self.publishing(session_id) as publication, transaction(self._factory) as db:
                 return publication.add(db, event_name, payload)
-        with self.session_lock(session_id):
-            body = json.dumps(payload)
-            keys = [self._seq_key(session_id), self._stream_key(session_id)]
-            args = [event_name, body, self._token_ttl_s, SEQ_KEY_TTL_S]
-            seq = int(self._token_script(keys=keys, args=args))
-            if seq < 0:
-                self._seed(session_id)
+        body = json.dumps(payload)
+        keys = [self._seq_key(session_id), self._stream_key(session_id)]
+        args = [event_name, body, self._token_ttl_s, SEQ_KEY_TTL_S]
+        with self._locked(session_id, self._acquire_token_script, keys, args) as seq:
+            if seq is None or seq < 0:  # re-entrant (nothing run yet), or the counter was never seeded
                 seq = int(self._token_script(keys=keys, args=args))
+                if seq < 0:
+                    self._seed(session_id)
+                    seq = int(self._token_script(keys=keys, args=args))
             self._send(session_id, event_name, {**payload, "seq": seq})
             return seq
 

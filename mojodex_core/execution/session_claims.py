@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Iterator
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import bindparam, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
@@ -40,6 +40,53 @@ RUNNER_SYSTEM_EVENTS = (ORDER_EVENT_NAME, WORKFLOW_RUN_EVENT_NAME)
 def answered_by_runner():  # noqa: ANN201
     """The SQL condition of a message the runner answers (a user message or a driving system one)."""
     return or_(Message.sender == "user", Message.event_name.in_(RUNNER_SYSTEM_EVENTS))
+
+
+_message = Message.__table__
+_runner = SessionRunner.__table__
+_STAMP = _runner.c.heartbeat_at.type
+
+# The drain's statements, built once (Core on the tables, bound parameters): a drain runs several
+# per turn, and building, cache-keying and ORM-compiling each at every call cost more CPU than the
+# round trips themselves.
+_FENCE_FOR_UPDATE = select(_runner.c.fence).where(_runner.c.session_id == bindparam("b_session")).with_for_update()
+_CLAIM = (
+    update(_runner)
+    .where(
+        _runner.c.session_id == bindparam("b_session"),
+        or_(_runner.c.owner.is_(None), _runner.c.heartbeat_at < bindparam("b_cutoff", type_=_STAMP)),
+    )
+    .values(owner=bindparam("b_owner"), fence=_runner.c.fence + 1, heartbeat_at=bindparam("b_now", type_=_STAMP))
+    .returning(_runner.c.fence)
+)
+_EXISTS = select(_runner.c.session_id).where(_runner.c.session_id == bindparam("b_session"))
+_RENEW = (
+    update(_runner)
+    .where(_runner.c.session_id == bindparam("b_session"), _runner.c.fence == bindparam("b_fence"))
+    .values(heartbeat_at=bindparam("b_now", type_=_STAMP))
+)
+_RELEASE = (
+    update(_runner)
+    .where(_runner.c.session_id == bindparam("b_session"), _runner.c.fence == bindparam("b_fence"))
+    .values(owner=None)
+)
+_NEXT_PENDING = (
+    select(_message.c.message_pk)
+    .where(
+        _message.c.session_id == bindparam("b_session"),
+        # answered_by_runner() with one equality per event name: an IN list is an expanding
+        # parameter, re-rendered into the SQL at every execution.
+        or_(_message.c.sender == "user", *(_message.c.event_name == name for name in RUNNER_SYSTEM_EVENTS)),
+        _message.c.status == "pending",
+    )
+    .order_by(_message.c.message_pk)
+    .limit(1)
+)
+_PROCESSING = (
+    select(_message.c.message_pk)
+    .where(_message.c.session_id == bindparam("b_session"), _message.c.status == "processing")
+    .limit(1)
+)
 
 
 class Superseded(Exception):
@@ -83,69 +130,99 @@ def check_fence(db: DbSession, session_id: str) -> None:
     claim = _current.get()
     if claim is None or claim.session_id != session_id:
         return
-    fence = db.scalar(
-        select(SessionRunner.fence).where(SessionRunner.session_id == session_id).with_for_update()
-    )
+    fence = db.execute(_FENCE_FOR_UPDATE, {"b_session": session_id}).scalar()
     if fence != claim.fence:
         raise Superseded(f"session {session_id}: lease fence {claim.fence} superseded by {fence}")
 
 
 def claim_session(factory: sessionmaker[DbSession], session_id: str, owner: str, lease_s: float) -> Claim | None:
-    """Takes the session if it is free or its holder stopped heart-beating; None if it is held."""
-    with transaction(factory) as db:
-        exists = db.scalar(select(SessionRunner.session_id).where(SessionRunner.session_id == session_id))
-    if exists is None:
-        try:
-            with transaction(factory) as db:
-                db.add(SessionRunner(session_id=session_id, owner=owner, fence=1, heartbeat_at=now()))
-            return Claim(session_id, 1, owner)
-        except IntegrityError:
-            pass  # another worker created it first: compete for it below
-    with transaction(factory) as db:
-        fence = db.scalar(
-            update(SessionRunner)
-            .where(
-                SessionRunner.session_id == session_id,
-                or_(SessionRunner.owner.is_(None), SessionRunner.heartbeat_at < now() - timedelta(seconds=lease_s)),
-            )
-            .values(owner=owner, fence=SessionRunner.fence + 1, heartbeat_at=now())
-            .returning(SessionRunner.fence)
-        )
+    """Takes the session if it is free or its holder stopped heart-beating; None if it is held.
+
+    The conditional UPDATE comes first: a session is claimed once per drain, its lease row is
+    created only at its first one."""
+    fence = _try_claim(factory, session_id, owner, lease_s)
+    if fence is not None:
+        return Claim(session_id, fence, owner)
+    with factory() as db:
+        if db.execute(_EXISTS, {"b_session": session_id}).scalar() is not None:
+            return None  # held
+    try:
+        with transaction(factory) as db:
+            db.add(SessionRunner(session_id=session_id, owner=owner, fence=1, heartbeat_at=now()))
+        return Claim(session_id, 1, owner)
+    except IntegrityError:
+        pass  # another worker created it first: compete for it
+    fence = _try_claim(factory, session_id, owner, lease_s)
     return Claim(session_id, fence, owner) if fence is not None else None
+
+
+@dataclass(frozen=True)
+class Look:
+    """What a claim found, read in its transaction: a message a failed holder left processing
+    (looked for only when asked) and, when there is none, the oldest pending message."""
+
+    orphaned: int | None
+    pending: int | None
+
+
+def claim_and_look(
+    factory: sessionmaker[DbSession], session_id: str, owner: str, lease_s: float, *, orphans: bool = True
+) -> tuple[Claim | None, Look | None]:
+    """claim_session, and when the conditional UPDATE takes the session, the drain's first look
+    in the same transaction. The Look is None when the claim took the slow path (the session's
+    first claim): the caller looks itself."""
+    stamp = now()
+    with transaction(factory) as db:
+        fence = db.execute(_CLAIM, {
+            "b_session": session_id, "b_owner": owner, "b_now": stamp, "b_cutoff": stamp - timedelta(seconds=lease_s),
+        }).scalar()
+        if fence is not None:
+            orphaned = processing_message(db, session_id) if orphans else None
+            pending = next_pending(db, session_id) if orphaned is None else None
+            return Claim(session_id, fence, owner), Look(orphaned, pending)
+    return claim_session(factory, session_id, owner, lease_s), None
+
+
+def processing_message(db: DbSession, session_id: str) -> int | None:
+    """A message of the session being answered (``processing``), if any."""
+    return db.execute(_PROCESSING, {"b_session": session_id}).scalar()
+
+
+def _try_claim(factory: sessionmaker[DbSession], session_id: str, owner: str, lease_s: float) -> int | None:
+    stamp = now()
+    with transaction(factory) as db:
+        return db.execute(_CLAIM, {
+            "b_session": session_id, "b_owner": owner, "b_now": stamp, "b_cutoff": stamp - timedelta(seconds=lease_s),
+        }).scalar()
 
 
 def renew(factory: sessionmaker[DbSession], claim: Claim) -> bool:
     """Renews the heartbeat; False when the lease was taken over (the turn must stop)."""
     with transaction(factory) as db:
-        result = db.execute(
-            update(SessionRunner)
-            .where(SessionRunner.session_id == claim.session_id, SessionRunner.fence == claim.fence)
-            .values(heartbeat_at=now())
-        )
+        result = db.execute(_RENEW, {"b_session": claim.session_id, "b_fence": claim.fence, "b_now": now()})
         return result.rowcount == 1
 
 
 def release(factory: sessionmaker[DbSession], claim: Claim) -> None:
     with transaction(factory) as db:
-        db.execute(
-            update(SessionRunner)
-            .where(SessionRunner.session_id == claim.session_id, SessionRunner.fence == claim.fence)
-            .values(owner=None)
-        )
+        db.execute(_RELEASE, {"b_session": claim.session_id, "b_fence": claim.fence})
+
+
+def release_and_look(factory: sessionmaker[DbSession], claim: Claim) -> bool:
+    """Releases the lease and tells whether a message still waits, in one transaction.
+
+    The look runs after the release's UPDATE (read committed: it sees every message committed
+    before it starts): a message whose drain found the session held was committed before that
+    drain's claim, which ran before this release, so it is seen here; a drain claiming after
+    this release waits for its commit, then takes the session."""
+    with transaction(factory) as db:
+        db.execute(_RELEASE, {"b_session": claim.session_id, "b_fence": claim.fence})
+        return next_pending(db, claim.session_id) is not None
 
 
 def next_pending(db: DbSession, session_id: str) -> int | None:
     """The session's oldest message waiting for an answer (answered in the order accepted)."""
-    return db.scalar(
-        select(Message.message_pk)
-        .where(
-            Message.session_id == session_id,
-            answered_by_runner(),
-            Message.status == "pending",
-        )
-        .order_by(Message.message_pk)
-        .limit(1)
-    )
+    return db.execute(_NEXT_PENDING, {"b_session": session_id}).scalar()
 
 
 def stalled_sessions(db: DbSession, lease_s: float) -> list[tuple[str, int]]:

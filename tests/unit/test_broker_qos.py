@@ -44,3 +44,22 @@ def test_kombus_own_qos_leaks_the_slot_which_is_why_broker_py_exists() -> None:
         with pytest.raises(redis.ConnectionError):
             qos.ack(tag)
     assert not qos.can_consume()  # if kombu fixes this, broker.py can go
+
+
+def test_the_channel_reuses_its_sync_client_until_its_pool_is_replaced() -> None:
+    import os
+
+    from kombu import Connection
+
+    url = os.environ.get("TEST_REDIS_URL")
+    if not url:
+        pytest.skip("needs TEST_REDIS_URL")
+    with Connection(url, transport="background.distributed.broker:Transport") as connection:
+        channel = connection.default_channel
+        first = channel._create_client()
+        assert channel._create_client() is first, "one client per pool, not one per acknowledgement"
+        assert channel._create_client(asynchronous=True) is not first
+        channel._disconnect_pools()  # what kombu does after a lost connection
+        second = channel._create_client()
+        assert second is not first and second.connection_pool is channel.pool
+        assert second.ping()

@@ -209,3 +209,60 @@ def test_jobs_cross_the_broker_unchanged():
     for job in (TurnJob(session_id="s", message_pk=3, task_tool_execution_pk=7),
                 SessionJob(session_id="s", kind="workflow_step", payload={"step_pk": 12})):
         assert decode_job("s", json.loads(json.dumps(encode_job(job)))) == job
+
+
+def test_release_and_look_frees_the_lease_and_sees_a_message_accepted_while_held(factory, session_id):
+    from mojodex_core.execution.session_claims import release_and_look
+
+    claim = claim_session(factory, session_id, "w1", lease_s=30)
+    assert not release_and_look(factory, claim), "nothing pending"
+    claim = claim_session(factory, session_id, "w1", lease_s=30)
+    assert claim is not None and claim.fence == 2
+    _message(factory, session_id, "arrived while held")
+    assert claim_session(factory, session_id, "w2", lease_s=30) is None  # its drain found the session held
+    assert release_and_look(factory, claim), "the holder must see the message after its release"
+    assert claim_session(factory, session_id, "w2", lease_s=30).fence == 3, "the lease must be free"
+
+
+def test_a_drain_takes_one_message_per_claim_and_fails_one_its_turn_left_pending(factory, session_id):
+    fences: list[int] = []
+    runs: list[int] = []
+
+    def handler(job, _cancel) -> None:  # noqa: ANN001
+        runs.append(job.message_pk)
+        with factory() as db:
+            fences.append(db.get(SessionRunner, session_id).fence)
+        if job.message_pk != stuck:
+            _answer(factory, job)  # the stuck one is left pending by its turn
+
+    first = _message(factory, session_id, "a")
+    stuck = _message(factory, session_id, "b")
+    last = _message(factory, session_id, "c")
+    assert Drainer(factory, handler, owner="w1", lease_s=30).drain(session_id) == DONE
+    assert runs == [first, stuck, last], "in order, the stuck message run once"
+    assert fences == sorted(set(fences)) and len(fences) == 3, "the lease is released and claimed again per turn"
+    with factory() as db:
+        statuses = db.scalars(select(Message.status).where(Message.session_id == session_id)
+                              .order_by(Message.message_pk)).all()
+        assert db.get(SessionRunner, session_id).owner is None
+    assert statuses == ["answered", "failed", "answered"]
+
+
+def test_a_claim_reads_the_first_look_in_its_own_transaction(factory, session_id):
+    from mojodex_core.execution.session_claims import Look, claim_and_look
+
+    claim, look = claim_and_look(factory, session_id, "w1", lease_s=30)
+    assert claim.fence == 1 and look is None, "the first claim creates the lease row: the caller looks"
+    release(factory, claim)
+    first = _message(factory, session_id, "a")
+    _message(factory, session_id, "b")
+    claim, look = claim_and_look(factory, session_id, "w1", lease_s=30)
+    assert claim.fence == 2 and look == Look(orphaned=None, pending=first)
+    assert claim_and_look(factory, session_id, "w2", lease_s=30) == (None, None), "held"
+    release(factory, claim)
+    left = _message(factory, session_id, "c", status="processing")
+    claim, look = claim_and_look(factory, session_id, "w1", lease_s=30)
+    assert look == Look(orphaned=left, pending=None)
+    release(factory, claim)
+    claim, look = claim_and_look(factory, session_id, "w1", lease_s=30, orphans=False)
+    assert look == Look(orphaned=None, pending=first)
