@@ -64,12 +64,19 @@ class _Publication(Publication):
         super().__init__(session_id, 0)
         self._log = log_
 
-    def add(self, db: DbSession, event_name: str, payload: dict[str, Any]) -> int:
+    def next_seq(self) -> int:
         self.last_seq = self._log._next_seq(self.session_id)
-        payload = {**payload, "seq": self.last_seq}
-        db.add(SessionEvent(session_id=self.session_id, seq=self.last_seq, event_name=event_name, payload=payload))
-        self.events.append((event_name, payload))
         return self.last_seq
+
+    def add(self, db: DbSession, event_name: str, payload: dict[str, Any], *, seq: int | None = None) -> int:
+        if seq is None:
+            seq = self.next_seq()
+        elif seq != self.last_seq:
+            raise ValueError(f"seq {seq} is not the last allocated ({self.last_seq}): events would be out of order")
+        payload = {**payload, "seq": seq}
+        db.add(SessionEvent(session_id=self.session_id, seq=seq, event_name=event_name, payload=payload))
+        self.events.append((event_name, payload))
+        return seq
 
 
 class RedisSessionEventLog:

@@ -84,11 +84,6 @@ _RETRY_FAILED = (
     .values(status="pending", error=None)
 )
 _INSERT_MESSAGE = insert(_message)
-_SET_SEQ = (
-    update(_message)
-    .where(_message.c.message_pk == bindparam("b_pk"))
-    .values(seq=bindparam("b_seq", type_=_message.c.seq.type))
-)
 
 
 def accept_user_message(
@@ -130,12 +125,15 @@ def _store(
             db.execute(_RETRY_FAILED, {"b_pk": existing.message_pk})
             return Accepted(existing.message_pk, "pending", run=True)
         return Accepted(existing.message_pk, existing.status, run=False)
+    # The seq is taken first (the distributed log takes it from Redis), so the row is inserted with
+    # it: no UPDATE after the event.
+    seq = publication.next_seq()
     message_pk = db.execute(_INSERT_MESSAGE, {
         "session_id": session_id, "user_task_execution_fk": user_task_execution_pk, "sender": "user",
         "message_id": message_id, "event_name": event_name, "text": text, "status": "pending",
-        "data": data or {}, "created_at": utcnow(),
+        "data": data or {}, "created_at": utcnow(), "seq": seq,
     }).inserted_primary_key[0]
-    seq = publication.add(db, "user_message_reception", {
+    publication.add(db, "user_message_reception", {
         "message_pk": message_pk,
         "message_id": message_id,
         "text": text,
@@ -143,7 +141,5 @@ def _store(
         **({"data": data} if data else {}),
         "session_id": session_id,
         "user_task_execution_pk": user_task_execution_pk,
-    })
-    # The seq is known only now (the distributed log takes it from Redis at add time).
-    db.execute(_SET_SEQ, {"b_pk": message_pk, "b_seq": seq})
+    }, seq=seq)
     return Accepted(message_pk, "pending", run=True)
