@@ -32,8 +32,13 @@ from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
 from mojodex_core.db import transaction
-from mojodex_core.db.models import SessionEvent
-from mojodex_core.execution.events import Publication, Transport, durable_events_after, resume_seq
+from mojodex_core.execution.events import (
+    INSERT_EVENT,
+    Publication,
+    Transport,
+    durable_events_after,
+    resume_seq,
+)
 
 log = logging.getLogger("mojodex.events")
 
@@ -74,7 +79,10 @@ class _Publication(Publication):
         elif seq != self.last_seq:
             raise ValueError(f"seq {seq} is not the last allocated ({self.last_seq}): events would be out of order")
         payload = {**payload, "seq": seq}
-        db.add(SessionEvent(session_id=self.session_id, seq=seq, event_name=event_name, payload=payload))
+        # A Core INSERT at once, as in-process: no ORM unit of work per event, and a plain
+        # Connection in a transaction works as well as an ORM session.
+        db.execute(INSERT_EVENT, {"session_id": self.session_id, "seq": seq, "event_name": event_name,
+                                   "payload": payload})
         self.events.append((event_name, payload))
         return seq
 
