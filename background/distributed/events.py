@@ -28,6 +28,7 @@ from urllib.parse import urlparse
 
 import redis
 import socketio
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
@@ -73,7 +74,9 @@ class _Publication(Publication):
         self.last_seq = self._log._next_seq(self.session_id)
         return self.last_seq
 
-    def add(self, db: DbSession, event_name: str, payload: dict[str, Any], *, seq: int | None = None) -> int:
+    def add(
+        self, db: DbSession | Connection, event_name: str, payload: dict[str, Any], *, seq: int | None = None
+    ) -> int:
         if seq is None:
             seq = self.next_seq()
         elif seq != self.last_seq:

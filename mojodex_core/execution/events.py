@@ -18,6 +18,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Callable, Iterator, Protocol
 
 from sqlalchemy import insert, select
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
@@ -69,8 +70,11 @@ class Publication:
         self.last_seq += 1
         return self.last_seq
 
-    def add(self, db: DbSession, event_name: str, payload: dict[str, Any], *, seq: int | None = None) -> int:
-        """Writes the event in the caller's transaction; ``seq`` is one just taken with ``next_seq``."""
+    def add(
+        self, db: DbSession | Connection, event_name: str, payload: dict[str, Any], *, seq: int | None = None
+    ) -> int:
+        """Writes the event in the caller's transaction (an ORM session or a Connection); ``seq`` is
+        one just taken with ``next_seq``."""
         if seq is None:
             seq = self.next_seq()
         elif seq != self.last_seq:

@@ -6,11 +6,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
-from mojodex_core.db import transaction
 from mojodex_core.db.models import Message, utcnow
 from mojodex_core.execution.events import EventPublisher, Publication
 
@@ -86,6 +86,12 @@ _RETRY_FAILED = (
 _INSERT_MESSAGE = insert(_message)
 
 
+def _connection(factory: sessionmaker[DbSession]) -> Engine:
+    """The engine the factory's sessions use: the intake writes Core statements only, so a plain
+    pooled connection in a transaction does it without an ORM session."""
+    return factory.kw["bind"]
+
+
 def accept_user_message(
     factory: sessionmaker[DbSession],
     events: EventPublisher,
@@ -100,10 +106,11 @@ def accept_user_message(
     """Stores the message once per (session, message_id); a failed one is set to run again.
 
     The session's event stream is held before a connection is taken, as every publisher does:
-    taking them in the other order can deadlock on an exhausted pool (or a distributed lock)."""
+    taking them in the other order can deadlock on an exhausted pool (or a distributed lock).
+    The statements are Core ones on a plain pooled connection in a transaction (no ORM session)."""
     for _ in range(3):
         try:
-            with events.publishing(session_id) as publication, transaction(factory) as db:
+            with events.publishing(session_id) as publication, _connection(factory).begin() as db:
                 return _store(db, publication, session_id, user_task_execution_pk, text, message_id, event_name,
                               data)
         except IntegrityError:
@@ -112,7 +119,7 @@ def accept_user_message(
 
 
 def _store(
-    db: DbSession, publication: Publication, session_id: str, user_task_execution_pk: int, text: str,
+    db: Connection, publication: Publication, session_id: str, user_task_execution_pk: int, text: str,
     message_id: str, event_name: str, data: dict[str, Any] | None,
 ) -> Accepted:
     existing = db.execute(_EXISTING, {"b_session": session_id, "b_message_id": message_id}).first()
