@@ -32,7 +32,7 @@ log = logging.getLogger("mojodex.messages")
 # "execution of another session", in that order of precedence.
 _CHECK = (
     select(Session.user_id, UserTaskExecution.session_id.label("execution_session_id"), Task.type,
-           OrderSession.state)
+           OrderSession.state, Message.message_pk.label("existing_message_pk"))
     .select_from(Session)
     .outerjoin(
         UserTaskExecution,
@@ -44,6 +44,10 @@ _CHECK = (
     )
     .outerjoin(Task, Task.task_pk == UserTask.task_fk)
     .outerjoin(OrderSession, OrderSession.user_task_execution_fk == UserTaskExecution.user_task_execution_pk)
+    # Whether the message_id is new to the session (unique per session): the intake then inserts
+    # without looking it up again.
+    .outerjoin(Message, and_(Message.session_id == Session.session_id,
+                             Message.message_id == bindparam("b_message_id")))
     .where(Session.session_id == bindparam("b_session"))
 )
 
@@ -86,7 +90,8 @@ class UserMessageResource(Resource):
         # One read on a pooled connection (no ORM session, nothing to commit), released before the
         # session's stream is held: nothing of a foreign session is touched.
         with current.engine.connect() as conn:
-            found = conn.execute(_CHECK, {"b_session": session_id, "b_pk": pk, "b_user": user_id}).first()
+            found = conn.execute(_CHECK, {"b_session": session_id, "b_pk": pk, "b_user": user_id,
+                                          "b_message_id": message_id}).first()
         if found is None or found.user_id != user_id:
             raise not_found("session")
         if found.type is None:
@@ -112,6 +117,7 @@ class UserMessageResource(Resource):
                 user_task_execution_pk=pk,
                 text=text,
                 message_id=message_id,
+                seen_absent=found.existing_message_pk is None,
             )
         except MessageIdTaken as exc:
             raise ApiError(409, str(exc), field="message_id") from exc

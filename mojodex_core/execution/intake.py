@@ -102,27 +102,35 @@ def accept_user_message(
     message_id: str,
     event_name: str = "user_message",
     data: dict[str, Any] | None = None,
+    seen_absent: bool = False,
 ) -> Accepted:
     """Stores the message once per (session, message_id); a failed one is set to run again.
 
     The session's event stream is held before a connection is taken, as every publisher does:
     taking them in the other order can deadlock on an exhausted pool (or a distributed lock).
-    The statements are Core ones on a plain pooled connection in a transaction (no ORM session)."""
+    The statements are Core ones on a plain pooled connection in a transaction (no ORM session).
+
+    ``seen_absent``: the caller has just read that the session has no message with this id, so
+    the INSERT is tried without looking again; one that raced in since makes it fail on the
+    (session, message_id) unique constraint, and the retry looks it up."""
+    look_up = not seen_absent
     for _ in range(3):
         try:
             with events.publishing(session_id) as publication, _connection(factory).begin() as db:
                 return _store(db, publication, session_id, user_task_execution_pk, text, message_id, event_name,
-                              data)
+                              data, look_up)
         except IntegrityError:
-            continue  # the same message_id raced in from a retrying client: read theirs
+            look_up = True  # the same message_id raced in from a retrying client: read theirs
     raise RuntimeError(f"could not store message {message_id!r} of session {session_id}")
 
 
 def _store(
     db: Connection, publication: Publication, session_id: str, user_task_execution_pk: int, text: str,
-    message_id: str, event_name: str, data: dict[str, Any] | None,
+    message_id: str, event_name: str, data: dict[str, Any] | None, look_up: bool,
 ) -> Accepted:
-    existing = db.execute(_EXISTING, {"b_session": session_id, "b_message_id": message_id}).first()
+    existing = (
+        db.execute(_EXISTING, {"b_session": session_id, "b_message_id": message_id}).first() if look_up else None
+    )
     if existing is not None:
         if existing.event_name != event_name:
             # The id of another kind of message (a text edit, a chat message): answering

@@ -9,14 +9,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
 from mojodex_core.db import make_engine, make_session_factory, transaction
 from mojodex_core.db.models import Message, SessionEvent, UserTaskExecution
 from mojodex_core.execution.events import EventPublisher, SessionEventLog
-from mojodex_core.execution.intake import accept_user_message
+from mojodex_core.execution.intake import MessageIdTaken, accept_user_message
 from tests.unit._rows import execution_pk
 
 
@@ -68,6 +68,25 @@ def check_message_seq_is_its_event_seq(factory: sessionmaker[DbSession], events:
         assert live[message_pk] == seq
     assert rows[second.message_pk] == rows[first.message_pk] + 2  # the token's seq between them
     assert len([e for e in sent.events if e[0] == session_id and e[1] == "user_message_reception"]) == 2
+
+    # A caller that saw no such id (the route's check) inserts without looking; one that raced in
+    # meanwhile fails the INSERT on the unique (session, message_id), and the retry answers it.
+    raced = accept_user_message(factory, events, session_id=session_id, user_task_execution_pk=pk,
+                                text="again", message_id="m1", seen_absent=True)
+    assert (raced.message_pk, raced.status, raced.run) == (first.message_pk, "pending", False)
+    with pytest.raises(MessageIdTaken):
+        accept_user_message(factory, events, session_id=session_id, user_task_execution_pk=pk, text="edit",
+                            message_id="m1", event_name="text_edit", seen_absent=True)
+    third = accept_user_message(factory, events, session_id=session_id, user_task_execution_pk=pk,
+                                text="third", message_id="m3", seen_absent=True)
+    with factory() as db:
+        assert db.scalar(select(func.count()).select_from(Message).where(Message.session_id == session_id)) == 3
+        (event_seq,) = db.execute(select(SessionEvent.seq).where(
+            SessionEvent.session_id == session_id, SessionEvent.event_name == "user_message_reception",
+            SessionEvent.seq > max(rows.values()))).one()
+        assert db.get(Message, third.message_pk).seq == event_seq
+    assert [p["message_pk"] for s, n, p in sent.events if s == session_id and n == "user_message_reception"] == [
+        first.message_pk, second.message_pk, third.message_pk]
 
 
 def test_message_seq_is_its_event_seq_in_process(factory):
