@@ -50,6 +50,7 @@ class RateLimits:
             strategy="moving-window",
             enabled=config.enabled,
         )
+        _drop_request_hooks(app, self.limiter)
         self.rules: dict[str, list[RateLimitItem]] = {
             "auth_failures_per_address": parse_many(config.auth_failures_per_address),
             "auth_failures_per_token_prefix": parse_many(config.auth_failures_per_token_prefix),
@@ -139,6 +140,22 @@ class RateLimits:
                     log.error("rate limit storage %s unreachable (%s: %s); limits are not enforced meanwhile",
                               self.storage_uri.split("@")[-1], type(exc).__name__, str(exc)[:200])
             return fallback
+
+
+def _drop_request_hooks(app: Flask, limiter: Limiter) -> None:
+    """Flask-Limiter hooks every request (before: resolve and check route/default limits; after:
+    rate-limit headers; teardown: reset its context). No route carries a Flask-Limiter limit and
+    none is configured by default (every limit here goes through the strategy, above), so those
+    hooks only cost time on each request: unregister them, keeping the storage and strategy."""
+    hooks = (
+        (app.before_request_funcs, lambda f: f == limiter._check_request_limit),
+        (app.after_request_funcs, lambda f: getattr(f, "func", None) is Limiter._Limiter__inject_headers),
+        (app.teardown_request_funcs, lambda f: f == limiter._Limiter__release_context),
+    )
+    for registry, is_limiters in hooks:
+        funcs = registry.get(None)
+        if funcs:
+            funcs[:] = [f for f in funcs if not is_limiters(f)]
 
 
 def _shown(rule: str, key: str) -> str:

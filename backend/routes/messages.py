@@ -6,8 +6,7 @@ import logging
 
 from flask import request
 from flask_restful import Resource
-from sqlalchemy import bindparam, select
-from sqlalchemy.orm import Session as DbSession
+from sqlalchemy import and_, bindparam, select
 
 from backend import api_models as m
 from backend.auth import user_required
@@ -27,18 +26,29 @@ from mojodex_core.workflow.runner import NOT_CHATTING
 
 log = logging.getLogger("mojodex.messages")
 
-_SESSION_OWNER = select(Session.user_id).where(Session.session_id == bindparam("b_session"))
-_EXECUTION = (
-    select(UserTaskExecution.session_id, Task.type, OrderSession.state)
-    .select_from(UserTaskExecution)
-    .join(UserTask, UserTask.user_task_pk == UserTaskExecution.user_task_fk)
-    .join(Task, Task.task_pk == UserTask.task_fk)
-    .outerjoin(OrderSession, OrderSession.user_task_execution_fk == UserTaskExecution.user_task_execution_pk)
-    .where(
-        UserTaskExecution.user_task_execution_pk == bindparam("b_pk"),
-        UserTask.user_id == bindparam("b_user"),
-        UserTaskExecution.status != "deleted",
+# Ownership, task type and order state in one read. The execution side is left-joined with its
+# conditions in the ON clauses, so the row exists whenever the session does: the caller tells
+# "no such session (or not yours)" from "no such execution (or not yours, or deleted)" from
+# "execution of another session", in that order of precedence.
+_CHECK = (
+    select(Session.user_id, UserTaskExecution.session_id.label("execution_session_id"), Task.type,
+           OrderSession.state, Message.message_pk.label("existing_message_pk"))
+    .select_from(Session)
+    .outerjoin(
+        UserTaskExecution,
+        and_(UserTaskExecution.user_task_execution_pk == bindparam("b_pk"), UserTaskExecution.status != "deleted"),
     )
+    .outerjoin(
+        UserTask,
+        and_(UserTask.user_task_pk == UserTaskExecution.user_task_fk, UserTask.user_id == bindparam("b_user")),
+    )
+    .outerjoin(Task, Task.task_pk == UserTask.task_fk)
+    .outerjoin(OrderSession, OrderSession.user_task_execution_fk == UserTaskExecution.user_task_execution_pk)
+    # Whether the message_id is new to the session (unique per session): the intake then inserts
+    # without looking it up again.
+    .outerjoin(Message, and_(Message.session_id == Session.session_id,
+                             Message.message_id == bindparam("b_message_id")))
+    .where(Session.session_id == bindparam("b_session"))
 )
 
 
@@ -77,27 +87,28 @@ class UserMessageResource(Resource):
         current = platform()
         user_id = current_user_id()
 
-        def check(db: DbSession) -> None:
-            """Ownership, task type and order state: two Core reads on one connection."""
-            if db.execute(_SESSION_OWNER, {"b_session": session_id}).scalar() != user_id:
-                raise not_found("session")
-            found = db.execute(_EXECUTION, {"b_pk": pk, "b_user": user_id}).first()
-            if found is None:
-                raise not_found("user_task_execution")
-            if found.session_id != session_id:
-                raise bad_request("session_id is not the session of this user_task_execution", field="session_id")
-            if not current.dispatcher.handles(found.type):
-                raise ApiError(422, str(UnsupportedTaskType(found.type)))
-            if found.state == "Idle":
-                # Idle is final: refuse before anything is stored (no message row, no event).
-                raise ApiError(409, "this order is finished (the conversation is Idle): start a new one")
-            if found.type == "workflow" and store.chat_kind(db, db.get(UserTaskExecution, pk)) is None:
-                # No review chat and no result chat open (e.g. a step awaits validation): the runner
-                # would only fail it, so refuse before anything is stored.
-                raise ApiError(409, NOT_CHATTING)
-
-        with current.db() as db:  # before the session's stream is held: nothing of a foreign session is touched
-            check(db)
+        # One read on a pooled connection (no ORM session, nothing to commit), released before the
+        # session's stream is held: nothing of a foreign session is touched.
+        with current.engine.connect() as conn:
+            found = conn.execute(_CHECK, {"b_session": session_id, "b_pk": pk, "b_user": user_id,
+                                          "b_message_id": message_id}).first()
+        if found is None or found.user_id != user_id:
+            raise not_found("session")
+        if found.type is None:
+            raise not_found("user_task_execution")
+        if found.execution_session_id != session_id:
+            raise bad_request("session_id is not the session of this user_task_execution", field="session_id")
+        if not current.dispatcher.handles(found.type):
+            raise ApiError(422, str(UnsupportedTaskType(found.type)))
+        if found.state == "Idle":
+            # Idle is final: refuse before anything is stored (no message row, no event).
+            raise ApiError(409, "this order is finished (the conversation is Idle): start a new one")
+        if found.type == "workflow":
+            with current.db() as db:
+                if store.chat_kind(db, db.get(UserTaskExecution, pk)) is None:
+                    # No review chat and no result chat open (e.g. a step awaits validation): the
+                    # runner would only fail it, so refuse before anything is stored.
+                    raise ApiError(409, NOT_CHATTING)
         try:
             accepted = accept_user_message(
                 current.session_factory,
@@ -106,6 +117,7 @@ class UserMessageResource(Resource):
                 user_task_execution_pk=pk,
                 text=text,
                 message_id=message_id,
+                seen_absent=found.existing_message_pk is None,
             )
         except MessageIdTaken as exc:
             raise ApiError(409, str(exc), field="message_id") from exc

@@ -30,13 +30,18 @@ from urllib.parse import urlparse
 
 import redis
 import socketio
-from sqlalchemy import insert
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
 from mojodex_core.db import transaction
-from mojodex_core.db.models import SessionEvent
-from mojodex_core.execution.events import Publication, Transport, durable_events_after, resume_seq
+from mojodex_core.execution.events import (
+    INSERT_EVENT,
+    Publication,
+    Transport,
+    durable_events_after,
+    resume_seq,
+)
 
 log = logging.getLogger("mojodex.events")
 
@@ -84,9 +89,6 @@ return 0
 LOCK_RETRY_SLEEP_S = 0.1  # redis-py Lock's default
 
 
-_INSERT_EVENT = insert(SessionEvent.__table__)
-
-
 def socketio_channel(redis_url: str) -> str:
     """The Socket.IO message-queue channel: Redis pub/sub ignores database numbers, so the
     channel names the database, keeping deployments that share one Redis apart."""
@@ -99,16 +101,24 @@ class _Publication(Publication):
         super().__init__(session_id, 0)
         self._log = log_
 
-    def add(self, db: DbSession, event_name: str, payload: dict[str, Any]) -> int:
+    def next_seq(self) -> int:
         self.last_seq = self._log._next_seq(self.session_id)
-        payload = {**payload, "seq": self.last_seq}
-        # A Core INSERT at once, as in-process (mojodex_core.execution.events.Publication): no ORM
-        # unit of work, and no autoflush of it before every later statement of the transaction.
-        db.execute(_INSERT_EVENT, {
-            "session_id": self.session_id, "seq": self.last_seq, "event_name": event_name, "payload": payload,
-        })
-        self.events.append((event_name, payload))
         return self.last_seq
+
+    def add(
+        self, db: DbSession | Connection, event_name: str, payload: dict[str, Any], *, seq: int | None = None
+    ) -> int:
+        if seq is None:
+            seq = self.next_seq()
+        elif seq != self.last_seq:
+            raise ValueError(f"seq {seq} is not the last allocated ({self.last_seq}): events would be out of order")
+        payload = {**payload, "seq": seq}
+        # A Core INSERT at once, as in-process: no ORM unit of work per event, and a plain
+        # Connection in a transaction works as well as an ORM session.
+        db.execute(INSERT_EVENT, {"session_id": self.session_id, "seq": seq, "event_name": event_name,
+                                   "payload": payload})
+        self.events.append((event_name, payload))
+        return seq
 
 
 class RedisSessionEventLog:

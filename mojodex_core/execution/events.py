@@ -18,6 +18,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Callable, Iterator, Protocol
 
 from sqlalchemy import insert, select
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
@@ -52,7 +53,7 @@ class EventPublisher(Protocol):
     def publish(self, session_id: str, event_name: str, payload: dict[str, Any], *, durable: bool = True) -> int: ...
 
 
-_INSERT_EVENT = insert(SessionEvent.__table__)
+INSERT_EVENT = insert(SessionEvent.__table__)
 
 
 class Publication:
@@ -63,15 +64,28 @@ class Publication:
         self.last_seq = last_seq
         self.events: list[tuple[str, dict[str, Any]]] = []
 
-    def add(self, db: DbSession, event_name: str, payload: dict[str, Any]) -> int:
+    def next_seq(self) -> int:
+        """Allocates the seq of the next event, for a caller that stores it (e.g. on its message row)
+        before it adds the event: pass it to ``add`` as ``seq``."""
         self.last_seq += 1
-        payload = {**payload, "seq": self.last_seq}
+        return self.last_seq
+
+    def add(
+        self, db: DbSession | Connection, event_name: str, payload: dict[str, Any], *, seq: int | None = None
+    ) -> int:
+        """Writes the event in the caller's transaction (an ORM session or a Connection); ``seq`` is
+        one just taken with ``next_seq``."""
+        if seq is None:
+            seq = self.next_seq()
+        elif seq != self.last_seq:
+            raise ValueError(f"seq {seq} is not the last allocated ({self.last_seq}): events would be out of order")
+        payload = {**payload, "seq": seq}
         # A Core INSERT on the table, at once: no ORM unit of work (and no autoflush) per event.
-        db.execute(_INSERT_EVENT, {
-            "session_id": self.session_id, "seq": self.last_seq, "event_name": event_name, "payload": payload,
+        db.execute(INSERT_EVENT, {
+            "session_id": self.session_id, "seq": seq, "event_name": event_name, "payload": payload,
         })
         self.events.append((event_name, payload))
-        return self.last_seq
+        return seq
 
 
 class _SessionStream:

@@ -6,11 +6,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
-from mojodex_core.db import transaction
 from mojodex_core.db.models import Message, utcnow
 from mojodex_core.execution.events import EventPublisher, Publication
 
@@ -84,11 +84,12 @@ _RETRY_FAILED = (
     .values(status="pending", error=None)
 )
 _INSERT_MESSAGE = insert(_message)
-_SET_SEQ = (
-    update(_message)
-    .where(_message.c.message_pk == bindparam("b_pk"))
-    .values(seq=bindparam("b_seq", type_=_message.c.seq.type))
-)
+
+
+def _connection(factory: sessionmaker[DbSession]) -> Engine:
+    """The engine the factory's sessions use: the intake writes Core statements only, so a plain
+    pooled connection in a transaction does it without an ORM session."""
+    return factory.kw["bind"]
 
 
 def accept_user_message(
@@ -101,26 +102,35 @@ def accept_user_message(
     message_id: str,
     event_name: str = "user_message",
     data: dict[str, Any] | None = None,
+    seen_absent: bool = False,
 ) -> Accepted:
     """Stores the message once per (session, message_id); a failed one is set to run again.
 
     The session's event stream is held before a connection is taken, as every publisher does:
-    taking them in the other order can deadlock on an exhausted pool (or a distributed lock)."""
+    taking them in the other order can deadlock on an exhausted pool (or a distributed lock).
+    The statements are Core ones on a plain pooled connection in a transaction (no ORM session).
+
+    ``seen_absent``: the caller has just read that the session has no message with this id, so
+    the INSERT is tried without looking again; one that raced in since makes it fail on the
+    (session, message_id) unique constraint, and the retry looks it up."""
+    look_up = not seen_absent
     for _ in range(3):
         try:
-            with events.publishing(session_id) as publication, transaction(factory) as db:
+            with events.publishing(session_id) as publication, _connection(factory).begin() as db:
                 return _store(db, publication, session_id, user_task_execution_pk, text, message_id, event_name,
-                              data)
+                              data, look_up)
         except IntegrityError:
-            continue  # the same message_id raced in from a retrying client: read theirs
+            look_up = True  # the same message_id raced in from a retrying client: read theirs
     raise RuntimeError(f"could not store message {message_id!r} of session {session_id}")
 
 
 def _store(
-    db: DbSession, publication: Publication, session_id: str, user_task_execution_pk: int, text: str,
-    message_id: str, event_name: str, data: dict[str, Any] | None,
+    db: Connection, publication: Publication, session_id: str, user_task_execution_pk: int, text: str,
+    message_id: str, event_name: str, data: dict[str, Any] | None, look_up: bool,
 ) -> Accepted:
-    existing = db.execute(_EXISTING, {"b_session": session_id, "b_message_id": message_id}).first()
+    existing = (
+        db.execute(_EXISTING, {"b_session": session_id, "b_message_id": message_id}).first() if look_up else None
+    )
     if existing is not None:
         if existing.event_name != event_name:
             # The id of another kind of message (a text edit, a chat message): answering
@@ -130,12 +140,15 @@ def _store(
             db.execute(_RETRY_FAILED, {"b_pk": existing.message_pk})
             return Accepted(existing.message_pk, "pending", run=True)
         return Accepted(existing.message_pk, existing.status, run=False)
+    # The seq is taken first (the distributed log takes it from Redis), so the row is inserted with
+    # it: no UPDATE after the event.
+    seq = publication.next_seq()
     message_pk = db.execute(_INSERT_MESSAGE, {
         "session_id": session_id, "user_task_execution_fk": user_task_execution_pk, "sender": "user",
         "message_id": message_id, "event_name": event_name, "text": text, "status": "pending",
-        "data": data or {}, "created_at": utcnow(),
+        "data": data or {}, "created_at": utcnow(), "seq": seq,
     }).inserted_primary_key[0]
-    seq = publication.add(db, "user_message_reception", {
+    publication.add(db, "user_message_reception", {
         "message_pk": message_pk,
         "message_id": message_id,
         "text": text,
@@ -143,7 +156,5 @@ def _store(
         **({"data": data} if data else {}),
         "session_id": session_id,
         "user_task_execution_pk": user_task_execution_pk,
-    })
-    # The seq is known only now (the distributed log takes it from Redis at add time).
-    db.execute(_SET_SEQ, {"b_pk": message_pk, "b_seq": seq})
+    }, seq=seq)
     return Accepted(message_pk, "pending", run=True)

@@ -187,3 +187,14 @@ def test_with_redis_failed_logins_are_shared_by_every_server_process(database_ur
         assert [_login(second.base_url, email).status_code for _ in range(2)] == [401, 429]
         assert _login(first.base_url, email).status_code == 429
         assert _login(second.base_url, "other" + email).status_code == 401  # per email
+
+
+def test_flask_limiter_adds_no_per_request_hooks(database_url):
+    # Every limit goes through the strategy; Flask-Limiter's own hooks would only cost time per request.
+    with _server(database_url) as live:
+        app = live.app
+        hooks = [*app.before_request_funcs.get(None, []), *app.after_request_funcs.get(None, []),
+                 *app.teardown_request_funcs.get(None, [])]
+        owners = [getattr(getattr(f, "func", f), "__module__", "") for f in hooks]
+        assert not [o for o in owners if o.startswith("flask_limiter")], owners
+        assert rate_limits(app).limiter.limiter is not None  # the strategy is still there

@@ -1,0 +1,56 @@
+"""PUT /user_message refuses before storing anything, and in a fixed order of precedence:
+404 session (missing or another user's), 404 user_task_execution (missing, another user's or
+deleted), 400 execution of another session. The route reads all of it in one query."""
+
+from __future__ import annotations
+
+import uuid
+
+from tests.integration._helpers import event_count, messages, new_execution
+
+
+def _put(client, session_id: str, pk: int):  # noqa: ANN001, ANN202
+    return client.call("PUT", "/user_message", json={
+        "session_id": session_id, "user_task_execution_pk": pk, "text": "hi", "message_id": uuid.uuid4().hex,
+    })
+
+
+def test_refusals_come_in_order_and_store_nothing(live, llm):
+    owner, intruder = live.new_user(), live.new_user()
+    pk, session_id = new_execution(owner)
+    other_pk, other_session = new_execution(owner)
+    deleted_pk, deleted_session = new_execution(owner)
+    owner.ok("DELETE", "/user_task_execution", params={"user_task_execution_pk": deleted_pk})
+    foreign_pk, foreign_session = new_execution(intruder)
+    missing_pk = 2_000_000_000
+
+    cases = [
+        # The session is checked first, whatever the execution.
+        (owner, "no-such-session", pk, 404, "session not found"),
+        (owner, "no-such-session", missing_pk, 404, "session not found"),
+        (owner, foreign_session, foreign_pk, 404, "session not found"),
+        (owner, foreign_session, pk, 404, "session not found"),
+        (intruder, session_id, pk, 404, "session not found"),
+        # Then the execution: missing, another user's, deleted.
+        (owner, session_id, missing_pk, 404, "user_task_execution not found"),
+        (owner, session_id, foreign_pk, 404, "user_task_execution not found"),
+        (intruder, foreign_session, pk, 404, "user_task_execution not found"),
+        (owner, deleted_session, deleted_pk, 404, "user_task_execution not found"),
+        (owner, session_id, deleted_pk, 404, "user_task_execution not found"),
+        # Then the pair: both the user's, but not each other's.
+        (owner, session_id, other_pk, 400, "session_id is not the session of this user_task_execution"),
+        (owner, other_session, pk, 400, "session_id is not the session of this user_task_execution"),
+    ]
+    for client, sid, epk, status, error in cases:
+        response = _put(client, sid, epk)
+        assert response.status_code == status, (sid, epk, response.text)
+        assert response.json()["error"] == error, (sid, epk, response.text)
+        if status == 400:
+            assert response.json()["field"] == "session_id"
+    for sid in (session_id, other_session, deleted_session, foreign_session):
+        assert messages(live, sid) == []
+        assert event_count(live, sid) == 0
+
+    # The same pair is accepted once it matches.
+    response = _put(owner, session_id, pk)
+    assert response.status_code == 200, response.text
