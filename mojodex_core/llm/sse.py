@@ -23,6 +23,18 @@ from typing import Any
 _LF = 10
 _CR = 13
 _DEFAULT_ERROR_MESSAGE = "An error occurred during streaming"
+_json_decode = json.JSONDecoder().decode  # what json.loads runs on a str
+
+
+def loads(payload: bytes) -> Any:
+    """``json.loads(payload)``, faster for the usual event (strict UTF-8): ``json.loads`` of bytes
+    guesses the encoding and decodes with ``surrogatepass``, which takes the codec's slow path
+    (half of the time of a chunk's decoding). Whatever this fast path refuses (a BOM, UTF-16,
+    an encoded surrogate, invalid JSON) goes to ``json.loads``: same value, same error."""
+    try:
+        return _json_decode(payload.decode())
+    except ValueError:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        return json.loads(payload)
 
 
 class StreamErrorEvent(Exception):
@@ -91,7 +103,7 @@ class SSEDecoder:
                     self.done = True
                     self._pending.clear()
                     return out
-                value = json.loads(payload)
+                value = loads(payload)
                 if type(value) is dict and value.get("error"):
                     raise error_event(value)
                 out.append(value)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mojodex_core.llm.sse import SSEDecoder, StreamErrorEvent, decode
+from mojodex_core.llm.sse import SSEDecoder, StreamErrorEvent, decode, loads
 
 
 def chunk_event(content: str, index: int = 0) -> dict:
@@ -139,3 +139,24 @@ def test_malformed_event_raises_a_value_error():
         decode([b'data: {"id": "broken", "choices": [ this is not json\n\n'])
     with pytest.raises(ValueError):
         decode([b'data: {"a": "\xff"}\n\n'])  # not UTF-8
+
+
+@pytest.mark.parametrize("payload", [
+    b'{"choices": [{"delta": {"content": "caf\xc3\xa9 \\u00e9"}}]}',
+    b"\xef\xbb\xbf{}",  # a UTF-8 BOM: json.loads of bytes accepts it, of str refuses it
+    '{"a": "é"}'.encode("utf-16"),
+    '{"a": 1}'.encode("utf-16-le"),
+    '{"a": 1}'.encode("utf-32"),
+    b'{"a": "\xed\xa0\x80"}',  # an encoded surrogate (json.loads decodes with surrogatepass)
+    b'{"a": \xff}', b'{"a": 1} x', b"", b"  [1, 2] ", b'"\x00"', b"1\x00\x00\x00",
+])
+def test_loads_is_json_loads(payload):
+    try:
+        want = ("value", json.loads(payload))
+    except ValueError as exc:
+        want = ("error", type(exc), str(exc))
+    try:
+        got = ("value", loads(payload))
+    except ValueError as exc:
+        got = ("error", type(exc), str(exc))
+    assert got == want
