@@ -75,6 +75,23 @@ class SSEDecoder:
                 chunk = chunk[1:]
                 if not chunk:
                     return []
+        if (
+            chunk.startswith(b"data: ")
+            and chunk.endswith(b"\n\n")
+            and chunk.find(b"\n", 6) == len(chunk) - 2
+            and not self._pending
+            and not self._data
+            and b"\r" not in chunk
+        ):
+            # The usual network read: exactly one event of one data line, nothing held before it.
+            payload = chunk[6:-2]
+            if payload.startswith(b"[DONE]"):
+                self.done = True
+                return []
+            value = loads(payload)
+            if type(value) is dict and value.get("error"):
+                raise error_event(value)
+            return [value]
         if b"\r" in chunk:
             # Every line end becomes LF; a trailing CR may be the first half of a CRLF.
             self._skip_lf = chunk[-1] == _CR
