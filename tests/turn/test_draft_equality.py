@@ -1,7 +1,8 @@
 """The draft completion in Core stores the same rows and sends the same draft_message, byte for
 byte, as the ORM code it replaced (frozen in tests/turn/_legacy_draft.py): the first version
-(the produced_text created with it), a later one after the user's edit, a second draft on a
-completed and titled execution, and a title longer than the execution's column."""
+(the produced_text created with it), a later one after the user's edit (or one committed while
+the draft streamed), a second draft on a completed and titled execution, and a title longer than
+the execution's column."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from sqlalchemy import select
 from mojodex_core.db import transaction
 from mojodex_core.db.models import Message, ProducedText, ProducedTextVersion, UserTaskExecution
 from mojodex_core.execution.produced_text import append_version, version_payload
-from tests.turn._harness import DRAFT, Turns
+from tests.turn._harness import DRAFT, Step, Turns
 from tests.turn._legacy_draft import LegacyDraftTurn
 
 LONG = "T" * 300
@@ -44,6 +45,7 @@ def _scenario(turns: Turns, name: str, task: str) -> dict[str, Any]:
         "after_edit": [DRAFT, "edit", _draft(" Second ", " Better text.\n")],
         "again": [DRAFT, _draft("Other", "Again.")],
         "long_title": [_draft(LONG, "Body.")],
+        "edit_during_stream": [DRAFT, Step(_draft("Third", "Last."), during=lambda: _edit(turns, pk, user))],
     }[name]
     for reply in replies:
         if reply == "edit":
@@ -88,7 +90,7 @@ def _scenario(turns: Turns, name: str, task: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("task", ["turn_prompt_email", "turn_prompt_minutes"])
-@pytest.mark.parametrize("name", ["first", "after_edit", "again", "long_title"])
+@pytest.mark.parametrize("name", ["first", "after_edit", "again", "long_title", "edit_during_stream"])
 def test_the_core_draft_path_stores_and_sends_what_the_orm_path_did(make_turns, name, task):
     core = make_turns()
     legacy = make_turns()
