@@ -45,11 +45,17 @@ def _scenario(turns: Turns, name: str, task: str) -> dict[str, Any]:
         "after_edit": [DRAFT, "edit", _draft(" Second ", " Better text.\n")],
         "again": [DRAFT, _draft("Other", "Again.")],
         "long_title": [_draft(LONG, "Body.")],
+        "titled_before": ["name it", DRAFT],  # completed, the title kept
+        "named_later": [_draft("", "Untitled."), DRAFT],  # completed without a title, named by the second
         "edit_during_stream": [DRAFT, Step(_draft("Third", "Last."), during=lambda: _edit(turns, pk, user))],
     }[name]
     for reply in replies:
         if reply == "edit":
             _edit(turns, pk, user)
+            continue
+        if reply == "name it":
+            with transaction(turns.factory) as db:
+                db.get(UserTaskExecution, pk).title = "Named by the title job"
             continue
         turns.llm.script(reply)
         turns.run(session_id, turns.message(session_id, pk, "write it"))
@@ -90,7 +96,8 @@ def _scenario(turns: Turns, name: str, task: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("task", ["turn_prompt_email", "turn_prompt_minutes"])
-@pytest.mark.parametrize("name", ["first", "after_edit", "again", "long_title", "edit_during_stream"])
+@pytest.mark.parametrize("name", ["first", "after_edit", "again", "long_title", "titled_before", "named_later",
+                                  "edit_during_stream"])
 def test_the_core_draft_path_stores_and_sends_what_the_orm_path_did(make_turns, name, task):
     core = make_turns()
     legacy = make_turns()
