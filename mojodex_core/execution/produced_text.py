@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from sqlalchemy import bindparam, func, select, update
+from datetime import datetime
+
+from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as DbSession
 
-from mojodex_core.db.models import ProducedText, ProducedTextVersion, UserTaskExecution
+from mojodex_core.db.models import ProducedText, ProducedTextVersion, UserTaskExecution, utcnow
 
 MAX_ATTEMPTS = 5
 
@@ -130,3 +132,65 @@ def oversized(
     if production is not None and len(production) > max_production_chars:
         return "production", max_production_chars
     return None
+
+
+# --- The assistant's draft, in Core (the instruct turn's completion; see execution/turn.py).
+# Every other writer appends through append_version above (ORM). Both serialise on the execution
+# row: append_version's first statement is an UPDATE of it, the turn holds it FOR UPDATE (and on
+# SQLite the database write lock) before these statements run, so the index read below cannot be
+# raced by another appender and needs neither a savepoint nor a retry.
+_PRODUCED_AND_LAST = (
+    select(
+        _produced.c.produced_text_pk,
+        select(func.max(_version.c.version_index))
+        .where(_version.c.produced_text_fk == _produced.c.produced_text_pk)
+        .scalar_subquery()
+        .label("last_index"),
+    )
+    .where(_produced.c.user_task_execution_fk == bindparam("b_pk"))
+)
+_INSERT_PRODUCED = insert(_produced).returning(_produced.c.produced_text_pk)
+_INSERT_VERSION = insert(_version).returning(_version.c.produced_text_version_pk)
+
+
+def append_draft_version(
+    db: DbSession,
+    user_task_execution_pk: int,
+    user_id: str,
+    *,
+    title: str,
+    production: str,
+    text_type_fk: int | None,
+    text_type: str | None,
+    message_pk: int,
+    now: datetime | None = None,
+) -> dict:
+    """The assistant's next version of an execution's text (its produced_text created with the
+    first), as Core statements; returns version_payload's dict for it. The caller holds the
+    execution row (see above)."""
+    now = now or utcnow()
+    found = db.execute(_PRODUCED_AND_LAST, {"b_pk": user_task_execution_pk}).first()
+    if found is None:
+        produced_pk = db.execute(_INSERT_PRODUCED, {
+            "user_task_execution_fk": user_task_execution_pk, "user_id": user_id, "created_at": now,
+        }).scalar_one()
+        index = 1
+    else:
+        produced_pk = found.produced_text_pk
+        index = (found.last_index or 0) + 1
+    version_pk = db.execute(_INSERT_VERSION, {
+        "produced_text_fk": produced_pk, "version_index": index, "title": title, "production": production,
+        "origin": "assistant", "text_type_fk": text_type_fk, "message_fk": message_pk, "created_at": now,
+    }).scalar_one()
+    # version_payload's keys, in its order (the event's JSON is byte-identical to the ORM path's).
+    return {
+        "produced_text_pk": produced_pk,
+        "produced_text_version_pk": version_pk,
+        "produced_text_version_index": index,
+        "produced_text_title": title,
+        "produced_text": production,
+        "text_type": text_type,
+        "origin": "assistant",
+        "user_task_execution_pk": user_task_execution_pk,
+        "created_at": now.isoformat(),
+    }

@@ -37,7 +37,7 @@ from mojodex_core.execution.chaining import previous_task_context
 from mojodex_core.execution.events import EventPublisher
 from mojodex_core.execution.failures import fail_or_mark, failure_reason, mark_failed
 from mojodex_core.execution.jobs import TurnJob
-from mojodex_core.execution.produced_text import append_version, version_payload
+from mojodex_core.execution.produced_text import append_draft_version
 from mojodex_core.execution.prompt import (
     ChatMessage,
     PromptError,
@@ -183,19 +183,27 @@ _SET_SEQ_AND_DATA = (
 )
 
 
+# A draft completes its execution (unless it is already) and names it (unless it has a title):
+# decided on the row read FOR UPDATE, as the ORM code did.
+_FINISH = (
+    update(_execution)
+    .where(_execution.c.user_task_execution_pk == bindparam("b_pk"))
+    .values(status="completed", end_date=bindparam("b_now", type_=_execution.c.end_date.type))
+)
+_FINISH_NAMED = _FINISH.values(title=bindparam("b_title", type_=_execution.c.title.type))
+_NAME = (
+    update(_execution)
+    .where(_execution.c.user_task_execution_pk == bindparam("b_pk"))
+    .values(title=bindparam("b_title", type_=_execution.c.title.type))
+)
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
 
 class _NotOurs(Exception):
     """The guarded write found the message taken: roll back, answer nothing."""
-
-
-@dataclass(frozen=True)
-class _ExecutionKey:
-    """What produced_text.append_version reads of the execution it appends to."""
-
-    user_task_execution_pk: int
 
 
 @dataclass(frozen=True)
@@ -574,33 +582,27 @@ class InstructTurn:
     def _store_draft(
         self, db: DbSession, context: TurnContext, execution: Row, reply: ParsedReply
     ) -> tuple[int, dict[str, Any], dict[str, Any]]:
-        """The draft's answer and version (drafts are rarer than questions: the version is appended
-        through the ORM, as every other writer of versions does); (answer pk, payload, answer data)."""
+        """The draft's answer and version, Core statements (the execution row is held since
+        _EXECUTION_FOR_UPDATE, see produced_text.append_draft_version); (answer pk, payload, answer
+        data)."""
         title = (reply.title or "").strip()
         draft = (reply.draft or "").strip()
         answer_pk = self._insert_answer(
             db, context, "draft_message", f"{title}\n\n{draft}".strip(), reply.text_with_tags, {}
         )
-        version = append_version(
-            db, _ExecutionKey(context.user_task_execution_pk), context.user_id,  # type: ignore[arg-type]
-            title=title, production=draft, origin="assistant", text_type_fk=context.output_text_type_fk,
-            message_pk=answer_pk,
+        now = _now()
+        payload = append_draft_version(
+            db, context.user_task_execution_pk, context.user_id, title=title, production=draft,
+            text_type_fk=context.output_text_type_fk, text_type=context.output_text_type, message_pk=answer_pk,
+            now=now,
         )
-        finished: dict[str, Any] = {}
-        if execution.status != "completed":
-            finished.update(status="completed", end_date=_now())
-        if not execution.title and title:
-            finished["title"] = title[:255]
-        if finished:
-            db.execute(
-                update(_execution)
-                .where(_execution.c.user_task_execution_pk == context.user_task_execution_pk)
-                .values(**finished)
-            )
-        db.flush()
-        payload = version_payload(version, version.produced_text, context.output_text_type)
+        complete = execution.status != "completed"
+        name = not execution.title and title
+        if complete or name:
+            statement = _FINISH_NAMED if complete and name else _FINISH if complete else _NAME
+            db.execute(statement, {"b_pk": context.user_task_execution_pk, "b_now": now, "b_title": title[:255]})
         payload["message_pk"] = answer_pk
-        return answer_pk, payload, {"produced_text_version_pk": version.produced_text_version_pk}
+        return answer_pk, payload, {"produced_text_version_pk": payload["produced_text_version_pk"]}
 
     def _write_trace(self, context: TurnContext) -> None:
         """The collected trace entries of a turn that stored no answer, in a transaction of their own."""

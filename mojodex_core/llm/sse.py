@@ -23,6 +23,18 @@ from typing import Any
 _LF = 10
 _CR = 13
 _DEFAULT_ERROR_MESSAGE = "An error occurred during streaming"
+_json_decode = json.JSONDecoder().decode  # what json.loads runs on a str
+
+
+def loads(payload: bytes) -> Any:
+    """``json.loads(payload)``, faster for the usual event (strict UTF-8): ``json.loads`` of bytes
+    guesses the encoding and decodes with ``surrogatepass``, which takes the codec's slow path
+    (half of the time of a chunk's decoding). Whatever this fast path refuses (a BOM, UTF-16,
+    an encoded surrogate, invalid JSON) goes to ``json.loads``: same value, same error."""
+    try:
+        return _json_decode(payload.decode())
+    except ValueError:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        return json.loads(payload)
 
 
 class StreamErrorEvent(Exception):
@@ -63,6 +75,23 @@ class SSEDecoder:
                 chunk = chunk[1:]
                 if not chunk:
                     return []
+        if (
+            chunk.startswith(b"data: ")
+            and chunk.endswith(b"\n\n")
+            and chunk.find(b"\n", 6) == len(chunk) - 2
+            and not self._pending
+            and not self._data
+            and b"\r" not in chunk
+        ):
+            # The usual network read: exactly one event of one data line, nothing held before it.
+            payload = chunk[6:-2]
+            if payload.startswith(b"[DONE]"):
+                self.done = True
+                return []
+            value = loads(payload)
+            if type(value) is dict and value.get("error"):
+                raise error_event(value)
+            return [value]
         if b"\r" in chunk:
             # Every line end becomes LF; a trailing CR may be the first half of a CRLF.
             self._skip_lf = chunk[-1] == _CR
@@ -91,7 +120,7 @@ class SSEDecoder:
                     self.done = True
                     self._pending.clear()
                     return out
-                value = json.loads(payload)
+                value = loads(payload)
                 if type(value) is dict and value.get("error"):
                     raise error_event(value)
                 out.append(value)

@@ -52,6 +52,11 @@ class TagLexer:
         self._pending: list[str] = []
 
     @property
+    def in_text(self) -> bool:
+        """No possible tag is held back: a chunk without "<" is then exactly one text token."""
+        return self._state == _TEXT
+
+    @property
     def pending(self) -> str:
         """The held-back possible-tag prefix (empty when not in a candidate)."""
         return "".join(self._pending)

@@ -85,8 +85,12 @@ class TagStreamParser:
             raise RuntimeError("feed() after finish()")
         if chunk:
             self._raw.append(chunk)
-            for tok in self._lexer.feed(chunk):
-                self._on_token(tok)
+            if "<" not in chunk and self._lexer.in_text:
+                # Most chunks are plain words: what the lexer would return is TextToken(chunk).
+                self._on_text(chunk)
+            else:
+                for tok in self._lexer.feed(chunk):
+                    self._on_token(tok)
         return self._drain()
 
     def finish(self) -> tuple[list[StreamDelta], ParsedReply]:
@@ -124,21 +128,30 @@ class TagStreamParser:
 
     # ------------------------------------------------------------ structure
 
+    def _on_text(self, text: str) -> None:
+        """A text token (see _on_token)."""
+        top = self._stack[-1] if self._stack else None
+        if top is None:
+            self._emit_text("mojo", text)
+        elif top.spec.role is Role.HIDDEN:
+            top.capture.append(text)  # raw mode
+        elif top.channel is not None:
+            self._emit_text(top.channel, text)
+
     def _on_token(self, tok: Token) -> None:
+        if not isinstance(tok, TagToken):
+            self._on_text(tok.text)
+            return
         top = self._stack[-1] if self._stack else None
         if top is not None and top.spec.role is Role.HIDDEN:
             # Raw mode: only a closing tag of something open is structure;
-            # anything else (text, nested tags) is captured verbatim.
-            if isinstance(tok, TagToken) and tok.closing and self._open_counts.get(tok.name):
+            # anything else (nested tags included) is captured verbatim.
+            if tok.closing and self._open_counts.get(tok.name):
                 self._close(tok.name)
             else:
-                top.capture.append(tok.raw if isinstance(tok, TagToken) else tok.text)
+                top.capture.append(tok.raw)
             return
-        if not isinstance(tok, TagToken):
-            channel: Channel | None = top.channel if top is not None else "mojo"
-            if channel is not None:
-                self._emit_text(channel, tok.text)
-        elif tok.closing:
+        if tok.closing:
             if self._open_counts.get(tok.name):
                 self._close(tok.name)
             # else: stray closing tag; markup is dropped, nothing else to do.

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mojodex_core.llm.sse import SSEDecoder, StreamErrorEvent, decode
+from mojodex_core.llm.sse import SSEDecoder, StreamErrorEvent, decode, loads
 
 
 def chunk_event(content: str, index: int = 0) -> dict:
@@ -139,3 +139,44 @@ def test_malformed_event_raises_a_value_error():
         decode([b'data: {"id": "broken", "choices": [ this is not json\n\n'])
     with pytest.raises(ValueError):
         decode([b'data: {"a": "\xff"}\n\n'])  # not UTF-8
+
+
+@pytest.mark.parametrize("payload", [
+    b'{"choices": [{"delta": {"content": "caf\xc3\xa9 \\u00e9"}}]}',
+    b"\xef\xbb\xbf{}",  # a UTF-8 BOM: json.loads of bytes accepts it, of str refuses it
+    '{"a": "é"}'.encode("utf-16"),
+    '{"a": 1}'.encode("utf-16-le"),
+    '{"a": 1}'.encode("utf-32"),
+    b'{"a": "\xed\xa0\x80"}',  # an encoded surrogate (json.loads decodes with surrogatepass)
+    b'{"a": \xff}', b'{"a": 1} x', b"", b"  [1, 2] ", b'"\x00"', b"1\x00\x00\x00",
+])
+def test_loads_is_json_loads(payload):
+    try:
+        want = ("value", json.loads(payload))
+    except ValueError as exc:
+        want = ("error", type(exc), str(exc))
+    try:
+        got = ("value", loads(payload))
+    except ValueError as exc:
+        got = ("error", type(exc), str(exc))
+    assert got == want
+
+
+@pytest.mark.parametrize("events", [
+    [b'data: {"a": 1}\n\n', b'data: {"b": "\xc3\xa9"}\n\n', b"data: [DONE]\n\n", b'data: {"c": 3}\n\n'],
+    [b'data: {"a": 1}\n\n', b'data: {"a": 2}\n\ndata: {"a": 3}\n\n', b"data: [DONE]\n\n"],
+    [b"data: [1]\n\n", b'data: {"a"', b': 1}\n\n', b'data: {"b": 2}\n\n'],  # a read after a held line
+    [b"data: [1,\n", b"data: 2]\n\n", b"data: [3]\n\n"],  # a data line held for the next read's event
+    [b'data: {"a": 1}\r\n\r\n', b'data: {"a": 2}\n\n', b'data: {"a": 3}\r', b'\n\r\ndata: {"a": 4}\n\n'],
+    [b'data: {"a": 3}\r\r', b'\ndata: {"a": 4}\n\n'],  # the LF of a CRLF split off, then a whole event
+])
+def test_one_event_per_read_decodes_as_byte_by_byte(events):
+    """The usual network read is one whole event (a fast path): the same values as any split."""
+    raw = b"".join(events)
+    assert decode(events) == decode([raw[i : i + 1] for i in range(len(raw))])
+
+
+def test_a_whole_error_event_raises():
+    decoder = SSEDecoder()
+    with pytest.raises(StreamErrorEvent, match="boom"):
+        decoder.feed(b'data: {"error": {"message": "boom"}}\n\n')
