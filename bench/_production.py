@@ -52,7 +52,8 @@ class ProductionServer:
     """`mojodex serve` (embedded runner) or a 1 backend + 1 worker cluster, on this database."""
 
     def __init__(self, database_url: str, llm_base_url: str, var_dir: Path, *,
-                 distributed: bool = False, redis_url: str | None = None, start_timeout_s: float = 90.0) -> None:
+                 distributed: bool = False, redis_url: str | None = None, worker_threads: int = 4,
+                 start_timeout_s: float = 90.0) -> None:
         self.var_dir = var_dir
         self.distributed = distributed
         env = {k: v for k, v in os.environ.items() if k not in _NOT_INHERITED}
@@ -73,7 +74,8 @@ class ProductionServer:
             env["REDIS_URL"] = redis_url
             for name in _NOT_INHERITED:
                 os.environ.pop(name, None)  # Cluster merges os.environ under the env it is given
-            self.cluster = Cluster(env=env, log_dir=var_dir / "cluster", backends=1, workers=1)
+            self.cluster = Cluster(env=env, log_dir=var_dir / "cluster", backends=1, workers=1,
+                                   worker_concurrency=worker_threads)
             backend = self.cluster.start_backend(1)
             self.cluster.start_worker(1)
             self.cluster.start_beat()

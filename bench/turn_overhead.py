@@ -276,6 +276,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="default: a temp SQLite file; a Postgres URL has its public schema DROPPED and recreated")
     parser.add_argument("--distributed", action="store_true",
                         help="1 backend + 1 Celery worker (MOJODEX_RUNNER=celery) on --redis-url; needs Postgres")
+    parser.add_argument("--worker-threads", type=int, default=16,
+                        help="with --distributed: the Celery worker's thread pool (backend/cluster.py defaults to 4)")
     parser.add_argument("--redis-url", default=os.environ.get("TEST_REDIS_URL"),
                         help="with --distributed: the Redis database to use (FLUSHED first)")
     parser.add_argument("--single-turns", type=int, default=30, help="rounds of the 1-session run")
@@ -326,7 +328,8 @@ def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915 - a script's ph
     if tmpdir:
         cleanup.append(lambda: shutil.rmtree(tmpdir, ignore_errors=True))
     db_kind = "postgres" if database_url.startswith("postgresql") else "sqlite"
-    mode = "distributed (1 backend + 1 worker)" if args.distributed else "embedded (mojodex serve)"
+    mode = (f"distributed (1 backend + 1 worker of {args.worker_threads} threads)" if args.distributed
+            else "embedded (mojodex serve)")
     print(f"bench: database {db_kind} ({masked(database_url)}), {os.cpu_count()} cores, platform {mode}")
 
     from mojodex_core.db import make_engine, make_session_factory, transaction
@@ -344,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915 - a script's ph
     llm = Remote("llm", args.draft_tokens)
     cleanup.append(llm.stop)
     server = ProductionServer(database_url, llm.base_url, var_dir, distributed=args.distributed,
-                              redis_url=args.redis_url)
+                              redis_url=args.redis_url, worker_threads=args.worker_threads)
     cleanup.append(server.stop)
     try:
         print(f"bench: platform {server.base_url}, scripted LLM {llm.base_url} "
