@@ -108,7 +108,9 @@ class Cluster:
             self.wait_serving(backend, timeout)
         return backends
 
-    def wait_serving(self, role: Role, timeout: float = 60.0) -> None:
+    @staticmethod
+    def wait_serving(role: Role, timeout: float = 60.0) -> None:
+        """Until the role answers /health (it exiting, or the timeout, raises with its log's end)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if not role.alive():

@@ -14,12 +14,9 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import requests
-
-from backend.cluster import Cluster, free_port
+from backend.cluster import Cluster, Role, free_port
 from bench._measure import process_cpu_s
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -92,24 +89,11 @@ class ProductionServer:
             process = subprocess.Popen(argv, env=env, stdout=self._log, stderr=subprocess.STDOUT, cwd=REPO_ROOT,
                                        start_new_session=True)
             self.processes = [process]
-            self._wait_serving(start_timeout_s)
+            Cluster.wait_serving(Role("mojodex serve", process, self.log_path, self.port), start_timeout_s)
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
-
-    def _wait_serving(self, timeout_s: float) -> None:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.processes[0].poll() is not None:
-                raise RuntimeError(f"mojodex serve exited: {self.log_path.read_text()[-3000:]}")
-            try:
-                if requests.get(self.base_url + "/health", timeout=2).status_code == 200:
-                    return
-            except requests.RequestException:
-                pass
-            time.sleep(0.2)
-        raise RuntimeError(f"mojodex serve did not answer in {timeout_s:.0f} s: {self.log_path.read_text()[-3000:]}")
 
     def pids(self) -> dict[str, list[int]]:
         """The platform's processes by role (gunicorn's master and worker count as one)."""
