@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+import engineio
 import pytest
 import requests
 import socketio
@@ -156,9 +157,26 @@ class Client:
         return recorder
 
 
+class InOrderEngineIOClient(engineio.Client):
+    """python-engineio's client starts a thread per received message to run its handler, so
+    handlers (and a recorder's list) can see events out of arrival order under load. This one
+    runs them on the read thread, in order, as a browser's socket.io-client does."""
+
+    def _trigger_event(self, event, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        if event == "message":
+            kwargs["run_async"] = False
+        return super()._trigger_event(event, *args, **kwargs)
+
+
+class InOrderClient(socketio.Client):
+    def _engineio_client_class(self):  # noqa: ANN202
+        return InOrderEngineIOClient
+
+
 @dataclass
 class SocketRecorder:
-    """A python-socketio client (websocket transport) that records every event it receives."""
+    """A python-socketio client (websocket transport) that records every event it receives, in
+    the order they arrive."""
 
     base_url: str
     token: str
@@ -166,7 +184,7 @@ class SocketRecorder:
 
     def __post_init__(self) -> None:
         self._cond = threading.Condition()
-        self.client = socketio.Client(reconnection=False)
+        self.client = InOrderClient(reconnection=False)
         self.client.on("*", self._record)
         self.client.connect(self.base_url, auth={"token": self.token}, transports=["websocket"], wait_timeout=10)
 
