@@ -125,3 +125,32 @@ def test_a_second_writer_in_the_same_thread_gets_sqlites_answer_instead_of_hangi
 def test_the_engine_connects_through_the_gate(factory):
     with factory() as db:
         assert type(db.connection().connection.dbapi_connection).__name__ == "GatedConnection"
+
+
+def test_a_savepoint_that_opens_the_transaction_passes_the_gate_before_its_first_read(factory):
+    # A SAVEPOINT with no transaction open starts one in SQLite (pysqlite sends no BEGIN for it).
+    # Its first read fixes a snapshot; had another writer of this process committed before the
+    # savepoint's INSERT, SQLite would refuse the upgrade at once ("database is locked", no busy
+    # wait): the workflow runner's step claim met that under load. The SAVEPOINT now takes the gate.
+    other_done = threading.Event()
+    errors: list[BaseException] = []
+
+    def other_writer() -> None:
+        try:
+            with transaction(factory) as db:
+                db.execute(text("INSERT INTO t (k, v) VALUES (2, 'other')"))
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+        finally:
+            other_done.set()
+
+    with transaction(factory) as db:
+        with db.begin_nested():
+            assert db.execute(text("SELECT count(*) FROM t")).scalar() == 0  # the snapshot
+            thread = threading.Thread(target=other_writer)
+            thread.start()
+            other_done.wait(0.5)  # it waits for the gate now; before, it committed here
+            db.execute(text("INSERT INTO t (k, v) VALUES (1, 'savepoint')"))
+    thread.join(10)
+    assert errors == []
+    assert _count(factory) == 2

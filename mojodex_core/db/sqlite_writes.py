@@ -24,11 +24,14 @@ from typing import Any
 
 log = logging.getLogger("mojodex.db")
 
-_WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
+# SAVEPOINT too: with no transaction open it starts one (pysqlite sends no BEGIN for it), whose
+# first read fixes a snapshot; a writer of this process committing before the savepoint's first
+# write would make SQLite refuse that write at once ("database is locked", no busy wait).
+_WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE", "SAVEPOINT")
 
 
 def _is_write(sql: str) -> bool:
-    return sql.lstrip()[:7].upper().startswith(_WRITES)
+    return sql.lstrip()[:9].upper().startswith(_WRITES)
 
 
 class WriteGate:
