@@ -171,15 +171,10 @@ _SET_ANSWER = (
     .where(_message.c.message_pk == bindparam("b_pk"))
     .values(answer_message_fk=bindparam("b_answer", type_=_message.c.answer_message_fk.type))
 )
-_SET_SEQ = (
+_SET_DATA = (
     update(_message)
     .where(_message.c.message_pk == bindparam("b_pk"))
-    .values(seq=bindparam("b_seq", type_=_message.c.seq.type))
-)
-_SET_SEQ_AND_DATA = (
-    update(_message)
-    .where(_message.c.message_pk == bindparam("b_pk"))
-    .values(seq=bindparam("b_seq", type_=_message.c.seq.type), data=bindparam("b_data", type_=_message.c.data.type))
+    .values(data=bindparam("b_data", type_=_message.c.data.type))
 )
 
 
@@ -531,6 +526,8 @@ class InstructTurn:
             if reply.language and reply.language[:8] != context.session_language:
                 db.execute(_SET_LANGUAGE, {"b_session": context.session_id, "b_language": reply.language[:8]})
             data: dict[str, Any] | None = None  # the answer's data, when known only after its insert
+            # The answer's row is inserted with the seq of its event, as intake does for user messages.
+            seq = publication.next_seq()
             if outcome.approval is not None:
                 text = reply.text.strip()
                 tool_execution_pk = record_approval_request(
@@ -538,49 +535,46 @@ class InstructTurn:
                 )
                 asked = {"task_tool_execution_pk": tool_execution_pk, "tool_name": outcome.approval.name[:64]}
                 event_name = "mojo_message"
-                answer_pk = self._insert_answer(db, context, event_name, text, reply.text_with_tags, asked)
+                answer_pk = self._insert_answer(db, context, event_name, text, reply.text_with_tags, asked, seq)
                 payload = {"text": text, "message_pk": answer_pk, **asked}
             elif reply.kind == "execution" and (reply.draft or reply.title):
                 if not (reply.draft or "").strip():
                     # A version with no body is no result: the turn fails visibly and can be retried.
                     raise TurnFailed("The assistant returned an empty draft. Please retry.")
                 event_name = "draft_message"
-                answer_pk, payload, data = self._store_draft(db, context, execution, reply)
+                answer_pk, payload, data = self._store_draft(db, context, execution, reply, seq)
             else:
                 text = (reply.text or "").strip()
                 if not text:
                     raise TurnFailed("The assistant returned an empty answer. Please retry.")
                 event_name = "mojo_message"
-                answer_pk = self._insert_answer(db, context, event_name, text, reply.text_with_tags, {})
+                answer_pk = self._insert_answer(db, context, event_name, text, reply.text_with_tags, {}, seq)
                 payload = {"text": text, "message_pk": answer_pk}
             db.execute(_SET_ANSWER, {"b_pk": context.message_pk, "b_answer": answer_pk})
-            seq = publication.add(db, event_name, {
+            publication.add(db, event_name, {
                 **payload,
                 "session_id": context.session_id,
                 "user_task_execution_pk": pk,
                 "user_message_pk": context.message_pk,
-            })
-            # The seq is known only now (the distributed log takes it from Redis at add time).
-            if data is None:
-                db.execute(_SET_SEQ, {"b_pk": answer_pk, "b_seq": seq})
-            else:
-                db.execute(_SET_SEQ_AND_DATA, {"b_pk": answer_pk, "b_seq": seq, "b_data": data})
+            }, seq=seq)
+            if data is not None:
+                db.execute(_SET_DATA, {"b_pk": answer_pk, "b_data": data})
             # The decisions that led to this answer are part of the turn's outcome: same transaction.
             append_trace_entries(db, pk, context.trace)
         context.trace.clear()  # committed
 
     @staticmethod
     def _insert_answer(
-        db: DbSession, context: TurnContext, event_name: str, text: str, raw: str, data: dict[str, Any]
+        db: DbSession, context: TurnContext, event_name: str, text: str, raw: str, data: dict[str, Any], seq: int
     ) -> int:
         return db.execute(_INSERT_ANSWER, {
             "session_id": context.session_id, "user_task_execution_fk": context.user_task_execution_pk,
             "sender": "assistant", "event_name": event_name, "text": text, "text_with_tags": raw,
-            "status": "final", "data": data, "created_at": _now(),
+            "status": "final", "data": data, "seq": seq, "created_at": _now(),
         }).scalar_one()
 
     def _store_draft(
-        self, db: DbSession, context: TurnContext, execution: Row, reply: ParsedReply
+        self, db: DbSession, context: TurnContext, execution: Row, reply: ParsedReply, seq: int
     ) -> tuple[int, dict[str, Any], dict[str, Any]]:
         """The draft's answer and version, Core statements (the execution row is held since
         _EXECUTION_FOR_UPDATE, see produced_text.append_draft_version); (answer pk, payload, answer
@@ -588,7 +582,7 @@ class InstructTurn:
         title = (reply.title or "").strip()
         draft = (reply.draft or "").strip()
         answer_pk = self._insert_answer(
-            db, context, "draft_message", f"{title}\n\n{draft}".strip(), reply.text_with_tags, {}
+            db, context, "draft_message", f"{title}\n\n{draft}".strip(), reply.text_with_tags, {}, seq
         )
         now = _now()
         payload = append_draft_version(

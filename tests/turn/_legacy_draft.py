@@ -27,12 +27,12 @@ class _ExecutionKey:
 
 class LegacyDraftTurn(InstructTurn):
     def _store_draft(
-        self, db: DbSession, context: TurnContext, execution: Row, reply: ParsedReply
+        self, db: DbSession, context: TurnContext, execution: Row, reply: ParsedReply, seq: int
     ) -> tuple[int, dict[str, Any], dict[str, Any]]:
         title = (reply.title or "").strip()
         draft = (reply.draft or "").strip()
         answer_pk = self._insert_answer(
-            db, context, "draft_message", f"{title}\n\n{draft}".strip(), reply.text_with_tags, {}
+            db, context, "draft_message", f"{title}\n\n{draft}".strip(), reply.text_with_tags, {}, seq
         )
         version = append_version(
             db, _ExecutionKey(context.user_task_execution_pk), context.user_id,  # type: ignore[arg-type]
