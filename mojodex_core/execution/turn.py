@@ -47,6 +47,7 @@ from mojodex_core.execution.prompt import (
     window_conversation,
 )
 from mojodex_core.execution.reasoning import append_trace_entries
+from mojodex_core.execution.scheduler import scheduler
 from mojodex_core.execution.session_claims import Superseded, check_fence
 from mojodex_core.execution.task_prompt import TaskPrompt, TaskPrompts
 from mojodex_core.execution.tool_loop import (
@@ -338,9 +339,7 @@ class InstructTurn:
             timed_out.set()
             cancel.set()
 
-        watchdog = threading.Timer(self._turn_timeout_s, on_timeout)
-        watchdog.daemon = True
-        watchdog.start()
+        watchdog = scheduler.call_later(self._turn_timeout_s, on_timeout)
         try:
             if context.started_now:
                 self._events.publish(

@@ -32,6 +32,7 @@ from mojodex_core.execution.failures import fail_or_mark, failure_reason
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.execution.prompt import ChatMessage, render, window_conversation
 from mojodex_core.execution.reasoning import append_trace, trace_entry
+from mojodex_core.execution.scheduler import Scheduled, scheduler
 from mojodex_core.execution.tool_loop import ToolSettings, describes_tags, offers_native
 from mojodex_core.home_chat.routing import ROUTE_FUNCTION, RoutingDecision, route_tool, routing_decision
 from mojodex_core.home_chat.service import RoutableTask, available_tasks, home_chat_for_session
@@ -152,8 +153,7 @@ class HomeChatTurn:
             timed_out.set()
             cancel.set()
 
-        watchdog = threading.Timer(self._turn_timeout_s, on_timeout)
-        watchdog.daemon = True
+        watchdog: Scheduled | None = None  # started once the message is claimed
         message_id = None
         routed_pk: int | None = None
         try:
@@ -164,7 +164,7 @@ class HomeChatTurn:
                 message_id = message.message_id
                 llm_messages, tasks, user_id = self._prompt(db, job.session_id, message.message_pk)
                 message.status = "processing"
-            watchdog.start()
+            watchdog = scheduler.call_later(self._turn_timeout_s, on_timeout)
             if self._llm is None:
                 raise LLMNotConfigured(self._no_llm_message)
             reply, calls = self._generate(job, llm_messages, tasks, cancel)
@@ -191,7 +191,8 @@ class HomeChatTurn:
             fail_or_mark(self._factory, self._events, session_id=job.session_id, message_pk=job.message_pk,
                          message_id=message_id, user_task_execution_pk=None, reason=reason)
         finally:
-            watchdog.cancel()
+            if watchdog is not None:
+                watchdog.cancel()
         if routed_pk is not None:
             # Outside the try: the task's turn answers (or fails) the message itself, with its own watchdog.
             self._notify_routed(routed_pk, job.session_id)

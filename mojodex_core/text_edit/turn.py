@@ -32,6 +32,7 @@ from mojodex_core.execution.failures import failure_reason
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.execution.produced_text import append_version, version_payload
 from mojodex_core.execution.prompt import PromptError
+from mojodex_core.execution.scheduler import scheduler
 from mojodex_core.execution.session_claims import check_fence
 from mojodex_core.llm import LLMNotConfigured, LLMProvider
 from mojodex_core.tags import ParsedReply, TagStreamParser
@@ -86,9 +87,7 @@ class TextEditTurn:
         context = self._begin(job)
         if context is None:
             return
-        timer = threading.Timer(self._turn_timeout_s, cancel.set)
-        timer.daemon = True
-        timer.start()
+        timer = scheduler.call_later(self._turn_timeout_s, cancel.set)
         try:
             if context.setup_error is not None:
                 raise EditFailed(context.setup_error)

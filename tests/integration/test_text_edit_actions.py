@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from sqlalchemy import func, select
 
 from mojodex_core.db.models import ProducedTextVersion
 from tests.integration._edits import SHIPPED_ACTIONS, edited, load_edit_actions
 from tests.integration._helpers import BODY, DRAFT, TITLE, message, new_execution, run_form, send, turn_deltas
+from tests.support.live import live_settings, serving
 from tests.support.scripted_llm import HTTPError, Reply
 
 
@@ -174,3 +177,33 @@ def test_a_message_id_of_a_chat_message_is_refused_and_a_deleted_execution_is_go
     client.ok("DELETE", "/user_task_execution", params={"user_task_execution_pk": pk})
     assert client.call("GET", "/text_edit_action", params={"produced_text_version_pk": version_pk}).status_code == 404
     assert version_count(live, draft["produced_text_pk"]) == 2  # the draft and the edit-1 version
+
+
+@pytest.fixture(scope="module")
+def quick_timeout_server(database_url, scripted_llm, live_server):
+    base = live_settings(database_url, scripted_llm.base_url)
+    with serving(dataclasses.replace(base, turn_timeout_s=1.0)) as live:
+        load_edit_actions(live)
+        yield live
+
+
+def test_an_edit_that_streams_past_the_turn_timeout_fails_and_stores_no_version(quick_timeout_server, llm):
+    live = quick_timeout_server
+    client = live.new_user()
+    _pk, _sid, socket, draft = drafted(live, llm, client)
+    try:
+        version_pk = draft["produced_text_version_pk"]
+        action = actions_of(client, version_pk)[0]
+        # Each gap is within the provider's read timeout; the whole is not within the turn's 1 s.
+        llm.script(Reply(chunks=["<execution><title>Slow</title><draft>"] + ["word "] * 40, delay_s=0.1))
+        accepted = client.ok("POST", "/text_edit_action", json={
+            "produced_text_version_pk": version_pk, "text_edit_action_pk": action["text_edit_action_pk"],
+            "message_id": "too-slow"})
+        error = socket.wait_event("error")[0]
+        assert error["kind"] == "text_edit_action" and "took too long" in error["error"] and error["retryable"]
+        live.wait_idle()
+    finally:
+        socket.close()
+        llm.reset()
+    assert message(live, accepted["message_pk"]).status == "failed"
+    assert version_count(live, draft["produced_text_pk"]) == 1

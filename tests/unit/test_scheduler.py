@@ -1,0 +1,78 @@
+"""The process-wide deadline scheduler: order, cancellation, and no pile-up of cancelled calls."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from mojodex_core.execution import scheduler as scheduler_module
+from mojodex_core.execution.scheduler import DeadlineScheduler
+
+
+def test_callbacks_run_in_deadline_order_on_one_thread() -> None:
+    scheduler = DeadlineScheduler()
+    ran: list[tuple[str, str]] = []
+    done = threading.Event()
+    scheduler.call_later(0.06, lambda: (ran.append(("late", threading.current_thread().name)), done.set()))
+    scheduler.call_later(0.02, lambda: ran.append(("early", threading.current_thread().name)))
+    assert done.wait(5)
+    assert [name for name, _ in ran] == ["early", "late"]
+    assert {thread for _, thread in ran} == {"deadline-scheduler"}
+
+
+def test_an_earlier_deadline_added_later_wakes_the_sleeping_thread() -> None:
+    scheduler = DeadlineScheduler()
+    scheduler.call_later(30, lambda: None)  # the thread now sleeps for 30 s
+    fired = threading.Event()
+    started = time.monotonic()
+    scheduler.call_later(0.01, fired.set)
+    assert fired.wait(5)
+    assert time.monotonic() - started < 5
+
+
+def test_a_cancelled_call_never_runs_and_drops_its_callback() -> None:
+    scheduler = DeadlineScheduler()
+    fired = threading.Event()
+    handle = scheduler.call_later(0.05, fired.set)
+    handle.cancel()
+    handle.cancel()  # twice is harmless
+    assert handle.cancelled and handle.callback is None  # what the callback held is freed at once
+    assert scheduler.pending() == 0
+    marker = threading.Event()
+    scheduler.call_later(0.1, marker.set)
+    assert marker.wait(5)
+    assert not fired.is_set()
+
+
+def test_cancelling_after_the_call_ran_is_harmless() -> None:
+    scheduler = DeadlineScheduler()
+    fired = threading.Event()
+    handle = scheduler.call_later(0, fired.set)
+    assert fired.wait(5)
+    handle.cancel()
+    assert scheduler.pending() == 0
+
+
+def test_cancelled_watchdogs_do_not_pile_up(monkeypatch) -> None:  # noqa: ANN001
+    # A turn arms a long watchdog and cancels it when it ends: thousands of turns a minute must
+    # not leave thousands of entries in the heap until their deadlines, minutes later.
+    monkeypatch.setattr(scheduler_module, "_COMPACT_AT", 50)
+    scheduler = DeadlineScheduler()
+    for _ in range(1000):
+        scheduler.call_later(120, lambda: None).cancel()
+    live = scheduler.call_later(120, lambda: None)
+    assert scheduler.pending() == 1
+    assert len(scheduler._heap) < 100
+    live.cancel()
+
+
+def test_a_failing_callback_does_not_stop_the_others() -> None:
+    scheduler = DeadlineScheduler()
+    fired = threading.Event()
+
+    def boom() -> None:
+        raise RuntimeError("boom")
+
+    scheduler.call_later(0, boom)
+    scheduler.call_later(0.01, fired.set)
+    assert fired.wait(5)
