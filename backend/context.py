@@ -26,7 +26,8 @@ from mojodex_core.db import make_engine, make_session_factory, transaction
 from mojodex_core.execution.dispatch import TurnDispatcher
 from mojodex_core.execution.events import SessionEventLog
 from mojodex_core.execution.jobs import SessionJob, SessionJobs, TurnJob
-from mojodex_core.execution.llm_calls import DbLLMCallRecorder, SpooledLLMCallRecorder, llm_call_spool_dir
+from mojodex_core.execution.llm_call_spool import llm_call_spool_dir
+from mojodex_core.execution.llm_calls import DbLLMCallRecorder, SpooledLLMCallRecorder
 from mojodex_core.execution.message_dispatch import MessageKindDispatcher
 from mojodex_core.execution.title_summary import (
     TitleSummaryJob,

@@ -27,7 +27,8 @@ from sqlalchemy.engine import Engine
 from backend.context import build_platform
 from mojodex_core.db import make_engine, make_session_factory, transaction
 from mojodex_core.db.models import LLMCall
-from mojodex_core.execution.llm_calls import SpooledLLMCallRecorder, llm_call_spool_dir
+from mojodex_core.execution.llm_call_spool import llm_call_spool_dir
+from mojodex_core.execution.llm_calls import SpooledLLMCallRecorder
 from mojodex_core.llm import LLMCallRecord
 from tests.support.live import live_settings
 from tests.support.tcp_proxy import TcpProxy

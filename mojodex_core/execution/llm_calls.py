@@ -1,17 +1,13 @@
 """Stores one llm_call row per provider call (label, model, tokens, latency, cost).
 
 ``SpooledLLMCallRecorder`` (the platform's) keeps the row off the turn's path: ``record`` appends
-it, as one JSON line, to this process's spool file and to an in-memory queue, and returns. A
-background thread inserts the queued rows in batches (one transaction each, an executemany)
-every ``flush_interval_s`` or as soon as ``batch_size`` rows wait, then deletes the spool files
-whose rows are all stored. Each row carries a unique ``call_id``; inserts skip ids already stored
-(ON CONFLICT DO NOTHING), so a row read twice is stored once.
-
-Crash survival: every spool file is held under an exclusive ``flock`` by its process while it
-lives; the kernel drops the lock when the process dies, SIGKILL included. A recorder starting
-(and every ``rescan_s`` after) replays the spool files it can lock, i.e. those whose process is
-gone, then deletes them. A file is written with O_APPEND, one ``write`` per line, no fsync: it
-survives the death of the process, not of the machine.
+it, as one JSON line, to this process's spool file (``llm_call_spool``: the files, their locks
+and the replay of a crashed process's rows) and to an in-memory queue, and returns. A background
+thread inserts the queued rows in batches (one transaction each, an executemany) every
+``flush_interval_s`` or as soon as ``batch_size`` rows wait, then deletes the spool files whose
+rows are all stored. Each row carries a unique ``call_id``; inserts skip ids already stored (ON
+CONFLICT DO NOTHING), so a row read twice is stored once. The thread's first act, and every
+``rescan_s`` after, replays the spool files of stopped processes.
 
 A failed flush (database down) keeps the rows queued and spooled, logs one line, and retries
 with a backoff; ``close`` flushes what is left, and a row it cannot store stays in the spool for
@@ -21,38 +17,29 @@ the next start. ``DbLLMCallRecorder`` is the synchronous variant: one transactio
 from __future__ import annotations
 
 import atexit
-import fcntl
-import hashlib
-import itertools
-import json
 import logging
-import os
-import socket
 import threading
 import time
 import uuid
 import weakref
 from collections import deque
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import insert, select
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
 from mojodex_core.db import transaction
 from mojodex_core.db.models import LLMCall, UserTaskExecution, utcnow
+from mojodex_core.execution.llm_call_spool import LLMCallSpool, SpoolSegment, encode_row, one_line
 
 log = logging.getLogger("mojodex.llm_calls")
 _TABLE = LLMCall.__table__
 _INSERT_CALL = insert(_TABLE)
-_COLUMNS = frozenset(c.name for c in _TABLE.columns) - {"llm_call_pk"}
-_PREFIX = "llm_call."
-_SUFFIX = ".jsonl"
 
 
 def call_row(record: Any, call_id: str | None = None) -> dict[str, Any]:
@@ -85,38 +72,6 @@ class DbLLMCallRecorder:
             db.execute(_INSERT_CALL, call_row(record))
 
 
-def llm_call_spool_dir(var_dir: Path, database_url: str) -> Path:
-    """Where a platform spools its llm_call rows: one folder per database (password left out), so
-    a var/ shared by platforms of several databases never replays a row into the wrong one."""
-    key = make_url(database_url).render_as_string(hide_password=True)
-    return Path(var_dir) / "spool" / f"llm_call-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
-
-
-def _json_default(value: object) -> str:
-    if isinstance(value, datetime):
-        return value.isoformat()
-    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
-
-
-def _encode(row: dict[str, Any]) -> bytes:
-    return (json.dumps(row, default=_json_default, separators=(",", ":")) + "\n").encode()
-
-
-def _decode(line: bytes) -> dict[str, Any]:
-    data = json.loads(line)
-    row = {k: v for k, v in data.items() if k in _COLUMNS}
-    if not isinstance(row.get("call_id"), str) or not row.get("label"):
-        raise ValueError("not an llm_call row")
-    row["created_at"] = datetime.fromisoformat(row["created_at"])
-    return row
-
-
-def _one_line(exc: BaseException) -> str:
-    cause = getattr(exc, "orig", None) or exc
-    text = (str(cause).strip().splitlines() or [""])[0][:200]
-    return f"{type(cause).__name__}: {text}" if text else type(cause).__name__
-
-
 def _insert_statement(dialect: str):  # noqa: ANN202
     """INSERT that skips rows whose call_id is stored already (None: the dialect has no such clause)."""
     if dialect == "postgresql":
@@ -124,40 +79,6 @@ def _insert_statement(dialect: str):  # noqa: ANN202
     if dialect == "sqlite":
         return sqlite.insert(_TABLE).on_conflict_do_nothing(index_elements=["call_id"])
     return None
-
-
-class _Segment:
-    """One spool file: open and flock-ed by this process until its rows are stored."""
-
-    __slots__ = ("path", "fd", "outstanding")
-
-    def __init__(self, path: Path, fd: int) -> None:
-        self.path = path
-        self.fd = fd
-        self.outstanding = 0
-
-
-def _create_locked(directory: Path, name: str) -> tuple[Path, int]:
-    """A new spool file, already locked when it appears under its name (a replayer scanning the
-    folder never sees it unlocked): created under a temporary name, locked, then renamed."""
-    path = directory / name
-    tmp = directory / f".{name}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        os.rename(tmp, path)
-    except BaseException:
-        os.close(fd)
-        _unlink(tmp)
-        raise
-    return path, fd
-
-
-def _unlink(path: Path) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
 
 
 _OPEN: weakref.WeakSet[SpooledLLMCallRecorder] = weakref.WeakSet()
@@ -196,25 +117,17 @@ class SpooledLLMCallRecorder:
         self.retry_max_s = retry_max_s
         self.rescan_s = rescan_s
         self._insert = _insert_statement(engine.dialect.name)
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # also guards the spool's files (LLMCallSpool is not thread-safe)
         self._wake = threading.Condition(self._lock)
         self._flush_lock = threading.Lock()  # one flush at a time: the thread's or a reader's
-        self._pending: deque[tuple[_Segment | None, dict[str, Any]]] = deque()
+        self._pending: deque[tuple[SpoolSegment | None, dict[str, Any]]] = deque()
         self._first_pending_at = 0.0
-        self._segment: _Segment | None = None  # the file new rows are appended to
-        self._segments: set[_Segment] = set()  # every file of ours still open (and locked)
-        self._name = f"{_PREFIX}{socket.gethostname()}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
-        self._seq = itertools.count(1)
-        self._spool_failed = False
         self._failures = 0
         self._retry_at = 0.0
         self._stopping = False
         self._closed = False
         self._thread: threading.Thread | None = None
-        try:
-            self.spool_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            log.error("llm_call spool %s cannot be created (%s)", self.spool_dir, _one_line(exc))
+        self._spool = LLMCallSpool(self.spool_dir)
         if start:
             self.start()
 
@@ -225,15 +138,13 @@ class SpooledLLMCallRecorder:
 
     def record_row(self, row: dict[str, Any]) -> None:
         """Spools and queues one row (never raises: the LLM call is not to fail for its record)."""
-        line = _encode(row)
+        line = encode_row(row)
         with self._lock:
             if self._closed:
                 late = True
             else:
                 late = False
-                segment = self._append(line)
-                if segment is not None:
-                    segment.outstanding += 1
+                segment = self._spool.append(line)
                 self._pending.append((segment, row))
                 waiting = len(self._pending)
                 if waiting == 1:
@@ -242,39 +153,7 @@ class SpooledLLMCallRecorder:
                 elif waiting == self.batch_size:
                     self._wake.notify()
         if late:  # after close (a turn still running at shutdown): a file of its own, for the next start
-            self._spool_late(line)
-
-    def _append(self, line: bytes) -> _Segment | None:
-        """Writes the line to the current spool file (under the lock); None when spooling fails."""
-        try:
-            segment = self._segment
-            if segment is None:
-                path, fd = _create_locked(self.spool_dir, f"{self._name}.{next(self._seq)}{_SUFFIX}")
-                segment = self._segment = _Segment(path, fd)
-                self._segments.add(segment)
-            if os.write(segment.fd, line) != len(line):
-                raise OSError("short write (disk full?)")
-        except OSError as exc:
-            self._segment = None  # a line may be cut short: the next row starts a new file
-            if not self._spool_failed:
-                self._spool_failed = True
-                log.error("llm_call spool %s not writable (%s): rows are kept in memory only until stored",
-                          self.spool_dir, _one_line(exc))
-            return None
-        if self._spool_failed:
-            self._spool_failed = False
-            log.info("llm_call spool %s writable again", self.spool_dir)
-        return segment
-
-    def _spool_late(self, line: bytes) -> None:
-        try:
-            path, fd = _create_locked(self.spool_dir, f"{self._name}.late{next(self._seq)}{_SUFFIX}")
-            try:
-                os.write(fd, line)
-            finally:
-                os.close(fd)  # unlocked: the next recorder to start stores it
-        except OSError as exc:
-            log.error("llm_call row recorded after close lost (spool %s: %s)", self.spool_dir, _one_line(exc))
+            self._spool.write_late(line)
 
     # ------------------------------------------------------------------ writing
 
@@ -296,7 +175,7 @@ class SpooledLLMCallRecorder:
                 return True
             taken = list(self._pending)
             self._pending.clear()
-            self._segment = None  # new rows go to a new file; these files go once their rows are stored
+            self._spool.seal()  # new rows go to a new file; these files go once their rows are stored
         stored = 0
         try:
             for start in range(0, len(taken), self.max_rows_per_transaction):
@@ -314,29 +193,24 @@ class SpooledLLMCallRecorder:
             self._failures += 1
             if self._failures == 1:
                 log.warning("llm_call rows not stored (%s): %d kept in spool %s, retrying in the background",
-                            _one_line(exc), len(left), self.spool_dir)
+                            one_line(exc), len(left), self.spool_dir)
             else:
-                log.debug("llm_call flush failed again (%s), attempt %d", _one_line(exc), self._failures)
+                log.debug("llm_call flush failed again (%s), attempt %d", one_line(exc), self._failures)
             return False
         if self._failures:
             log.info("llm_call rows stored again after %d failed flush(es)", self._failures)
             self._failures = 0
         return True
 
-    def _release(self, chunk: list[tuple[_Segment | None, dict[str, Any]]]) -> None:
+    def _release(self, chunk: list[tuple[SpoolSegment | None, dict[str, Any]]]) -> None:
         """The chunk is committed: spool files with no row left to store are deleted (then unlocked)."""
-        done: list[_Segment] = []
+        done: list[SpoolSegment] = []
         with self._lock:
             for segment, _row in chunk:
-                if segment is None:
-                    continue
-                segment.outstanding -= 1
-                if segment.outstanding == 0 and segment is not self._segment and segment in self._segments:
-                    self._segments.discard(segment)
+                if segment is not None and self._spool.settle(segment):
                     done.append(segment)
         for segment in done:
-            _unlink(segment.path)
-            os.close(segment.fd)
+            self._spool.delete(segment)
 
     def _store(self, rows: list[dict[str, Any]]) -> None:
         """Inserts the rows in one transaction, skipping call_ids stored already."""
@@ -376,8 +250,8 @@ class SpooledLLMCallRecorder:
                         continue
                     except IntegrityError as exc:
                         error = exc
-            log.error("llm_call row dropped, refused by the database (%s): %s", _one_line(error),
-                      _encode(row).decode().strip())
+            log.error("llm_call row dropped, refused by the database (%s): %s", one_line(error),
+                      encode_row(row).decode().strip())
 
     # ------------------------------------------------------------------ replay
 
@@ -385,76 +259,11 @@ class SpooledLLMCallRecorder:
         """Stores the rows of the spool files whose process is gone, then deletes those files.
         Returns the rows read (stored now or before), or None when the database failed (the
         files stay for the next try)."""
-        try:
-            names = sorted(os.listdir(self.spool_dir))
-        except FileNotFoundError:
-            return 0
-        except OSError as exc:
-            log.error("llm_call spool %s unreadable (%s)", self.spool_dir, _one_line(exc))
-            return 0
-        total = 0
-        for name in names:
-            if self._stopping:
-                break
-            path = self.spool_dir / name
-            if name.startswith(".") and name.endswith(".tmp"):
-                self._drop_abandoned_tmp(path)
-                continue
-            if not (name.startswith(_PREFIX) and name.endswith(_SUFFIX)):
-                continue
-            try:
-                read = self._replay_file(path)
-            except Exception as exc:  # noqa: BLE001 - the database or the file: try again later
-                log.warning("llm_call spool %s not replayed (%s); trying again later", path.name, _one_line(exc))
-                return None
-            if read is not None:
-                total += read
-        return total
+        return self._spool.replay_orphans(self._store_in_chunks, lambda: self._stopping)
 
-    def _replay_file(self, path: Path) -> int | None:
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except FileNotFoundError:
-            return None  # replayed by another process meanwhile
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return None  # its process lives (or another process is replaying it)
-            if os.fstat(fd).st_nlink == 0:
-                return None  # replayed and deleted between our listing and our lock
-            with open(fd, "rb", closefd=False) as f:
-                data = f.read()
-            rows, bad = [], 0
-            for line in data.splitlines():
-                if not line.strip():
-                    continue
-                try:
-                    rows.append(_decode(line))
-                except (ValueError, TypeError, KeyError):
-                    bad += 1  # a line cut short by the crash
-            for start in range(0, len(rows), self.max_rows_per_transaction):
-                self._store(rows[start:start + self.max_rows_per_transaction])
-            _unlink(path)
-            log.info("llm_call spool %s of a stopped process replayed: %d row(s)%s", path.name, len(rows),
-                     f", {bad} unreadable line(s) skipped" if bad else "")
-            return len(rows)
-        finally:
-            os.close(fd)
-
-    def _drop_abandoned_tmp(self, path: Path) -> None:
-        """A spool file its process died creating (before its first row): empty, deleted once unlocked."""
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except FileNotFoundError:
-            return
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            _unlink(path)
-        except BlockingIOError:
-            pass
-        finally:
-            os.close(fd)
+    def _store_in_chunks(self, rows: list[dict[str, Any]]) -> None:
+        for start in range(0, len(rows), self.max_rows_per_transaction):
+            self._store(rows[start:start + self.max_rows_per_transaction])
 
     # ------------------------------------------------------------------ the background thread
 
@@ -510,11 +319,8 @@ class SpooledLLMCallRecorder:
             self._closed = True
             left = len(self._pending)
             self._pending.clear()
-            segments, self._segments, self._segment = self._segments, set(), None
-        for segment in segments:
-            if segment.outstanding == 0:
-                _unlink(segment.path)
-            os.close(segment.fd)
+            segments = self._spool.detach()
+        self._spool.release(segments)
         _OPEN.discard(self)
         if left:
             log.warning("%d llm_call row(s) not stored at shutdown: kept in spool %s, stored at the next start",

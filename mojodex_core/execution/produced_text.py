@@ -134,7 +134,7 @@ def oversized(
     return None
 
 
-# --- The assistant's draft, in Core (the instruct turn's completion; see execution/turn.py).
+# --- The assistant's draft, in Core (the instruct turn's completion; see execution/turn_completion.py).
 # Every other writer appends through append_version above (ORM). Both serialise on the execution
 # row: append_version's first statement is an UPDATE of it, the turn holds it FOR UPDATE (and on
 # SQLite the database write lock) before these statements run, so the index read below cannot be

@@ -1,9 +1,12 @@
-"""One assistant turn of an instruct task: prompt, streamed LLM call, tag dispatch.
+"""One assistant turn of an instruct task: its set-up, the streamed LLM call, and its failures.
 
-A turn answers one user message. Its outcome is committed to the database before any
-final event is published, and a failure leaves the user message in place, marked
-failed, with an error message beside it, so the client can retry with the same
-message_id.
+A turn answers one user message. ``InstructTurn`` runs it in three phases: the set-up, here
+(one joined read of everything the prompt needs, the prompt rendered, then the guarded claim
+``pending -> processing`` and the execution's start); the LLM reply with the tools it asks for
+(``tool_loop``); and the completion, which stores the outcome and sends it (``turn_completion``,
+InstructTurn's base class). The outcome is committed to the database before any final event is
+published, and a failure leaves the user message in place, marked failed, with an error message
+beside it, so the client can retry with the same message_id.
 """
 
 from __future__ import annotations
@@ -11,12 +14,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-from sqlalchemy import and_, bindparam, func, insert, or_, select, update
+from sqlalchemy import and_, bindparam, func, or_, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
@@ -37,7 +39,6 @@ from mojodex_core.execution.chaining import previous_task_context
 from mojodex_core.execution.events import EventPublisher
 from mojodex_core.execution.failures import fail_or_mark, failure_reason, mark_failed
 from mojodex_core.execution.jobs import TurnJob
-from mojodex_core.execution.produced_text import append_draft_version
 from mojodex_core.execution.prompt import (
     ChatMessage,
     PromptError,
@@ -46,9 +47,8 @@ from mojodex_core.execution.prompt import (
     render,
     window_conversation,
 )
-from mojodex_core.execution.reasoning import append_trace_entries
 from mojodex_core.execution.scheduler import scheduler
-from mojodex_core.execution.session_claims import Superseded, check_fence
+from mojodex_core.execution.session_claims import Superseded
 from mojodex_core.execution.task_prompt import TaskPrompt, TaskPrompts
 from mojodex_core.execution.tool_loop import (
     ReplyGenerator,
@@ -57,10 +57,10 @@ from mojodex_core.execution.tool_loop import (
     TurnRequest,
     describes_tags,
 )
-from mojodex_core.execution.tool_runs import record_approval_request, resumable
+from mojodex_core.execution.tool_runs import resumable
+from mojodex_core.execution.turn_completion import TurnCompletion, TurnContext, TurnFailed
 from mojodex_core.knowledge import DEFAULT_KNOWLEDGE_TOKENS, knowledge_block, prompt_knowledge
 from mojodex_core.llm import LLMNotConfigured, LLMProvider
-from mojodex_core.tags import ParsedReply
 
 log = logging.getLogger("mojodex.turn")
 
@@ -150,50 +150,6 @@ _START_EXECUTION = (
 )
 
 
-_CLAIM_ANSWERED = (
-    update(_message)
-    .where(_message.c.message_pk == bindparam("b_pk"), _message.c.status == "processing")
-    .values(status="answered")
-)
-_MESSAGE_STATUS = select(_message.c.status).where(_message.c.message_pk == bindparam("b_pk"))
-_EXECUTION_FOR_UPDATE = (
-    select(_execution.c.status, _execution.c.title)
-    .where(_execution.c.user_task_execution_pk == bindparam("b_pk"))
-    .with_for_update()
-)
-_SET_LANGUAGE = (
-    update(_session)
-    .where(_session.c.session_id == bindparam("b_session"))
-    .values(language=bindparam("b_language", type_=_session.c.language.type))
-)
-_INSERT_ANSWER = insert(_message).returning(_message.c.message_pk)
-_SET_ANSWER = (
-    update(_message)
-    .where(_message.c.message_pk == bindparam("b_pk"))
-    .values(answer_message_fk=bindparam("b_answer", type_=_message.c.answer_message_fk.type))
-)
-_SET_DATA = (
-    update(_message)
-    .where(_message.c.message_pk == bindparam("b_pk"))
-    .values(data=bindparam("b_data", type_=_message.c.data.type))
-)
-
-
-# A draft completes its execution (unless it is already) and names it (unless it has a title):
-# decided on the row read FOR UPDATE, as the ORM code did.
-_FINISH = (
-    update(_execution)
-    .where(_execution.c.user_task_execution_pk == bindparam("b_pk"))
-    .values(status="completed", end_date=bindparam("b_now", type_=_execution.c.end_date.type))
-)
-_FINISH_NAMED = _FINISH.values(title=bindparam("b_title", type_=_execution.c.title.type))
-_NAME = (
-    update(_execution)
-    .where(_execution.c.user_task_execution_pk == bindparam("b_pk"))
-    .values(title=bindparam("b_title", type_=_execution.c.title.type))
-)
-
-
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -246,34 +202,6 @@ def no_llm_message(reason: str | None) -> str:
     return NO_LLM_MESSAGE.replace("No LLM configured:", f"No LLM configured ({reason}):", 1)
 
 
-class TurnFailed(Exception):
-    """A turn that cannot produce an answer; the message is shown to the user."""
-
-
-@dataclass
-class TurnContext:
-    session_id: str
-    message_pk: int
-    message_id: str | None
-    user_task_execution_pk: int
-    user_id: str
-    llm_messages: list[dict[str, str]]
-    output_text_type_fk: int | None
-    output_text_type: str | None
-    # Set when the turn cannot run (prompt failed, execution deleted): it fails visibly instead.
-    setup_error: str | None = None
-    started_now: bool = False
-    # The task spec's tools ({name, usage_description, requires_approval, config}).
-    tools: list[dict[str, Any]] = field(default_factory=list)
-    # Set when this turn follows up a tool use the user approved or declined.
-    resume_tool_execution_pk: int | None = None
-    # The session's language when the turn began (a session's turns run one at a time).
-    session_language: str | None = None
-    # The reasoning trace entries of the turn's LLM calls, (entry, source), not written yet: they
-    # go in with the answer, or on their own when the turn ends without one.
-    trace: list[tuple[str, str]] = field(default_factory=list)
-
-
 def execution_inputs(
     execution: UserTaskExecution, json_input: list[dict], audience: str = "system"
 ) -> list[dict[str, str]]:
@@ -290,8 +218,9 @@ def execution_inputs(
     return described
 
 
-class InstructTurn:
-    """Callable handed to the runner: runs one turn for a TurnJob."""
+class InstructTurn(TurnCompletion):
+    """Callable handed to the runner: runs one turn for a TurnJob (phase 3 inherited, see
+    turn_completion)."""
 
     def __init__(
         self,
@@ -502,111 +431,6 @@ class InstructTurn:
             cancel,
             trace=context.trace,
         )
-
-    # --- phase 3: store the outcome, then tell the client
-    def _complete(self, context: TurnContext, outcome: TurnOutcome) -> None:
-        reply = outcome.reply
-        pk = context.user_task_execution_pk
-        with self._events.publishing(context.session_id) as publication, transaction(self._factory) as db:
-            check_fence(db, context.session_id)
-            # The claim: answered once. Another run that answered the message (or a retry that reset
-            # it) leaves it not "processing": idempotent completion then stores nothing.
-            if db.execute(_CLAIM_ANSWERED, {"b_pk": context.message_pk}).rowcount != 1:
-                status = db.execute(_MESSAGE_STATUS, {"b_pk": context.message_pk}).scalar()
-                raise Superseded(f"message {context.message_pk} is {status or 'gone'}")
-            # Write first, then read the status under a row lock: on SQLite the write takes the
-            # database lock, on Postgres FOR UPDATE waits for a concurrent DELETE to commit, so
-            # a deletion can no longer slip in between this check and the draft's "completed".
-            execution = db.execute(_EXECUTION_FOR_UPDATE, {"b_pk": pk}).first()
-            if execution is None or execution.status == "deleted":
-                # Deleted while the reply was generated: storing a draft would mark it "completed"
-                # and bring it back into the user's list.
-                raise TurnFailed("The task execution was deleted.")
-            if reply.language and reply.language[:8] != context.session_language:
-                db.execute(_SET_LANGUAGE, {"b_session": context.session_id, "b_language": reply.language[:8]})
-            data: dict[str, Any] | None = None  # the answer's data, when known only after its insert
-            # The answer's row is inserted with the seq of its event, as intake does for user messages.
-            seq = publication.next_seq()
-            if outcome.approval is not None:
-                text = reply.text.strip()
-                tool_execution_pk = record_approval_request(
-                    db, outcome.approval, user_task_execution_pk=pk, message_pk=context.message_pk,
-                )
-                asked = {"task_tool_execution_pk": tool_execution_pk, "tool_name": outcome.approval.name[:64]}
-                event_name = "mojo_message"
-                answer_pk = self._insert_answer(db, context, event_name, text, reply.text_with_tags, asked, seq)
-                payload = {"text": text, "message_pk": answer_pk, **asked}
-            elif reply.kind == "execution" and (reply.draft or reply.title):
-                if not (reply.draft or "").strip():
-                    # A version with no body is no result: the turn fails visibly and can be retried.
-                    raise TurnFailed("The assistant returned an empty draft. Please retry.")
-                event_name = "draft_message"
-                answer_pk, payload, data = self._store_draft(db, context, execution, reply, seq)
-            else:
-                text = (reply.text or "").strip()
-                if not text:
-                    raise TurnFailed("The assistant returned an empty answer. Please retry.")
-                event_name = "mojo_message"
-                answer_pk = self._insert_answer(db, context, event_name, text, reply.text_with_tags, {}, seq)
-                payload = {"text": text, "message_pk": answer_pk}
-            db.execute(_SET_ANSWER, {"b_pk": context.message_pk, "b_answer": answer_pk})
-            publication.add(db, event_name, {
-                **payload,
-                "session_id": context.session_id,
-                "user_task_execution_pk": pk,
-                "user_message_pk": context.message_pk,
-            }, seq=seq)
-            if data is not None:
-                db.execute(_SET_DATA, {"b_pk": answer_pk, "b_data": data})
-            # The decisions that led to this answer are part of the turn's outcome: same transaction.
-            append_trace_entries(db, pk, context.trace)
-        context.trace.clear()  # committed
-
-    @staticmethod
-    def _insert_answer(
-        db: DbSession, context: TurnContext, event_name: str, text: str, raw: str, data: dict[str, Any], seq: int
-    ) -> int:
-        return db.execute(_INSERT_ANSWER, {
-            "session_id": context.session_id, "user_task_execution_fk": context.user_task_execution_pk,
-            "sender": "assistant", "event_name": event_name, "text": text, "text_with_tags": raw,
-            "status": "final", "data": data, "seq": seq, "created_at": _now(),
-        }).scalar_one()
-
-    def _store_draft(
-        self, db: DbSession, context: TurnContext, execution: Row, reply: ParsedReply, seq: int
-    ) -> tuple[int, dict[str, Any], dict[str, Any]]:
-        """The draft's answer and version, Core statements (the execution row is held since
-        _EXECUTION_FOR_UPDATE, see produced_text.append_draft_version); (answer pk, payload, answer
-        data)."""
-        title = (reply.title or "").strip()
-        draft = (reply.draft or "").strip()
-        answer_pk = self._insert_answer(
-            db, context, "draft_message", f"{title}\n\n{draft}".strip(), reply.text_with_tags, {}, seq
-        )
-        now = _now()
-        payload = append_draft_version(
-            db, context.user_task_execution_pk, context.user_id, title=title, production=draft,
-            text_type_fk=context.output_text_type_fk, text_type=context.output_text_type, message_pk=answer_pk,
-            now=now,
-        )
-        complete = execution.status != "completed"
-        name = not execution.title and title
-        if complete or name:
-            statement = _FINISH_NAMED if complete and name else _FINISH if complete else _NAME
-            db.execute(statement, {"b_pk": context.user_task_execution_pk, "b_now": now, "b_title": title[:255]})
-        payload["message_pk"] = answer_pk
-        return answer_pk, payload, {"produced_text_version_pk": payload["produced_text_version_pk"]}
-
-    def _write_trace(self, context: TurnContext) -> None:
-        """The collected trace entries of a turn that stored no answer, in a transaction of their own."""
-        if not context.trace:
-            return
-        try:
-            with transaction(self._factory) as db:
-                append_trace_entries(db, context.user_task_execution_pk, context.trace)
-            context.trace.clear()
-        except Exception:  # observability must never break the user's turn
-            log.exception("could not append to the reasoning trace of execution %s", context.user_task_execution_pk)
 
     def _fail_or_mark(self, context: TurnContext, reason: str) -> None:
         fail_or_mark(

@@ -14,7 +14,8 @@ from sqlalchemy.orm import Session as DbSession
 
 from mojodex_core.db.models import UserTaskExecution
 from mojodex_core.execution.produced_text import append_version, version_payload
-from mojodex_core.execution.turn import InstructTurn, TurnContext
+from mojodex_core.execution.turn import InstructTurn
+from mojodex_core.execution.turn_completion import TurnContext
 from mojodex_core.tags import ParsedReply
 
 _execution = UserTaskExecution.__table__
