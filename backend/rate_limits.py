@@ -13,12 +13,14 @@ import logging
 import math
 import threading
 import time
+import weakref
 from functools import wraps
 from typing import Callable
 
 from flask import Flask, current_app, g, request
 from flask_limiter import Limiter
 from limits import RateLimitItem, parse_many
+from limits.storage import MemoryStorage
 
 from backend.errors import ApiError
 from mojodex_core.config import Settings
@@ -30,6 +32,45 @@ TOKEN_PREFIX_CHARS = 8
 STORAGE_ERROR_LOG_EVERY_S = 60.0
 BREACH_LOG_EVERY_S = 60.0
 LOGIN_REFUSED = "too many failed sign-ins: try again in {wait} s"
+MEMORY_SWEEP_EVERY_S = 1.0
+
+
+class SweptMemoryStorage(MemoryStorage):
+    """limits' in-memory storage, with its expired entries swept by one thread every second.
+
+    The stock storage sweeps on a `threading.Timer` of 10 ms that each hit restarts when it has
+    run: under load, a new thread every 10 ms (1-2 % of the serving process's CPU in the turn
+    bench) for a sweep that only frees memory; reads already ignore what has expired. Built
+    from `memory://` URIs by `_storage_uri` below (scheme `mojodex-memory`).
+    """
+
+    STORAGE_SCHEME = ["mojodex-memory"]
+
+    def __init__(self, uri: str | None = None, wrap_exceptions: bool = False, **options: str) -> None:
+        super().__init__(uri, wrap_exceptions=wrap_exceptions, **options)
+        self.timer.cancel()  # the stock 10 ms timer; _MemoryStorage__schedule_expiry no longer restarts it
+        sweeper = threading.Thread(target=_sweep, args=(weakref.ref(self),), name="rate-limit-sweep", daemon=True)
+        sweeper.start()
+
+    def _MemoryStorage__schedule_expiry(self) -> None:  # noqa: N802 - overrides the name-mangled hook
+        pass
+
+    def sweep(self) -> None:
+        self._MemoryStorage__expire_events()
+
+
+def _sweep(storage_ref: weakref.ref[SweptMemoryStorage]) -> None:
+    # A weak reference: the thread ends once its app and storage are gone (tests build many apps).
+    while True:
+        time.sleep(MEMORY_SWEEP_EVERY_S)
+        storage = storage_ref()
+        if storage is None:
+            return
+        try:
+            storage.sweep()
+        except Exception:  # noqa: BLE001 - a failed sweep only delays freeing memory
+            log.exception("rate limit memory sweep failed")
+        del storage
 
 
 def client_address() -> str:
@@ -44,7 +85,7 @@ class RateLimits:
         self.limiter = Limiter(
             key_func=client_address,
             app=app,
-            storage_uri=self.storage_uri,
+            storage_uri=_storage_uri(self.storage_uri),
             # Redis: fail fast rather than hold a request while the storage is down.
             storage_options={"socket_timeout": 2, "socket_connect_timeout": 2} if settings.redis_url else {},
             strategy="moving-window",
@@ -156,6 +197,10 @@ def _drop_request_hooks(app: Flask, limiter: Limiter) -> None:
         funcs = registry.get(None)
         if funcs:
             funcs[:] = [f for f in funcs if not is_limiters(f)]
+
+
+def _storage_uri(uri: str) -> str:
+    return "mojodex-memory://" if uri.startswith("memory://") else uri
 
 
 def _shown(rule: str, key: str) -> str:
