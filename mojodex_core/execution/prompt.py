@@ -19,9 +19,11 @@ class PromptError(Exception):
 
 @lru_cache(maxsize=1)
 def _environment() -> Environment:
-    # StrictUndefined: a missing variable is an error, not a silently empty section.
+    # StrictUndefined: a missing variable is an error, not a silently empty section. The templates
+    # ship with the code: no stat of the file at every render (auto_reload) to see if it changed.
     return Environment(
         loader=FileSystemLoader(PROMPTS_DIR),
+        auto_reload=False,
         undefined=StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
