@@ -15,6 +15,7 @@ from flask import g, request
 from backend.context import platform
 from backend.errors import ApiError
 from backend.rate_limits import client_address, rate_limits
+from mojodex_core.db import read_connection
 from mojodex_core.users import TokenHolder, token_holder
 
 
@@ -32,7 +33,7 @@ def authenticate_token(token: str) -> TokenHolder | None:
     """Every user route's first step: one Core query on a pooled connection, no ORM session."""
     if not token:
         return None
-    with platform().engine.connect() as conn:
+    with read_connection(platform().engine) as conn:
         return token_holder(conn, token)
 
 

@@ -17,6 +17,7 @@ from backend.routes._input import current_user_id, field, json_body, message_tex
 from backend.routes.audio import is_audio_upload, put_audio_message
 from backend.routes.home_chat import accept_home_chat_message
 from backend.validation import USER, api
+from mojodex_core.db import read_connection
 from mojodex_core.db.models import Message, OrderSession, Session, Task, UserTask, UserTaskExecution
 from mojodex_core.execution.dispatch import UnsupportedTaskType
 from mojodex_core.execution.intake import MessageIdTaken, accept_user_message
@@ -89,7 +90,7 @@ class UserMessageResource(Resource):
 
         # One read on a pooled connection (no ORM session, nothing to commit), released before the
         # session's stream is held: nothing of a foreign session is touched.
-        with current.engine.connect() as conn:
+        with read_connection(current.engine) as conn:
             found = conn.execute(_CHECK, {"b_session": session_id, "b_pk": pk, "b_user": user_id,
                                           "b_message_id": message_id}).first()
         if found is None or found.user_id != user_id:

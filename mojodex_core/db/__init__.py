@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Iterator
 
 from sqlalchemy import create_engine, event, text
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -86,6 +86,18 @@ def ping_when_idle(engine: Engine, idle_s: float | None = None) -> None:
                 raise DisconnectionError(f"pooled connection found dead: {exc}") from exc
             raise
         record.info["mojodex_used_at"] = time.monotonic()
+
+
+def read_connection(engine: Engine) -> Connection:
+    """A pooled connection for one-shot reads (a request's token lookup, its checks).
+
+    On Postgres it is in autocommit: SQLAlchemy's autobegin would wrap the read in BEGIN ... ROLLBACK,
+    two more round trips than the SELECT itself (four per message sent: the token's and the
+    route's reads). Each statement still reads one consistent snapshot. SQLite sends no BEGIN for
+    a read (pysqlite begins at the first write), so its connections are used as they are."""
+    if engine.dialect.name == "sqlite":
+        return engine.connect()
+    return engine.connect().execution_options(isolation_level="AUTOCOMMIT")
 
 
 def make_session_factory(engine: Engine) -> sessionmaker[Session]:
