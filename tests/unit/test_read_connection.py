@@ -46,3 +46,23 @@ def test_on_postgres_a_read_opens_no_transaction(engine, is_postgres) -> None:
     with engine.connect() as conn:  # a plain connection of the same pool still runs in a transaction
         conn.execute(text("SELECT 1"))
         assert conn.connection.dbapi_connection.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
+
+
+def test_on_postgres_statements_stay_prepared_across_requests(engine, is_postgres) -> None:
+    # psycopg prepares a statement on its 5th execution on a connection and forgets all it prepared
+    # at every ROLLBACK. A request's reads (autocommit: no ROLLBACK) on the most recently used
+    # pooled connection (LIFO) therefore reach the threshold and keep their server-side plans:
+    # the instruct turn's 9-table context read was planned anew at every turn (~2 ms of planning).
+    if not is_postgres:
+        pytest.skip("Postgres server-side prepared statements")
+    held = [engine.connect() for _ in range(3)]  # several idle connections in the pool, as under load
+    for conn in held:
+        conn.execute(text("SELECT 1"))
+        conn.close()
+    probe = text("SELECT count(*) FROM pg_class WHERE relname = :name")
+    for _ in range(6):  # six requests, one read each
+        with read_connection(engine) as conn:
+            conn.execute(probe, {"name": "message"}).scalar()
+    with read_connection(engine) as conn:
+        prepared = conn.execute(text("SELECT statement FROM pg_prepared_statements")).scalars().all()
+    assert any("pg_class" in statement for statement in prepared), prepared
