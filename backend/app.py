@@ -108,7 +108,10 @@ def create_app(platform: Platform) -> tuple[Flask, SocketIO]:
     if not platform.settings.distributed:
         # Distributed: a backend (re)starting must not take over turns workers are running; the
         # beat sweep re-runs turns whose worker died (background/distributed/sweep.py).
-        resume_unfinished_turns(platform)
+        # extra["resume_unfinished_turns"] False: the test suite's servers, started one after the
+        # other on one database, leave the messages other tests left unanswered alone.
+        if platform.settings.extra.get("resume_unfinished_turns", True):
+            resume_unfinished_turns(platform)
         platform.resume_title_summaries()
     platform.start_workflow_watch()
     return app, socketio

@@ -13,6 +13,9 @@ commit or rollback. A woken writer then finds SQLite's lock free. Readers never 
 handler, as before; a writer that waits longer than the busy timeout goes on without the
 lock and gets SQLite's own answer (so a nested write on another connection of the same
 thread behaves as it did, instead of hanging).
+
+The same connection class sends the BEGIN that pysqlite leaves out before a SAVEPOINT, so that a
+savepoint opened before any write of its transaction stays inside it (see ``_enter_write``).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import Any
 
 log = logging.getLogger("mojodex.db")
 
-# SAVEPOINT too: with no transaction open it starts one (pysqlite sends no BEGIN for it), whose
+# SAVEPOINT too: with no transaction open it opens one (after the BEGIN sent for it, below), whose
 # first read fixes a snapshot; a writer of this process committing before the savepoint's first
 # write would make SQLite refuse that write at once ("database is locked", no busy wait).
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE", "SAVEPOINT")
@@ -32,6 +35,10 @@ _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE", "SAVEPOINT")
 
 def _is_write(sql: str) -> bool:
     return sql.lstrip()[:9].upper().startswith(_WRITES)
+
+
+def _is_savepoint(sql: str) -> bool:
+    return sql.lstrip()[:9].upper() == "SAVEPOINT"
 
 
 class WriteGate:
@@ -50,7 +57,8 @@ class WriteGate:
 
 
 def gated_connection_class(gate: WriteGate) -> type[sqlite3.Connection]:
-    """A pysqlite Connection class (the `factory` connect argument) whose writes pass the gate."""
+    """A pysqlite Connection class (the `factory` connect argument) whose writes pass the gate and
+    whose savepoints stay inside a transaction."""
 
     class GatedCursor(sqlite3.Cursor):
         def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:  # type: ignore[override]
@@ -65,8 +73,16 @@ def gated_connection_class(gate: WriteGate) -> type[sqlite3.Connection]:
         _gated = False
 
         def _enter_write(self, sql: str) -> None:
-            if not self._gated and _is_write(sql):
+            if not _is_write(sql):
+                return
+            if not self._gated:
                 self._gated = gate.acquire()
+            if not self.in_transaction and _is_savepoint(sql):
+                # pysqlite sends BEGIN before INSERT/UPDATE/DELETE/REPLACE only. A SAVEPOINT with no
+                # transaction open would open SQLite's transaction itself, and its RELEASE would
+                # COMMIT it: what the savepoint wrote would outlive a rollback of its transaction.
+                # After this BEGIN, pysqlite's commit() and rollback() end the transaction.
+                super().execute("BEGIN")
 
         def _leave(self) -> None:
             if self._gated:

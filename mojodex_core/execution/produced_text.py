@@ -73,8 +73,7 @@ def append_version(
 ) -> ProducedTextVersion:
     """Adds the next version; concurrent writers get distinct, gap-free indexes."""
     # Write to the execution row first: it serialises appends to one execution (a row lock on
-    # Postgres), and on SQLite it makes pysqlite open the transaction, so the savepoints below
-    # stay inside it instead of committing on release.
+    # Postgres, the write lock on SQLite).
     db.execute(
         update(UserTaskExecution)
         .where(UserTaskExecution.user_task_execution_pk == execution.user_task_execution_pk)

@@ -35,6 +35,8 @@ def _unreachable_database_urls(tmp_path) -> dict[str, str]:
 @pytest.fixture(params=["postgres_closed_port", "sqlite_path_is_a_directory"])
 def unreachable_platform(request, tmp_path):
     settings = live_settings(_unreachable_database_urls(tmp_path)[request.param], None)
+    # Resumed at start-up, as in production: the first test checks the server starts all the same.
+    settings = dataclasses.replace(settings, extra={**settings.extra, "resume_unfinished_turns": True})
     platform = build_platform(settings)
     yield platform
     platform.close()

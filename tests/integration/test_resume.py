@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 
 from backend.app import _resume, resume_unfinished_turns
 from mojodex_core.db.models import Message
 from tests.integration._helpers import QUESTION, QUESTION_TEXT, message, new_execution
+from tests.support.live import live_settings, serving
 from tests.support.scripted_llm import Reply
 
 
@@ -19,11 +21,17 @@ def _unanswered(live, pk: int, session_id: str, status: str) -> int:  # noqa: AN
         return row.message_pk
 
 
+def _answer_all(_body: dict) -> Reply:
+    # The messages other tests left unanswered on the suite's database are resumed too (a
+    # resumption takes every one): a single scripted reply could go to one of theirs.
+    return Reply(QUESTION)
+
+
 def test_unanswered_messages_are_answered_at_start_up(live, llm):
     client = live.new_user()
     pk, session_id = new_execution(client)
     message_pk = _unanswered(live, pk, session_id, "processing")  # the process died mid-turn
-    llm.script(Reply(QUESTION))
+    llm.responder = _answer_all
     resume_unfinished_turns(live.platform)
     live.wait_idle()
     assert message(live, message_pk).status == "answered"
@@ -53,7 +61,7 @@ def test_a_resumed_turn_first_tells_clients_to_drop_the_partial_answer(live, llm
     message_pk = _unanswered(live, pk, session_id, "processing")
     socket = client.socket(session_id)
     try:
-        llm.script(Reply(QUESTION))
+        llm.responder = _answer_all
         resume_unfinished_turns(live.platform)
         socket.wait_event("mojo_message")
         live.wait_idle()
@@ -71,3 +79,31 @@ def test_a_resumed_turn_first_tells_clients_to_drop_the_partial_answer(live, llm
         assert replayed.index("mojo_message_retrying") < replayed.index("mojo_message")
     finally:
         socket.close()
+
+
+def test_a_server_starting_answers_the_messages_left_unanswered(live, llm, database_url):
+    client = live.new_user()
+    pk, session_id = new_execution(client)
+    message_pk = _unanswered(live, pk, session_id, "processing")
+    llm.responder = _answer_all
+    settings = live_settings(database_url, llm.base_url)
+    with serving(dataclasses.replace(settings, extra={**settings.extra, "resume_unfinished_turns": True})) as started:
+        started.wait_idle()
+    assert message(live, message_pk).status == "answered"
+
+
+def test_the_suites_servers_leave_other_tests_unanswered_messages_alone(live, llm, database_url):
+    # A server of the suite starts amid it, on the shared database. Resuming the messages earlier
+    # tests left unanswered (unit tests of the intake and of session claims leave some) ran their
+    # turns beside the test that started it, on the shared scripted LLM: they took its replies.
+    client = live.new_user()
+    pk, session_id = new_execution(client)
+    message_pk = _unanswered(live, pk, session_id, "pending")
+    try:
+        with serving(live_settings(database_url, llm.base_url)) as started:
+            started.wait_idle()
+        assert llm.requests == []
+        assert message(live, message_pk).status == "pending"
+    finally:
+        with live.db() as db:  # leave no half-done message for the next tests
+            db.get(Message, message_pk).status = "failed"

@@ -21,7 +21,7 @@ GENERATED = {"title": "Friday sync announcement", "summary": "Tell the team the 
 @pytest.fixture(scope="module")
 def titled_server(database_url, scripted_llm, live_server):
     base = live_settings(database_url, scripted_llm.base_url)
-    settings = dataclasses.replace(base, extra={"title_summary_jobs": True, "job_backoff_s": 0.05,
+    settings = dataclasses.replace(base, extra={**base.extra, "title_summary_jobs": True, "job_backoff_s": 0.05,
                                                 "job_max_attempts": 3})
     with serving(settings) as live:
         yield live

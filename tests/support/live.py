@@ -272,7 +272,10 @@ def live_settings(database_url: str, llm_base_url: str | None) -> Settings:
         var_dir=TEST_VAR_DIR,
         # The title/summary job makes its own LLM call after a first input: off here so scripted
         # tests get exactly the calls they script; tests/integration/test_title_summary.py turns it on.
-        extra={"title_summary_jobs": False},
+        # Resuming unanswered messages at start-up too: a server starting amid the suite would answer
+        # the messages earlier tests left on the shared database, with the replies scripted for the
+        # test that started it (tests/integration/test_resume.py turns it on).
+        extra={"title_summary_jobs": False, "resume_unfinished_turns": False},
         # Generous: the suite's many users share one address; tests/security/ sets tight ones.
         rate_limits=GENEROUS_RATE_LIMITS,
     )

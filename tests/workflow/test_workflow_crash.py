@@ -1,5 +1,6 @@
 """Crash recovery: a step whose process is killed mid-run is detected by its lapsed heartbeat and run
-again exactly once, by another process; a re-run that lapses too is failed, visibly, and relaunchable."""
+again exactly once, by another process; a re-run that lapses too is failed, visibly, and relaunchable;
+an engine transaction that fails after claiming a step leaves no claimed step behind."""
 
 from __future__ import annotations
 
@@ -10,10 +11,13 @@ import sys
 import time
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from sqlalchemy import select
 
-from mojodex_core.db.models import UserWorkflowStepExecution
+from mojodex_core.db.models import UserTaskExecution, UserWorkflowStepExecution
+from mojodex_core.workflow import store
 from mojodex_core.workflow.heartbeat import LAPSED, LAPSED_TWICE
+from mojodex_core.workflow.runner import WorkflowTurn
 from tests.support.live import REPO_ROOT, Client
 from tests.support.scripted_llm import Hang, Reply
 from tests.workflow._helpers import POEM, awaiting, poem_user, start_poem, steps, wait_steps
@@ -100,3 +104,28 @@ def test_a_rerun_that_lapses_too_is_failed_visibly_and_can_be_relaunched(wf, llm
     finally:
         socket.close()
     assert POEM
+
+
+def test_a_failure_after_the_claim_of_a_step_leaves_no_claimed_step(wf, llm, monkeypatch):
+    # On SQLite the claim's savepoint was the first write of the engine's transaction, and its
+    # release committed the claim alone: the step stayed "running" with no one running it, until
+    # the heartbeat watch took it for lapsed and ran it again.
+    user = poem_user(wf)
+    created = user.new_execution(POEM)
+    pk = created["user_task_execution_pk"]
+    with wf.db() as db:
+        db.get(UserTaskExecution, pk).json_input_values = {"poem_topic": "the sea at night"}
+    platform = wf.platform
+    turn = WorkflowTurn(platform.session_factory, platform.events, None, platform.heartbeat)
+
+    def failing(*_args: object) -> list[str]:
+        raise RuntimeError("the engine failed after the claim")
+
+    monkeypatch.setattr(store, "learned_instructions", failing)
+    try:
+        with pytest.raises(RuntimeError, match="after the claim"):
+            turn._next(created["session_id"], pk)
+        assert _heartbeats(wf, pk) == []
+    finally:
+        with wf.db() as db:  # a claim left behind is not re-run in a later test
+            db.get(UserTaskExecution, pk).status = "deleted"
