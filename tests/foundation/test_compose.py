@@ -156,3 +156,13 @@ def test_the_webapp_serves_the_build_of_the_repository_webapp():
     assert "COPY --from=webapp-build /webapp/dist ./webapp/dist" in text
     for path in ("webapp/package-lock.json", "webapp/index.html", "webapp/nginx.conf"):
         assert (REPO_ROOT / path).is_file(), path
+
+
+@pytest.mark.parametrize("service", ["backend", "worker"])
+def test_the_services_that_record_llm_calls_keep_their_spool_on_a_volume(service):
+    # A process's unstored llm_call rows wait in <MOJODEX_VAR_DIR>/spool until stored, and are
+    # replayed at the next start after a crash: in a container's own filesystem they would go
+    # with the container when it is re-created.
+    var_dir = SERVICES[service]["environment"]["MOJODEX_VAR_DIR"]
+    mounts = {m.split(":")[1]: m.split(":")[0] for m in SERVICES[service].get("volumes", [])}
+    assert mounts.get(var_dir) in COMPOSE.get("volumes", {}), f"{service}: {var_dir} is not on a named volume"
