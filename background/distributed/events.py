@@ -30,18 +30,11 @@ from urllib.parse import urlparse
 
 import redis
 import socketio
-from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
 from mojodex_core.db import transaction
-from mojodex_core.execution.events import (
-    INSERT_EVENT,
-    Publication,
-    Transport,
-    durable_events_after,
-    resume_seq,
-)
+from mojodex_core.execution.events import Publication, Transport, durable_events_after, resume_seq
 
 log = logging.getLogger("mojodex.events")
 
@@ -49,33 +42,29 @@ KEY_PREFIX = "mojodex"
 SEQ_KEY_TTL_S = 7 * 24 * 3600
 LOCK_TIMEOUT_S = 30.0
 
-# INCR the session's seq (unless it was never seeded: -1), add the token to its stream, expire it.
-_TOKEN_SCRIPT = """
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-local seq = redis.call('INCR', KEYS[1])
-redis.call('EXPIRE', KEYS[1], ARGV[4])
-redis.call('XADD', KEYS[2], seq .. '-1', 'e', ARGV[1], 'p', ARGV[2])
-redis.call('EXPIRE', KEYS[2], ARGV[3])
+
+def _token_lua(k: int, a: int) -> str:
+    """INCR the session's seq (unless it was never seeded: -1), add the token to its stream, expire
+    both. Its keys (seq, stream) and arguments (name, body, stream TTL, seq TTL) come after the
+    first ``k`` keys and ``a`` arguments of the script it is part of."""
+    return f"""
+if redis.call('EXISTS', KEYS[{k + 1}]) == 0 then return -1 end
+local seq = redis.call('INCR', KEYS[{k + 1}])
+redis.call('EXPIRE', KEYS[{k + 1}], ARGV[{a + 4}])
+redis.call('XADD', KEYS[{k + 2}], seq .. '-1', 'e', ARGV[{a + 1}], 'p', ARGV[{a + 2}])
+redis.call('EXPIRE', KEYS[{k + 2}], ARGV[{a + 3}])
 return seq
 """
 
 
+_TOKEN_SCRIPT = _token_lua(0, 0)
 # The session's event lock (a token under SET NX PX, released only by its holder, as redis-py's
-# Lock) taken in the same round trip as the first thing done under it: whether the seq counter
-# exists (publishing), or a token event's seq and stream entry. -2: the lock is held elsewhere.
-_ACQUIRE_SCRIPT = """
-if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return -2 end
-return redis.call('EXISTS', KEYS[2])
-"""
-_ACQUIRE_TOKEN_SCRIPT = """
-if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return -2 end
-if redis.call('EXISTS', KEYS[2]) == 0 then return -1 end
-local seq = redis.call('INCR', KEYS[2])
-redis.call('EXPIRE', KEYS[2], ARGV[6])
-redis.call('XADD', KEYS[3], seq .. '-1', 'e', ARGV[3], 'p', ARGV[4])
-redis.call('EXPIRE', KEYS[3], ARGV[5])
-return seq
-"""
+# Lock: key 1, arguments 1-2) taken in the same round trip as the first thing done under it:
+# whether the seq counter exists (publishing), or a token event's seq and stream entry. -2: the
+# lock is held elsewhere.
+_LOCK_LUA = "if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return -2 end\n"
+_ACQUIRE_SCRIPT = _LOCK_LUA + "return redis.call('EXISTS', KEYS[2])\n"
+_ACQUIRE_TOKEN_SCRIPT = _LOCK_LUA + _token_lua(1, 2)
 # A final event's seq: INCR and EXPIRE in one script (a MULTI/EXEC pipeline costs more to build).
 _INCR_SCRIPT = """
 local seq = redis.call('INCR', KEYS[1])
@@ -104,21 +93,6 @@ class _Publication(Publication):
     def next_seq(self) -> int:
         self.last_seq = self._log._next_seq(self.session_id)
         return self.last_seq
-
-    def add(
-        self, db: DbSession | Connection, event_name: str, payload: dict[str, Any], *, seq: int | None = None
-    ) -> int:
-        if seq is None:
-            seq = self.next_seq()
-        elif seq != self.last_seq:
-            raise ValueError(f"seq {seq} is not the last allocated ({self.last_seq}): events would be out of order")
-        payload = {**payload, "seq": seq}
-        # A Core INSERT at once, as in-process: no ORM unit of work per event, and a plain
-        # Connection in a transaction works as well as an ORM session.
-        db.execute(INSERT_EVENT, {"session_id": self.session_id, "seq": seq, "event_name": event_name,
-                                   "payload": payload})
-        self.events.append((event_name, payload))
-        return seq
 
 
 class RedisSessionEventLog:

@@ -53,7 +53,7 @@ class EventPublisher(Protocol):
     def publish(self, session_id: str, event_name: str, payload: dict[str, Any], *, durable: bool = True) -> int: ...
 
 
-INSERT_EVENT = insert(SessionEvent.__table__)
+_INSERT_EVENT = insert(SessionEvent.__table__)
 
 
 class Publication:
@@ -81,7 +81,7 @@ class Publication:
             raise ValueError(f"seq {seq} is not the last allocated ({self.last_seq}): events would be out of order")
         payload = {**payload, "seq": seq}
         # A Core INSERT on the table, at once: no ORM unit of work (and no autoflush) per event.
-        db.execute(INSERT_EVENT, {
+        db.execute(_INSERT_EVENT, {
             "session_id": self.session_id, "seq": seq, "event_name": event_name, "payload": payload,
         })
         self.events.append((event_name, payload))
