@@ -53,7 +53,6 @@ CancelFlag = Callable[[str], float | None]
 DONE, BUSY, MORE = "done", "busy", "more"
 
 
-
 class _Heartbeat(threading.Thread):
     def __init__(self, drainer: Drainer, claim: Claim) -> None:
         super().__init__(name=f"heartbeat-{claim.session_id[:8]}", daemon=True)

@@ -140,20 +140,9 @@ def claim_session(factory: sessionmaker[DbSession], session_id: str, owner: str,
 
     The conditional UPDATE comes first: a session is claimed once per drain, its lease row is
     created only at its first one."""
-    fence = _try_claim(factory, session_id, owner, lease_s)
-    if fence is not None:
-        return Claim(session_id, fence, owner)
-    with factory() as db:
-        if db.execute(_EXISTS, {"b_session": session_id}).scalar() is not None:
-            return None  # held
-    try:
-        with transaction(factory) as db:
-            db.add(SessionRunner(session_id=session_id, owner=owner, fence=1, heartbeat_at=now()))
-        return Claim(session_id, 1, owner)
-    except IntegrityError:
-        pass  # another worker created it first: compete for it
-    fence = _try_claim(factory, session_id, owner, lease_s)
-    return Claim(session_id, fence, owner) if fence is not None else None
+    with transaction(factory) as db:
+        fence = _claim(db, session_id, owner, lease_s)
+    return Claim(session_id, fence, owner) if fence is not None else _first_claim(factory, session_id, owner, lease_s)
 
 
 @dataclass(frozen=True)
@@ -171,16 +160,13 @@ def claim_and_look(
     """claim_session, and when the conditional UPDATE takes the session, the drain's first look
     in the same transaction. The Look is None when the claim took the slow path (the session's
     first claim): the caller looks itself."""
-    stamp = now()
     with transaction(factory) as db:
-        fence = db.execute(_CLAIM, {
-            "b_session": session_id, "b_owner": owner, "b_now": stamp, "b_cutoff": stamp - timedelta(seconds=lease_s),
-        }).scalar()
+        fence = _claim(db, session_id, owner, lease_s)
         if fence is not None:
             orphaned = processing_message(db, session_id) if orphans else None
             pending = next_pending(db, session_id) if orphaned is None else None
             return Claim(session_id, fence, owner), Look(orphaned, pending)
-    return claim_session(factory, session_id, owner, lease_s), None
+    return _first_claim(factory, session_id, owner, lease_s), None
 
 
 def processing_message(db: DbSession, session_id: str) -> int | None:
@@ -188,12 +174,30 @@ def processing_message(db: DbSession, session_id: str) -> int | None:
     return db.execute(_PROCESSING, {"b_session": session_id}).scalar()
 
 
-def _try_claim(factory: sessionmaker[DbSession], session_id: str, owner: str, lease_s: float) -> int | None:
+def _claim(db: DbSession, session_id: str, owner: str, lease_s: float) -> int | None:
+    """The conditional UPDATE: the new fence when the lease was free or lapsed, else None."""
     stamp = now()
+    return db.execute(_CLAIM, {
+        "b_session": session_id, "b_owner": owner, "b_now": stamp, "b_cutoff": stamp - timedelta(seconds=lease_s),
+    }).scalar()
+
+
+def _first_claim(factory: sessionmaker[DbSession], session_id: str, owner: str, lease_s: float) -> Claim | None:
+    """After a conditional UPDATE that took nothing: None when the session's lease row exists
+    (held), else the row created (the session's first claim), competing with another worker
+    creating it at the same time."""
+    with factory() as db:
+        if db.execute(_EXISTS, {"b_session": session_id}).scalar() is not None:
+            return None  # held
+    try:
+        with transaction(factory) as db:
+            db.add(SessionRunner(session_id=session_id, owner=owner, fence=1, heartbeat_at=now()))
+        return Claim(session_id, 1, owner)
+    except IntegrityError:
+        pass  # another worker created it first: compete for it
     with transaction(factory) as db:
-        return db.execute(_CLAIM, {
-            "b_session": session_id, "b_owner": owner, "b_now": stamp, "b_cutoff": stamp - timedelta(seconds=lease_s),
-        }).scalar()
+        fence = _claim(db, session_id, owner, lease_s)
+    return Claim(session_id, fence, owner) if fence is not None else None
 
 
 def renew(factory: sessionmaker[DbSession], claim: Claim) -> bool:

@@ -266,3 +266,26 @@ def test_a_claim_reads_the_first_look_in_its_own_transaction(factory, session_id
     release(factory, claim)
     claim, look = claim_and_look(factory, session_id, "w1", lease_s=30, orphans=False)
     assert look == Look(orphaned=None, pending=first)
+
+
+def test_a_claim_of_a_held_session_tries_its_update_once(factory, session_id):
+    from sqlalchemy import event
+
+    from mojodex_core.execution.session_claims import claim_and_look
+
+    claim, _look = claim_and_look(factory, session_id, "w1", lease_s=30)
+    engine = factory.kw["bind"]
+    sent: list[str] = []
+
+    def record(_conn, _cursor, statement, *_args) -> None:  # noqa: ANN001
+        sent.append(statement.split()[0])
+
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        assert claim_and_look(factory, session_id, "w2", lease_s=30) == (None, None)
+        assert claim_session(factory, session_id, "w2", lease_s=30) is None
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+    # Each: the conditional UPDATE, then the lease row's existence (held). It was UPDATE twice.
+    assert [s for s in sent if s in ("UPDATE", "SELECT")] == ["UPDATE", "SELECT", "UPDATE", "SELECT"]
+    release(factory, claim)
