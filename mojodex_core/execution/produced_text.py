@@ -105,16 +105,27 @@ def append_version(
 
 
 def version_payload(version: ProducedTextVersion, produced: ProducedText, text_type: str | None) -> dict:
+    return _payload(
+        produced.produced_text_pk, version.produced_text_version_pk, version.version_index, version.title,
+        version.production, text_type, version.origin, produced.user_task_execution_fk, version.created_at,
+    )
+
+
+def _payload(
+    produced_text_pk: int, version_pk: int, index: int, title: str | None, production: str | None,
+    text_type: str | None, origin: str | None, user_task_execution_pk: int, created_at: datetime | None,
+) -> dict:
+    """A version as events and routes show it."""
     return {
-        "produced_text_pk": produced.produced_text_pk,
-        "produced_text_version_pk": version.produced_text_version_pk,
-        "produced_text_version_index": version.version_index,
-        "produced_text_title": version.title,
-        "produced_text": version.production,
+        "produced_text_pk": produced_text_pk,
+        "produced_text_version_pk": version_pk,
+        "produced_text_version_index": index,
+        "produced_text_title": title,
+        "produced_text": production,
         "text_type": text_type,
-        "origin": version.origin,
-        "user_task_execution_pk": produced.user_task_execution_fk,
-        "created_at": version.created_at.isoformat() if version.created_at else None,
+        "origin": origin,
+        "user_task_execution_pk": user_task_execution_pk,
+        "created_at": created_at.isoformat() if created_at else None,
     }
 
 
@@ -181,15 +192,5 @@ def append_draft_version(
         "produced_text_fk": produced_pk, "version_index": index, "title": title, "production": production,
         "origin": "assistant", "text_type_fk": text_type_fk, "message_fk": message_pk, "created_at": now,
     }).scalar_one()
-    # version_payload's keys, in its order (the event's JSON is byte-identical to the ORM path's).
-    return {
-        "produced_text_pk": produced_pk,
-        "produced_text_version_pk": version_pk,
-        "produced_text_version_index": index,
-        "produced_text_title": title,
-        "produced_text": production,
-        "text_type": text_type,
-        "origin": "assistant",
-        "user_task_execution_pk": user_task_execution_pk,
-        "created_at": now.isoformat(),
-    }
+    return _payload(produced_pk, version_pk, index, title, production, text_type, "assistant",
+                    user_task_execution_pk, now)
