@@ -36,11 +36,6 @@ _session = OrderSession.__table__
 _execution = UserTaskExecution.__table__
 
 _INSERT_ANSWER = insert(_message)
-_SET_SEQ = (
-    update(_message)
-    .where(_message.c.message_pk == bindparam("b_pk"))
-    .values(seq=bindparam("b_seq", type_=_message.c.seq.type))
-)
 _CLAIM_ANSWERED = (
     update(_message)
     .where(_message.c.message_pk == bindparam("b_pk"), _message.c.status == bindparam("b_expected"))
@@ -116,10 +111,13 @@ def store_turn(
     now = datetime.now(UTC)
     pk = context.user_task_execution_pk
     base = {"session_id": context.session_id, "user_task_execution_pk": pk}
+    # The answer's row is inserted with its event's seq, taken first (as intake and instruct turns do).
+    seq = publication.next_seq()
     answer_pk = db.execute(_INSERT_ANSWER, {
         "session_id": context.session_id, "user_task_execution_fk": pk, "sender": "assistant",
         "event_name": "mojo_message", "text": outcome.reply, "status": "final",
         "data": {"response_key": outcome.response_key, "state": outcome.state_after}, "created_at": now,
+        "seq": seq,
     }).inserted_primary_key[0]
     claimed = db.execute(_CLAIM_ANSWERED, {"b_pk": context.message_pk, "b_expected": expected_status,
                                            "b_answer": answer_pk})
@@ -144,12 +142,10 @@ def store_turn(
         )
     if outcome.ended or outcome.state_after == "Idle":
         db.execute(_COMPLETE_EXECUTION, {"b_pk": pk, "b_now": now})
-    seq = publication.add(db, "mojo_message", {
+    publication.add(db, "mojo_message", {
         **base, "text": outcome.reply, "message_pk": answer_pk, "user_message_pk": context.message_pk,
         "response_key": outcome.response_key,
-    })
-    # The seq is known only now (the distributed log takes it from Redis at add time).
-    db.execute(_SET_SEQ, {"b_pk": answer_pk, "b_seq": seq})
+    }, seq=seq)
     if ticket is not None:
         publication.add(db, "order_ticket", {**base, "ticket": ticket_view(ticket)})
     publication.add(db, "order_state", {

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from sqlalchemy import select, text, update
+from sqlalchemy import event, select, text, update
 
 from mojodex_core.db import transaction
 from mojodex_core.db.models import Message, OrderSession, SessionEvent
@@ -100,3 +100,27 @@ def test_the_engine_runs_outside_the_write_transaction(orders, monkeypatch):
             assert db.scalar(select(Message.status).where(Message.message_pk == message_pk)) == "answered"
     finally:
         chat.close()
+
+
+def test_the_answer_row_is_inserted_with_its_event_seq(orders):
+    # Its seq is taken before the INSERT (as intake and instruct turns do): no UPDATE of the row after.
+    chat = open_order(customer(orders))
+    engine = orders.platform.engine
+    sent: list[str] = []
+
+    def record(_conn, _cursor, statement, *_args) -> None:  # noqa: ANN001
+        sent.append(" ".join(statement.split()))
+
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        chat.say("an everything bagel")
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+        chat.close()
+    assert not [s for s in sent if s.startswith("UPDATE message SET seq")]
+    with orders.db() as db:
+        answers = db.execute(select(Message.message_pk, Message.seq).where(
+            Message.session_id == chat.session_id, Message.sender == "assistant")).all()
+        replies = {e.payload["message_pk"]: e.seq for e in db.scalars(select(SessionEvent).where(
+            SessionEvent.session_id == chat.session_id, SessionEvent.event_name == "mojo_message"))}
+    assert answers and all(replies[pk] == seq for pk, seq in answers)
