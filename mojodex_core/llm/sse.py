@@ -37,6 +37,14 @@ def loads(payload: bytes) -> Any:
         return json.loads(payload)
 
 
+def _value(payload: bytes) -> Any:
+    """An event's JSON value; an error event raises (see error_event)."""
+    value = loads(payload)
+    if type(value) is dict and value.get("error"):
+        raise error_event(value)
+    return value
+
+
 class StreamErrorEvent(Exception):
     """The server sent ``{"error": ...}`` as a stream event (it failed while generating)."""
 
@@ -88,10 +96,7 @@ class SSEDecoder:
             if payload.startswith(b"[DONE]"):
                 self.done = True
                 return []
-            value = loads(payload)
-            if type(value) is dict and value.get("error"):
-                raise error_event(value)
-            return [value]
+            return [_value(payload)]
         if b"\r" in chunk:
             # Every line end becomes LF; a trailing CR may be the first half of a CRLF.
             self._skip_lf = chunk[-1] == _CR
@@ -120,10 +125,7 @@ class SSEDecoder:
                     self.done = True
                     self._pending.clear()
                     return out
-                value = loads(payload)
-                if type(value) is dict and value.get("error"):
-                    raise error_event(value)
-                out.append(value)
+                out.append(_value(payload))
             elif line.startswith(b"data"):
                 if line[4:5] == b":":
                     value_bytes = line[5:]
