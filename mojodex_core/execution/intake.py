@@ -86,7 +86,7 @@ _RETRY_FAILED = (
 _INSERT_MESSAGE = insert(_message)
 
 
-def _connection(factory: sessionmaker[DbSession]) -> Engine:
+def _engine(factory: sessionmaker[DbSession]) -> Engine:
     """The engine the factory's sessions use: the intake writes Core statements only, so a plain
     pooled connection in a transaction does it without an ORM session."""
     return factory.kw["bind"]
@@ -116,7 +116,7 @@ def accept_user_message(
     look_up = not seen_absent
     for _ in range(3):
         try:
-            with events.publishing(session_id) as publication, _connection(factory).begin() as db:
+            with events.publishing(session_id) as publication, _engine(factory).begin() as db:
                 return _store(db, publication, session_id, user_task_execution_pk, text, message_id, event_name,
                               data, look_up)
         except IntegrityError:
