@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -14,7 +13,7 @@ import redis
 
 from background.distributed.events import RedisSessionEventLog
 from mojodex_core.db import make_engine, make_session_factory, transaction
-from mojodex_core.db.models import Session, User
+from tests.unit._rows import session_row
 
 REDIS_URL = os.environ.get("TEST_REDIS_URL")
 
@@ -26,12 +25,8 @@ def parts(database_url: str) -> Iterator[tuple]:
     engine = make_engine(database_url)
     factory = make_session_factory(engine)
     client = redis.Redis.from_url(REDIS_URL)
-    sid = uuid.uuid4().hex
     with transaction(factory) as db:
-        user = User(user_id=uuid.uuid4().hex, name="u", email=f"{sid}@example.com")
-        db.add(user)
-        db.flush()
-        db.add(Session(session_id=sid, user_id=user.user_id))
+        sid = session_row(db)
     yield factory, client, sid
     client.delete(f"mojodex:seq:{sid}", f"mojodex:tokens:{sid}", f"mojodex:evlock:{sid}")
     engine.dispose()

@@ -24,3 +24,13 @@ def execution_pk(db: DbSession, user_id: str | None = None) -> int:
     db.add(execution)
     db.flush()
     return execution.user_task_execution_pk
+
+
+def session_row(db: DbSession) -> str:
+    """A new session of a new user; its session_id."""
+    sid = uuid.uuid4().hex
+    user = User(user_id=uuid.uuid4().hex, name="u", email=f"{sid}@example.com")
+    db.add(user)
+    db.flush()
+    db.add(Session(session_id=sid, user_id=user.user_id))
+    return sid

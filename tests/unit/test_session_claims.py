@@ -15,7 +15,7 @@ from sqlalchemy import select
 from background.distributed.drain import BUSY, DONE, MORE, Drainer
 from background.distributed.sweep import sweep
 from mojodex_core.db import make_engine, make_session_factory, transaction
-from mojodex_core.db.models import Message, Session, SessionEvent, SessionRunner, User
+from mojodex_core.db.models import Message, SessionEvent, SessionRunner
 from mojodex_core.execution.events import SessionEventLog
 from mojodex_core.execution.failures import record_failure
 from mojodex_core.execution.jobs import SessionJob, SessionJobs, TurnJob
@@ -27,6 +27,7 @@ from mojodex_core.execution.session_claims import (
     release,
     renew,
 )
+from tests.unit._rows import session_row
 
 
 @pytest.fixture
@@ -38,13 +39,8 @@ def factory(database_url: str) -> Iterator:
 
 @pytest.fixture
 def session_id(factory) -> str:  # noqa: ANN001
-    sid = uuid.uuid4().hex
     with transaction(factory) as db:
-        user = User(user_id=uuid.uuid4().hex, name="u", email=f"{sid}@example.com")
-        db.add(user)
-        db.flush()
-        db.add(Session(session_id=sid, user_id=user.user_id))
-    return sid
+        return session_row(db)
 
 
 def _message(factory, session_id: str, text: str, status: str = "pending") -> int:  # noqa: ANN001
