@@ -3,7 +3,9 @@
 A message a unit test leaves `pending` used to be answered by the next server the suite started
 (`resume_unfinished_turns` at start-up), which took the scripted LLM reply queued for that
 server's own test: an order-dependent failure of whichever test came next (seen in the workflow
-tests of a full `make test`). Reproduced here in a child pytest, in the order that shows it."""
+tests of a full `make test`). Test servers now leave other tests' messages alone
+(`tests/support/live.py`: `resume_unfinished_turns` off). Reproduced here in a child pytest, in
+the order that showed it."""
 
 from __future__ import annotations
 
