@@ -16,14 +16,16 @@ def test_tool_approval_then_reasoning_behind_why(page, live, llm):
     llm.script(Reply(chunks=list(tag_call("guarded_echo", {"text": "secret"}, "May I echo your **secret**?"))))
     page.get_by_label("Or just tell the assistant").fill("echo my secret")
     page.get_by_role("button", name="Send", exact=True).click()
-    message = page.locator(".message.assistant").last
-    expect(message).to_contain_text("The assistant wants to use a tool:")
+    expect(page.locator(".message.assistant").last).to_contain_text("The assistant wants to use a tool:")
+    # Pinned by position: `.last` would move to the follow-up answer as soon as it arrives.
+    message = page.locator(".message.assistant").nth(page.locator(".message.assistant").count() - 1)
     expect(message.locator("strong")).to_have_text("secret")
     shot(page, "tool-approval")
     llm.script(Reply(chunks=list(answer("Done: the echo said secret."))))
     message.get_by_role("button", name="Approve").click()
-    expect(message).to_contain_text("Approved")
+    # The follow-up first, then the approval message, whatever the order they render in.
     expect(page.locator(".message.assistant").last).to_have_text("Done: the echo said secret.")
+    expect(message).to_contain_text("Approved")
     body = page.inner_text("body")
     assert "<" not in body and "SECRET-WHY" not in body  # tags and reasoning never shown in the chat
     page.get_by_role("button", name="Why?").click()
