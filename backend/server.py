@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import sys
 from pathlib import Path
@@ -19,6 +20,18 @@ def configure_logging(level: str) -> None:
     # The openai client logs every HTTP request at INFO through httpx2: too chatty for a turn log.
     for noisy in ("httpx", "httpx2", "engineio.server", "socketio.server"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def settle_heap() -> None:
+    """Move what start-up allocated (modules, the app, the platform) out of the collector's sight.
+
+    A full collection walks every tracked object. Built, a serving process holds ~220,000 of
+    them that live as long as it does, and each full collection walked them all: pauses of
+    120-180 ms on the bench's machine, which every turn in flight waited out. Frozen, they are no
+    longer walked; one collection first, so that start-up's garbage is not kept forever.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 def build_app(settings: Settings | None = None):  # noqa: ANN201
@@ -42,6 +55,7 @@ def build_app(settings: Settings | None = None):  # noqa: ANN201
         print(f"configuration error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
     app, _socketio = create_app(platform)
+    settle_heap()
     logging.getLogger("mojodex.server").info(
         "mojodex ready: database=%s llm=%s", settings.database_url.split("@")[-1],
         settings.llm.base_url or ("api key" if settings.llm.api_key else "none"),

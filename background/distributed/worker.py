@@ -81,7 +81,7 @@ def worker_platform():  # noqa: ANN201
     with _lock:
         if "platform" not in _state or _state.get("pid") != os.getpid():
             from backend.context import build_platform
-            from backend.server import configure_logging
+            from backend.server import configure_logging, settle_heap
 
             configure_logging(settings.log_level)
             platform = build_platform(settings)
@@ -97,6 +97,7 @@ def worker_platform():  # noqa: ANN201
                                 lease_s=settings.turn_lease_s, cancel_flag=cancel_flag(client),
                                 events=platform.events),
             )
+            settle_heap()
             log.info("worker %s ready: database=%s", owner, settings.database_url.split("@")[-1])
         return _state["platform"], _state["drainer"]
 
