@@ -23,6 +23,7 @@ from typing import Any
 from sqlalchemy import create_engine
 from sqlalchemy import text as sql_text
 
+from backend.server import settle_heap
 from bench._measure import CpuProfiler, StackSampler
 from mojodex_core.config import normalise_database_url
 from tests.support.live import live_settings, start_live_server
@@ -208,7 +209,9 @@ HOSTS: dict[str, Callable[..., Any]] = {"platform": PlatformHost, "order_platfor
 def _host_main(conn, name: str, args: tuple) -> None:
     host = HOSTS[name](*args)
     try:
-        conn.send(("ok", host.start()))
+        started = host.start()
+        settle_heap()  # so that this host's full collections do not pause the turns it serves
+        conn.send(("ok", started))
         while True:
             try:
                 method, call_args = conn.recv()

@@ -58,6 +58,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from backend.server import settle_heap  # noqa: E402
 from bench._clients import BenchSession, TurnResult, new_session, run_turn  # noqa: E402
 from bench._hosts import (  # noqa: E402
     DIRECT_PREFIX,
@@ -366,6 +367,9 @@ def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915 - a script's ph
         if any(not r.ok for r in warm):
             raise RuntimeError(f"warm-up failed: {next(r.error for r in warm if not r.ok)}\n{server.log_tail()}")
         time.sleep(1.0)  # title jobs done
+        # The clients' own full collections (their heap is as large as a server's) would pause every
+        # receiving thread and show up as the platform's latency.
+        settle_heap()
         print(f"bench: {count} sessions created, joined and warmed up (t={time.perf_counter() - bench_started:.1f} s)")
 
         # 1. one session: direct openai client and platform turns, interleaved
