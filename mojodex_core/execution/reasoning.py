@@ -23,9 +23,10 @@ import json
 import logging
 import re
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import bindparam, func, insert, select
+from sqlalchemy import Integer, String, Text, bindparam, func, insert, select, union_all
 from sqlalchemy.orm import Session as DbSession
 
 from mojodex_core.db.models import REASONING_KINDS, ReasoningTraceEntry, utcnow
@@ -107,8 +108,29 @@ def entry_kind(entry: str) -> str:
 
 
 _trace = ReasoningTraceEntry.__table__
-_LAST_POSITION = select(func.max(_trace.c.position)).where(_trace.c.user_task_execution_fk == bindparam("b_pk"))
-_INSERT_ENTRIES = insert(_trace)
+_COLUMNS = ("user_task_execution_fk", "position", "kind", "text", "source", "created_at")
+
+
+@lru_cache(maxsize=16)
+def _append_statement(count: int):  # noqa: ANN202 - an Insert
+    """``INSERT ... SELECT`` of ``count`` entries, each at the execution's last position + its rank,
+    returning the positions taken: one statement (one round trip) instead of reading the last
+    position first. The last position is read by the statement itself, before its own rows."""
+    last = (
+        select(func.coalesce(func.max(_trace.c.position), 0))
+        .where(_trace.c.user_task_execution_fk == bindparam("b_pk"))
+        .scalar_subquery()
+    )
+    rows = [
+        select(
+            bindparam("b_pk", type_=Integer), last + rank,
+            bindparam(f"b_kind_{rank}", type_=String), bindparam(f"b_text_{rank}", type_=Text),
+            bindparam(f"b_source_{rank}", type_=String), bindparam("b_now", type_=_trace.c.created_at.type),
+        )
+        for rank in range(1, count + 1)
+    ]
+    source = rows[0] if count == 1 else union_all(*rows)
+    return insert(_trace).from_select(list(_COLUMNS), source).returning(_trace.c.position, _trace.c.text)
 
 
 def append_trace(db: DbSession, user_task_execution_pk: int, entries: Iterable[str], source: str) -> None:
@@ -119,28 +141,16 @@ def append_trace(db: DbSession, user_task_execution_pk: int, entries: Iterable[s
 def append_trace_entries(db: DbSession, user_task_execution_pk: int, entries: Iterable[tuple[str, str]]) -> None:
     """Append ``(entry, source)`` pairs to the execution's trace, in order, in the caller's transaction
     (an instruct turn's calls each have their source: the first call, then its tool follow-ups)."""
-    entries = [(e, source) for e, source in entries if e and e.strip()]
+    entries = [(e.strip(), source[:64]) for e, source in entries if e and e.strip()]
     if not entries:
         return
-    last = db.execute(_LAST_POSITION, {"b_pk": user_task_execution_pk}).scalar()
-    position = (last or 0) + 1
-    rows = [
-        {
-            "user_task_execution_fk": user_task_execution_pk,
-            "position": position + offset,
-            "kind": entry_kind(entry),
-            "text": entry.strip(),
-            "source": source[:64],
-        }
-        for offset, (entry, source) in enumerate(entries)
-    ]
-    # One Core INSERT (executemany) for the turn's entries, on the table: an order turn writes
-    # several, and the ORM's per-row unit of work (then its bulk path) cost more than the SQL.
-    now = utcnow()
-    db.execute(_INSERT_ENTRIES, [{**row, "created_at": now} for row in rows])
-    for row in rows:  # the model's decisions are worth a line; deterministic rules only when debugging
-        level = logging.DEBUG if row["kind"] == "RULE" else logging.INFO
-        log.log(level, "reasoning execution=%s #%d %s", user_task_execution_pk, row["position"], row["text"][:200])
+    params: dict[str, Any] = {"b_pk": user_task_execution_pk, "b_now": utcnow()}
+    for rank, (entry, source) in enumerate(entries, start=1):
+        params.update({f"b_kind_{rank}": entry_kind(entry), f"b_text_{rank}": entry, f"b_source_{rank}": source})
+    written = sorted(db.execute(_append_statement(len(entries)), params).all())
+    for position, text in written:  # the model's decisions are worth a line; deterministic rules only when debugging
+        level = logging.DEBUG if entry_kind(text) == "RULE" else logging.INFO
+        log.log(level, "reasoning execution=%s #%d %s", user_task_execution_pk, position, text[:200])
 
 
 def trace_view(db: DbSession, user_task_execution_pk: int) -> list[dict[str, Any]]:

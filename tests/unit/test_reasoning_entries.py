@@ -67,3 +67,29 @@ def test_the_shared_instruction_asks_for_the_tag_the_extractor_reads():
 
     assert "<reasoning>" in REASONING_INSTRUCTION and "</reasoning>" in REASONING_INSTRUCTION
     assert extract_reasoning("<reasoning>because</reasoning>{\"a\": 1}") == ("because", '{"a": 1}')
+
+
+def test_entries_go_in_with_one_statement_after_the_last_position(database_url):
+    # was: a SELECT of the last position, then the INSERT (two round trips per turn on Postgres)
+    from sqlalchemy import event  # noqa: PLC0415
+
+    from mojodex_core.db import make_engine  # noqa: PLC0415
+    from tests.unit._rows import execution_pk  # noqa: PLC0415
+
+    engine = make_engine(database_url)
+    factory = sessionmaker(engine)
+    statements: list[str] = []
+    with factory.begin() as db:
+        pk = execution_pk(db)
+        append_trace(db, pk, ["[RULE] first"], "ORDER")
+        event.listen(engine, "before_cursor_execute", lambda *a: statements.append(a[2]))
+        append_trace(db, pk, ["[DIRECT] one"], "INSTRUCT_TASK")
+        append_trace(db, pk, ["[RULE] two", "", "[TOOL_CALL] x: three"], "ORDER_PARSE")
+    assert len(statements) == 2 and all(s.lstrip().startswith("INSERT") for s in statements), statements
+    with factory() as db:
+        rows = db.execute(select(ReasoningTraceEntry.position, ReasoningTraceEntry.text, ReasoningTraceEntry.source)
+                          .where(ReasoningTraceEntry.user_task_execution_fk == pk)
+                          .order_by(ReasoningTraceEntry.position)).all()
+    assert [tuple(r) for r in rows] == [(1, "[RULE] first", "ORDER"), (2, "[DIRECT] one", "INSTRUCT_TASK"),
+                                        (3, "[RULE] two", "ORDER_PARSE"), (4, "[TOOL_CALL] x: three", "ORDER_PARSE")]
+    engine.dispose()
