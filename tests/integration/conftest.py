@@ -55,7 +55,7 @@ def tight_server(database_url: str, scripted_llm, live_server) -> Iterator[LiveS
 @pytest.fixture
 def tight(tight_server: LiveServer, llm) -> Iterator[LiveServer]:
     yield tight_server
-    tight_server.platform.runner.wait_idle(10)
+    tight_server.wait_idle(10)
 
 
 @pytest.fixture(scope="session")
@@ -68,4 +68,4 @@ def no_llm_server(database_url: str, live_server) -> Iterator[LiveServer]:
 @pytest.fixture
 def no_llm(no_llm_server: LiveServer) -> Iterator[LiveServer]:
     yield no_llm_server
-    no_llm_server.platform.runner.wait_idle(10)
+    no_llm_server.wait_idle(10)

@@ -81,7 +81,7 @@ def push_server(database_url, scripted_llm, live_server, receiver) -> Iterator[L
 @pytest.fixture
 def push_live(push_server, llm) -> Iterator[LiveServer]:
     yield push_server
-    push_server.platform.runner.wait_idle(10)
+    push_server.wait_idle(10)
 
 
 def test_a_push_is_sent_when_the_user_has_no_open_socket(push_live, llm, receiver):

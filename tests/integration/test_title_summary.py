@@ -30,8 +30,8 @@ def titled_server(database_url, scripted_llm, live_server):
 @pytest.fixture
 def titled(titled_server, llm):
     yield titled_server
-    titled_server.platform.runner.wait_idle(10)
-    titled_server.platform.jobs.wait_idle(10)
+    titled_server.wait_idle(10)
+    assert titled_server.platform.jobs.wait_idle(10), "title jobs still running"
 
 
 def route(llm, turn_replies, title_step):

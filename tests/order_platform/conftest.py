@@ -53,4 +53,4 @@ def order_server(database_url: str, live_server) -> Iterator[LiveServer]:  # noq
 @pytest.fixture
 def orders(order_server: LiveServer) -> Iterator[LiveServer]:
     yield order_server
-    order_server.platform.runner.wait_idle(10)
+    order_server.wait_idle(10)

@@ -24,7 +24,7 @@ def order_web_server(database_url: str, live_server: LiveServer) -> Iterator[Liv
 def live(order_web_server: LiveServer) -> Iterator[LiveServer]:
     """The browser tests of this module run against the order server."""
     yield order_web_server
-    order_web_server.platform.runner.wait_idle(10)
+    order_web_server.wait_idle(10)
 
 
 # (customer says, what the tree shows afterwards: test id -> text it contains)

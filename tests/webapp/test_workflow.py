@@ -23,7 +23,7 @@ def workflow_web_server(database_url: str, scripted_llm, live_server: LiveServer
 @pytest.fixture
 def live(workflow_web_server: LiveServer, llm) -> Iterator[LiveServer]:  # noqa: ANN001
     yield workflow_web_server
-    workflow_web_server.platform.runner.wait_idle(10)
+    workflow_web_server.wait_idle(10)
 
 
 def decision(kind: str, message: str, instruction: str | None = None) -> Reply:

@@ -41,4 +41,4 @@ def workflow_server(database_url: str, scripted_llm, live_server) -> Iterator[Li
 @pytest.fixture
 def wf(workflow_server: LiveServer, llm) -> Iterator[LiveServer]:  # noqa: ANN001
     yield workflow_server
-    workflow_server.platform.runner.wait_idle(10)
+    workflow_server.wait_idle(10)
