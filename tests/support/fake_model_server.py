@@ -12,12 +12,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import sys
+import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 REPLY = "Hello from the fake model."
+
+
+def _segfault() -> None:
+    """Die of SIGSEGV here, before another line of the handler runs. os.kill(getpid()) left the
+    kernel free to deliver the signal to another thread, and on a loaded machine this handler
+    went on to answer 200 before the process died (the suite's flaky supervision test)."""
+    signal.pthread_kill(threading.get_ident(), signal.SIGSEGV)
+    time.sleep(60)  # not reached: a signal sent to this thread is delivered before the call returns
 
 
 def make_handler(crash_on_completion: bool, crash_mid_answer: bool = False) -> type[BaseHTTPRequestHandler]:
@@ -50,10 +59,10 @@ def make_handler(crash_on_completion: bool, crash_mid_answer: bool = False) -> t
                 self.send_header("Content-Length", "281")
                 self.end_headers()
                 self.wfile.flush()
-                os.kill(os.getpid(), signal.SIGSEGV)
+                _segfault()
             if crash_on_completion:
                 print("fake model: crashing on a completion, as a miscompiled llama.cpp does", flush=True)
-                os.kill(os.getpid(), signal.SIGSEGV)
+                _segfault()
             if not request.get("stream"):
                 self._json({
                     "id": "c1", "object": "chat.completion", "created": 0, "model": "smollm2-135m",
