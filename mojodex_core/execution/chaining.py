@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import and_, bindparam, select
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session as DbSession
 
 from mojodex_core.db.models import Task, TaskPredefinedAction, UserTask, UserTaskExecution
@@ -60,7 +61,7 @@ _PARENT = (
 
 
 def previous_task_context(
-    db: DbSession, parent_pk: int | None, follow_up_task: str, language: str | None, tasks: TaskPrompts
+    db: DbSession | Connection, parent_pk: int | None, follow_up_task: str, language: str | None, tasks: TaskPrompts
 ) -> dict[str, Any] | None:
     """What the follow-up's prompt gets from its parent, or None when it has no parent.
 

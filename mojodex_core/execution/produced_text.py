@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import bindparam, func, insert, select, update
-from sqlalchemy.engine import Row
+from sqlalchemy.engine import Connection, Row
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as DbSession
 
@@ -164,7 +164,7 @@ _INSERT_VERSION = insert(_version).returning(_version.c.produced_text_version_pk
 
 
 def append_draft_version(
-    db: DbSession,
+    db: DbSession | Connection,
     user_task_execution_pk: int,
     user_id: str,
     *,

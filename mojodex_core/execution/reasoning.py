@@ -27,6 +27,7 @@ from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import Integer, String, Text, bindparam, func, insert, select, union_all
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session as DbSession
 
 from mojodex_core.db.models import REASONING_KINDS, ReasoningTraceEntry, utcnow
@@ -133,12 +134,14 @@ def _append_statement(count: int):  # noqa: ANN202 - an Insert
     return insert(_trace).from_select(list(_COLUMNS), source).returning(_trace.c.position, _trace.c.text)
 
 
-def append_trace(db: DbSession, user_task_execution_pk: int, entries: Iterable[str], source: str) -> None:
+def append_trace(db: DbSession | Connection, user_task_execution_pk: int, entries: Iterable[str], source: str) -> None:
     """Append entries to the execution's trace, in order, in the caller's transaction."""
     append_trace_entries(db, user_task_execution_pk, [(entry, source) for entry in entries])
 
 
-def append_trace_entries(db: DbSession, user_task_execution_pk: int, entries: Iterable[tuple[str, str]]) -> None:
+def append_trace_entries(
+    db: DbSession | Connection, user_task_execution_pk: int, entries: Iterable[tuple[str, str]]
+) -> None:
     """Append ``(entry, source)`` pairs to the execution's trace, in order, in the caller's transaction
     (an instruct turn's calls each have their source: the first call, then its tool follow-ups)."""
     entries = [(e.strip(), source[:64]) for e, source in entries if e and e.strip()]

@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Iterator
 
 from sqlalchemy import bindparam, or_, select, update
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
@@ -121,7 +122,7 @@ def current_claim() -> Claim | None:
     return _current.get()
 
 
-def check_fence(db: DbSession, session_id: str) -> None:
+def check_fence(db: DbSession | Connection, session_id: str) -> None:
     """Raises Superseded when the running drain's lease on ``session_id`` is no longer current.
 
     Locks the lease row until the caller's transaction ends (Postgres), so a takeover waits for

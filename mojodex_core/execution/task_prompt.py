@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import bindparam, select
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session as DbSession
 
 from mojodex_core.db.models import Task, TaskDisplayedData, TextType
@@ -92,7 +93,7 @@ class TaskPrompt:
         return cached[1]
 
 
-def _load(db: DbSession, task_pk: int) -> TaskPrompt | None:
+def _load(db: DbSession | Connection, task_pk: int) -> TaskPrompt | None:
     row = db.execute(_TASK, {"b_pk": task_pk}).first()
     if row is None:
         return None
@@ -124,7 +125,7 @@ class TaskPrompts:
         self._lock = threading.Lock()
         self._by_pk: dict[int, TaskPrompt] = {}
 
-    def get(self, db: DbSession, task_pk: int, updated_at: datetime | None) -> TaskPrompt:
+    def get(self, db: DbSession | Connection, task_pk: int, updated_at: datetime | None) -> TaskPrompt:
         cached = self._by_pk.get(task_pk)
         if cached is not None and updated_at is not None and cached.updated_at == updated_at:
             return cached

@@ -14,7 +14,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import jsonschema
-from sqlalchemy import insert, select, update
+from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
@@ -166,6 +167,10 @@ class ToolRuns:
         return request, self.execute(execution_pk, query_pk, request, task_tools[request.name], user_id, ute_pk)
 
 
+_DECISION = select(TaskToolExecution.message_fk, TaskToolExecution.status).where(
+    TaskToolExecution.task_tool_execution_pk == bindparam("b_pk")
+)
+_FIRST_RESULT = select(TaskToolQuery.result).where(TaskToolQuery.task_tool_execution_fk == bindparam("b_pk"))
 _INSERT_TOOL_EXECUTION = insert(TaskToolExecution.__table__).returning(
     TaskToolExecution.__table__.c.task_tool_execution_pk
 )
@@ -173,7 +178,7 @@ _INSERT_TOOL_QUERY = insert(TaskToolQuery.__table__)
 
 
 def record_approval_request(
-    db: DbSession, request: ToolRequest, *, user_task_execution_pk: int, message_pk: int
+    db: DbSession | Connection, request: ToolRequest, *, user_task_execution_pk: int, message_pk: int
 ) -> int:
     """The pending use of a tool that needs approval, written with the message that asks for it
     (two Core INSERTs in the turn's transaction); returns its task_tool_execution_pk."""
@@ -190,14 +195,12 @@ def record_approval_request(
     return execution_pk
 
 
-def resumable(db: DbSession, task_tool_execution_pk: int, message_pk: int) -> bool:
+def resumable(db: DbSession | Connection, task_tool_execution_pk: int, message_pk: int) -> bool:
     """A decided tool whose follow-up turn has not run yet (guards against answering twice)."""
-    execution = db.get(TaskToolExecution, task_tool_execution_pk)
+    execution = db.execute(_DECISION, {"b_pk": task_tool_execution_pk}).first()
     if execution is None or execution.message_fk != message_pk or execution.status not in ("approved", "declined"):
         return False
-    return db.scalar(
-        select(TaskToolQuery.result).where(TaskToolQuery.task_tool_execution_fk == task_tool_execution_pk)
-    ) is None
+    return db.execute(_FIRST_RESULT, {"b_pk": task_tool_execution_pk}).scalar() is None
 
 
 class ToolDecisionError(Exception):

@@ -19,11 +19,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from sqlalchemy import and_, bindparam, func, or_, select, update
-from sqlalchemy.engine import Row
+from sqlalchemy.engine import Connection, Row
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
-from mojodex_core.db import transaction
+from mojodex_core.db import core_transaction
 from mojodex_core.db.models import (
     Message,
     ProducedText,
@@ -306,12 +306,12 @@ class InstructTurn(TurnCompletion):
         # every other session wait for this one's prompt to render.
         resume = job.task_tool_execution_pk
         try:
-            with transaction(self._factory) as db:
+            with core_transaction(self._factory) as db:
                 return self._claim(db, job, resume)
         except _NotOurs:
             return None
 
-    def _claim(self, db: DbSession, job: TurnJob, resume: int | None) -> TurnContext | None:
+    def _claim(self, db: Connection, job: TurnJob, resume: int | None) -> TurnContext | None:
         found = db.execute(_CONTEXT, {"b_pk": job.message_pk}).first()
         if found is None:
             return None
@@ -365,7 +365,7 @@ class InstructTurn(TurnCompletion):
             context.started_now = started.rowcount == 1
         return context
 
-    def _llm_messages(self, db: DbSession, found: Row, task: TaskPrompt, upto_pk: int) -> list[dict[str, str]]:
+    def _llm_messages(self, db: Connection, found: Row, task: TaskPrompt, upto_pk: int) -> list[dict[str, str]]:
         now = _now()
         language = found.session_language or found.language_code
         displayed = task.displayed_for(language)

@@ -20,11 +20,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import bindparam, insert, select, update
-from sqlalchemy.engine import Row
+from sqlalchemy.engine import Connection, Row
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
-from mojodex_core.db import transaction
+from mojodex_core.db import core_transaction
 from mojodex_core.db.models import Message, Session, UserTaskExecution
 from mojodex_core.execution.events import EventPublisher
 from mojodex_core.execution.produced_text import append_draft_version
@@ -132,7 +132,7 @@ class TurnCompletion:
     def _complete(self, context: TurnContext, outcome: TurnOutcome) -> None:
         reply = outcome.reply
         pk = context.user_task_execution_pk
-        with self._events.publishing(context.session_id) as publication, transaction(self._factory) as db:
+        with self._events.publishing(context.session_id) as publication, core_transaction(self._factory) as db:
             check_fence(db, context.session_id)
             # The claim: answered once. Another run that answered the message (or a retry that reset
             # it) leaves it not "processing": idempotent completion then stores nothing.
@@ -189,7 +189,7 @@ class TurnCompletion:
 
     @staticmethod
     def _insert_answer(
-        db: DbSession, context: TurnContext, event_name: str, text: str, raw: str, data: dict[str, Any], seq: int
+        db: Connection, context: TurnContext, event_name: str, text: str, raw: str, data: dict[str, Any], seq: int
     ) -> int:
         return db.execute(_INSERT_ANSWER, {
             "session_id": context.session_id, "user_task_execution_fk": context.user_task_execution_pk,
@@ -198,7 +198,7 @@ class TurnCompletion:
         }).scalar_one()
 
     def _store_draft(
-        self, db: DbSession, context: TurnContext, execution: Row, reply: ParsedReply, seq: int
+        self, db: Connection, context: TurnContext, execution: Row, reply: ParsedReply, seq: int
     ) -> tuple[int, dict[str, Any], dict[str, Any]]:
         """The draft's answer and version, Core statements (the execution row is held since
         _EXECUTION_FOR_UPDATE, see produced_text.append_draft_version); (answer pk, payload, answer
@@ -227,7 +227,7 @@ class TurnCompletion:
         if not context.trace:
             return
         try:
-            with transaction(self._factory) as db:
+            with core_transaction(self._factory) as db:
                 append_trace_entries(db, context.user_task_execution_pk, context.trace)
             context.trace.clear()
         except Exception:  # observability must never break the user's turn

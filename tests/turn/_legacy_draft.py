@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import update
-from sqlalchemy.engine import Row
+from sqlalchemy.engine import Connection, Row
 from sqlalchemy.orm import Session as DbSession
 
 from mojodex_core.db.models import UserTaskExecution
@@ -28,6 +28,13 @@ class _ExecutionKey:
 
 class LegacyDraftTurn(InstructTurn):
     def _store_draft(
+        self, db: Connection, context: TurnContext, execution: Row, reply: ParsedReply, seq: int
+    ) -> tuple[int, dict[str, Any], dict[str, Any]]:
+        # The completion runs on a Core connection now; the ORM reference joins its transaction.
+        with DbSession(bind=db) as orm:
+            return self._store_draft_orm(orm, context, execution, reply, seq)
+
+    def _store_draft_orm(
         self, db: DbSession, context: TurnContext, execution: Row, reply: ParsedReply, seq: int
     ) -> tuple[int, dict[str, Any], dict[str, Any]]:
         title = (reply.title or "").strip()
