@@ -113,7 +113,10 @@ def core_transaction(factory: sessionmaker[Session]) -> AbstractContextManager[C
     claim and completion): a Connection on the factory's engine in a transaction, committed on
     success and rolled back on any error. No ORM Session around it: ~15 µs less per statement on
     SQLite (37 against 20 µs for a one-row SELECT), and no unit of work to flush at commit."""
-    return factory.kw["bind"].begin()
+    bind = factory.kw.get("bind")
+    if not isinstance(bind, Engine):
+        raise TypeError(f"core_transaction needs a session factory bound to an Engine, not {type(bind).__name__}")
+    return bind.begin()
 
 
 @contextmanager

@@ -6,11 +6,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import bindparam, insert, select, update
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
+from mojodex_core.db import core_transaction
 from mojodex_core.db.models import Message, utcnow
 from mojodex_core.execution.events import EventPublisher, Publication
 
@@ -86,12 +87,6 @@ _RETRY_FAILED = (
 _INSERT_MESSAGE = insert(_message)
 
 
-def _engine(factory: sessionmaker[DbSession]) -> Engine:
-    """The engine the factory's sessions use: the intake writes Core statements only, so a plain
-    pooled connection in a transaction does it without an ORM session."""
-    return factory.kw["bind"]
-
-
 def accept_user_message(
     factory: sessionmaker[DbSession],
     events: EventPublisher,
@@ -116,7 +111,7 @@ def accept_user_message(
     look_up = not seen_absent
     for _ in range(3):
         try:
-            with events.publishing(session_id) as publication, _engine(factory).begin() as db:
+            with events.publishing(session_id) as publication, core_transaction(factory) as db:
                 return _store(db, publication, session_id, user_task_execution_pk, text, message_id, event_name,
                               data, look_up)
         except IntegrityError:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from sqlalchemy import func, select, update
 
@@ -30,12 +32,23 @@ def test_it_commits_on_success_and_rolls_back_on_error(database_url):  # noqa: A
         conn.execute(rename.values(title="dropped"))
         raise RuntimeError("the turn failed after its write")
     assert _title(factory, pk) == "kept"
-    # Nothing left checked out or locked: another writer goes on at once (SQLite's write gate freed).
+    # Nothing left checked out or locked: another writer goes on at once. A write gate left held
+    # (SQLite) would make it wait out the gate's 30 s timeout before writing anyway.
+    started = time.monotonic()
     with transaction(factory) as db:
         db.execute(rename.values(title="next"))
+    assert time.monotonic() - started < 5
     assert _title(factory, pk) == "next"
     assert engine.pool.checkedout() == 0
     with factory() as db:
         assert db.scalar(select(func.count()).select_from(_execution).where(
             _execution.c.user_task_execution_pk == pk)) == 1
+    engine.dispose()
+
+
+def test_a_factory_not_bound_to_an_engine_is_refused_clearly(database_url):  # noqa: ANN001
+    engine = make_engine(database_url)
+    with engine.connect() as conn:
+        with pytest.raises(TypeError, match="bound to an Engine, not Connection"):
+            core_transaction(make_session_factory(conn))  # type: ignore[arg-type]
     engine.dispose()
