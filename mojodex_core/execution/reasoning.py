@@ -110,6 +110,9 @@ def entry_kind(entry: str) -> str:
 
 _trace = ReasoningTraceEntry.__table__
 _COLUMNS = ("user_task_execution_fk", "position", "kind", "text", "source", "created_at")
+# SQLite refuses a compound SELECT of more than 500 terms; a turn writes a few entries, an order turn
+# tens: longer lists go in several statements.
+_ENTRIES_PER_STATEMENT = 100
 
 
 @lru_cache(maxsize=16)
@@ -147,13 +150,17 @@ def append_trace_entries(
     entries = [(e.strip(), source[:64]) for e, source in entries if e and e.strip()]
     if not entries:
         return
-    params: dict[str, Any] = {"b_pk": user_task_execution_pk, "b_now": utcnow()}
-    for rank, (entry, source) in enumerate(entries, start=1):
-        params.update({f"b_kind_{rank}": entry_kind(entry), f"b_text_{rank}": entry, f"b_source_{rank}": source})
-    written = sorted(db.execute(_append_statement(len(entries)), params).all())
-    for position, text in written:  # the model's decisions are worth a line; deterministic rules only when debugging
-        level = logging.DEBUG if entry_kind(text) == "RULE" else logging.INFO
-        log.log(level, "reasoning execution=%s #%d %s", user_task_execution_pk, position, text[:200])
+    now = utcnow()
+    for start in range(0, len(entries), _ENTRIES_PER_STATEMENT):
+        # Each statement reads the last position after the rows of the ones before it (same transaction).
+        chunk = entries[start:start + _ENTRIES_PER_STATEMENT]
+        params: dict[str, Any] = {"b_pk": user_task_execution_pk, "b_now": now}
+        for rank, (entry, source) in enumerate(chunk, start=1):
+            params.update({f"b_kind_{rank}": entry_kind(entry), f"b_text_{rank}": entry, f"b_source_{rank}": source})
+        written = sorted(db.execute(_append_statement(len(chunk)), params).all())
+        for position, text in written:  # the model's decisions are worth a line; rules only when debugging
+            level = logging.DEBUG if entry_kind(text) == "RULE" else logging.INFO
+            log.log(level, "reasoning execution=%s #%d %s", user_task_execution_pk, position, text[:200])
 
 
 def trace_view(db: DbSession, user_task_execution_pk: int) -> list[dict[str, Any]]:

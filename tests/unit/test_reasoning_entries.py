@@ -93,3 +93,21 @@ def test_entries_go_in_with_one_statement_after_the_last_position(database_url):
     assert [tuple(r) for r in rows] == [(1, "[RULE] first", "ORDER"), (2, "[DIRECT] one", "INSTRUCT_TASK"),
                                         (3, "[RULE] two", "ORDER_PARSE"), (4, "[TOOL_CALL] x: three", "ORDER_PARSE")]
     engine.dispose()
+
+
+def test_a_long_list_of_entries_goes_in_whole_and_in_order(database_url):
+    # was: one compound SELECT for all entries, which SQLite refuses past 500 terms
+    from mojodex_core.db import make_engine  # noqa: PLC0415
+    from tests.unit._rows import execution_pk  # noqa: PLC0415
+
+    engine = make_engine(database_url)
+    factory = sessionmaker(engine)
+    with factory.begin() as db:
+        pk = execution_pk(db)
+        append_trace(db, pk, [f"[RULE] step {i}" for i in range(1, 502)], "ORDER")
+    with factory() as db:
+        rows = db.execute(select(ReasoningTraceEntry.position, ReasoningTraceEntry.text)
+                          .where(ReasoningTraceEntry.user_task_execution_fk == pk)
+                          .order_by(ReasoningTraceEntry.position)).all()
+    assert [tuple(r) for r in rows] == [(i, f"[RULE] step {i}") for i in range(1, 502)]
+    engine.dispose()
