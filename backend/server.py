@@ -26,9 +26,11 @@ def settle_heap() -> None:
     """Move what start-up allocated (modules, the app, the platform) out of the collector's sight.
 
     A full collection walks every tracked object. Built, a serving process holds ~220,000 of
-    them that live as long as it does, and each full collection walked them all: pauses of
-    120-180 ms on the bench's machine, which every turn in flight waited out. Frozen, they are no
-    longer walked; one collection first, so that start-up's garbage is not kept forever.
+    them that live as long as it does, and each full collection walked them all: a pause that
+    every turn in flight waited out (figures: docs/performance.md, "Third round"). Frozen, they
+    are no longer walked; one collection first, so that start-up's garbage is not kept forever.
+    What the work resumed at start-up holds at that moment is frozen with the rest: a cycle among
+    those few objects is never collected, a one-off cost.
     """
     gc.collect()
     gc.freeze()

@@ -36,7 +36,7 @@ _LATEST_VERSION = (
 )
 
 
-def latest_version_row(db: DbSession, user_task_execution_pk: int) -> Row | None:
+def latest_version_row(db: DbSession | Connection, user_task_execution_pk: int) -> Row | None:
     """``version_index``, ``title`` and ``production`` of the latest version, or None."""
     return db.execute(_LATEST_VERSION, {"b_pk": user_task_execution_pk}).first()
 
