@@ -134,7 +134,9 @@ def _append_statement(count: int):  # noqa: ANN202 - an Insert
         for rank in range(1, count + 1)
     ]
     source = rows[0] if count == 1 else union_all(*rows)
-    return insert(_trace).from_select(list(_COLUMNS), source).returning(_trace.c.position, _trace.c.text)
+    return insert(_trace).from_select(list(_COLUMNS), source).returning(
+        _trace.c.position, _trace.c.kind, _trace.c.text
+    )
 
 
 def append_trace(db: DbSession | Connection, user_task_execution_pk: int, entries: Iterable[str], source: str) -> None:
@@ -158,8 +160,8 @@ def append_trace_entries(
         for rank, (entry, source) in enumerate(chunk, start=1):
             params.update({f"b_kind_{rank}": entry_kind(entry), f"b_text_{rank}": entry, f"b_source_{rank}": source})
         written = sorted(db.execute(_append_statement(len(chunk)), params).all())
-        for position, text in written:  # the model's decisions are worth a line; rules only when debugging
-            level = logging.DEBUG if entry_kind(text) == "RULE" else logging.INFO
+        for position, kind, text in written:  # the model's decisions are worth a line; rules only when debugging
+            level = logging.DEBUG if kind == "RULE" else logging.INFO
             log.log(level, "reasoning execution=%s #%d %s", user_task_execution_pk, position, text[:200])
 
 
