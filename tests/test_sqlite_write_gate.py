@@ -1,4 +1,5 @@
-"""SQLite writers of one process queue on the write gate, and the gate is always handed back."""
+"""SQLite writers of one process queue on the write gate, the gate is always handed back, and a
+savepoint that opens its transaction stays inside it."""
 
 from __future__ import annotations
 
@@ -154,3 +155,46 @@ def test_a_savepoint_that_opens_the_transaction_passes_the_gate_before_its_first
     thread.join(10)
     assert errors == []
     assert _count(factory) == 2
+
+
+def _keys(factory) -> list[int]:  # noqa: ANN001
+    with factory() as db:
+        return list(db.scalars(text("SELECT k FROM t ORDER BY k")))
+
+
+@pytest.mark.parametrize("read_first", [False, True], ids=["savepoint-first", "read-then-savepoint"])
+def test_a_savepoint_that_opens_the_transaction_is_rolled_back_with_it(factory, read_first):
+    # pysqlite sends BEGIN before INSERT/UPDATE/DELETE only: a SAVEPOINT before any of them opened
+    # SQLite's transaction itself, and its RELEASE committed it, so the workflow runner's step claim
+    # was committed alone, whatever the rest of its transaction became.
+    with pytest.raises(RuntimeError), transaction(factory) as db:
+        if read_first:
+            db.execute(text("SELECT count(*) FROM t"))
+        with db.begin_nested():
+            db.execute(text("INSERT INTO t (k) VALUES (1)"))
+        db.execute(text("INSERT INTO t (k) VALUES (2)"))
+        raise RuntimeError("the transaction failed after the savepoint")
+    assert _keys(factory) == []
+
+
+def test_a_savepoint_that_opens_the_transaction_commits_with_it_and_rolls_back_alone(factory):
+    with transaction(factory) as db:
+        with db.begin_nested():
+            db.execute(text("INSERT INTO t (k) VALUES (1)"))
+        with pytest.raises(IntegrityError), db.begin_nested():
+            db.execute(text("INSERT INTO t (k) VALUES (1)"))
+        db.execute(text("INSERT INTO t (k) VALUES (2)"))
+    assert _keys(factory) == [1, 2]
+    with transaction(factory) as db:  # the gate was handed back at the commit
+        db.execute(text("INSERT INTO t (k) VALUES (3)"))
+    assert _keys(factory) == [1, 2, 3]
+
+
+def test_a_core_savepoint_that_opens_the_transaction_is_rolled_back_with_it(factory):
+    engine = factory.kw["bind"]
+    with engine.connect() as conn:
+        outer = conn.begin()
+        with conn.begin_nested():
+            conn.execute(text("INSERT INTO t (k) VALUES (1)"))
+        outer.rollback()
+    assert _keys(factory) == []
