@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from functools import lru_cache
@@ -60,9 +61,15 @@ class ChatMessage:
 
 def window_conversation(messages: list[ChatMessage], budget_tokens: int) -> list[ChatMessage]:
     """Keeps the most recent messages that fit the budget; the last one is always kept."""
+    return window_newest_first(reversed(messages), budget_tokens)
+
+
+def window_newest_first(newest_first: Iterable[ChatMessage], budget_tokens: int) -> list[ChatMessage]:
+    """``window_conversation`` of a conversation given newest message first: nothing after the
+    first message that does not fit is read (the result is oldest first)."""
     kept: list[ChatMessage] = []
     used = 0
-    for message in reversed(messages):
+    for message in newest_first:
         cost = estimate_tokens(message.content)
         if kept and used + cost > budget_tokens:
             break

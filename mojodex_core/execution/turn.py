@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sqlalchemy import and_, bindparam, func, or_, select, update
+from sqlalchemy import and_, bindparam, func, select, update
 from sqlalchemy.engine import Connection, Row
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
@@ -38,15 +38,9 @@ from mojodex_core.db.models import (
 from mojodex_core.execution.chaining import previous_task_context
 from mojodex_core.execution.events import EventPublisher
 from mojodex_core.execution.failures import fail_or_mark, failure_reason, mark_failed
+from mojodex_core.execution.history import conversation_window
 from mojodex_core.execution.jobs import TurnJob
-from mojodex_core.execution.prompt import (
-    ChatMessage,
-    PromptError,
-    instruct_grammar,
-    local_datetime,
-    render,
-    window_conversation,
-)
+from mojodex_core.execution.prompt import PromptError, instruct_grammar, local_datetime, render
 from mojodex_core.execution.scheduler import scheduler
 from mojodex_core.execution.session_claims import Superseded
 from mojodex_core.execution.task_prompt import TaskPrompt, TaskPrompts
@@ -107,19 +101,6 @@ _CONTEXT = (
         .scalar_subquery(),
     ))
     .where(_message.c.message_pk == bindparam("b_pk"))
-)
-# The conversation: the columns it needs of this session's user and assistant messages. A home
-# chat session hosts several executions: this one's messages and the free chat's, never another
-# task's (its result would read as this task's).
-_HISTORY = (
-    select(_message.c.message_pk, _message.c.sender, _message.c.text, _message.c.text_with_tags,
-           _message.c.answer_message_fk)
-    .where(
-        _message.c.session_id == bindparam("b_session"),
-        _message.c.sender.in_(("user", "assistant")),
-        or_(_message.c.user_task_execution_fk == bindparam("b_pk"), _message.c.user_task_execution_fk.is_(None)),
-    )
-    .order_by(_message.c.message_pk)
 )
 # The turn's writes, guarded: a message is taken from "pending" once (Postgres: the UPDATE waits
 # for a concurrent one's commit, then finds the status changed), a tool follow-up takes its
@@ -398,20 +379,8 @@ class InstructTurn(TurnCompletion):
             tools=[] if self._use_grammar else task.prompt_tools(),
             tag_tools=describes_tags(self._tools.mode),
         )
-        rows = db.execute(_HISTORY, {"b_session": found.session_id, "b_pk": found.user_task_execution_pk}).all()
-        # Each user message is followed by its own answer. Ordering all rows by pk would not do:
-        # a message sent while a turn runs gets a smaller pk than that turn's answer, which would
-        # then be left out of (or misplaced in) the next turn's conversation.
-        answers = {row.message_pk: row for row in rows if row.sender == "assistant"}
-        conversation: list[ChatMessage] = []
-        for row in rows:
-            if row.sender != "user" or row.message_pk > upto_pk:
-                continue
-            conversation.append(ChatMessage(role="user", content=row.text))
-            answer = answers.get(row.answer_message_fk) if row.message_pk != upto_pk else None
-            if answer is not None:
-                conversation.append(ChatMessage(role="assistant", content=answer.text_with_tags or answer.text))
-        windowed = window_conversation(conversation, self._context_tokens)
+        windowed = conversation_window(db, found.session_id, found.user_task_execution_pk, upto_pk,
+                                       self._context_tokens)
         return [{"role": "system", "content": system}] + [{"role": m.role, "content": m.content} for m in windowed]
 
     # --- phase 2: stream the LLM reply, running the tools it asks for (see tool_loop)

@@ -8,6 +8,7 @@ import copy
 from datetime import UTC, datetime
 
 import pytest
+from sqlalchemy import event
 
 from mojodex_core.db import transaction
 from mojodex_core.db.models import Message, UserTaskExecution
@@ -173,3 +174,63 @@ def test_the_turn_starts_the_execution_and_claims_the_message(turns):
     assert turns.turn._begin(TurnJob(session_id=session_id, message_pk=first)) is None  # never twice
     second = turns.message(session_id, pk, "two")
     assert turns.turn._begin(TurnJob(session_id=session_id, message_pk=second)).started_now is False
+
+
+@pytest.mark.parametrize("exchanges", [31, 32, 33, 97])
+def test_a_history_across_page_boundaries_is_read_whole_when_it_fits(make_turns, exchanges):
+    turns = make_turns()
+    user = turns.user()
+    pk, session_id = turns.execution(user)
+    for n in range(exchanges):
+        turns.answered(session_id, pk, f"question {n}", f"answer {n}")
+    messages = assert_same(turns, session_id, turns.message(session_id, pk, "last"))
+    assert len(messages) == 1 + 2 * exchanges + 1
+
+
+def test_a_long_interleaved_history_is_windowed_as_before(make_turns):
+    turns = make_turns(context_tokens=400)
+    user = turns.user()
+    pk, session_id = turns.execution(user, inputs=None)
+    other, _ = turns.execution(user, session_id=session_id)
+    for n in range(120):
+        execution = None if n % 7 == 0 else other if n % 11 == 0 else pk
+        turns.answered(session_id, execution, f"question {n} " + "q" * (n % 13), f"answer {n} " + "a" * (n % 17),
+                       raw=f"<tag>answer {n}</tag>" if n % 3 == 0 else None)
+        if n % 29 == 0:
+            turns.message(session_id, pk, f"unanswered {n}", status="failed")
+    # Two messages sent before the first is answered: the answers come after both.
+    first = turns.message(session_id, pk, "first of two", status="answered")
+    second = turns.message(session_id, pk, "second of two", status="answered")
+    for user_pk, text in ((first, "answer to the first"), (second, "answer to the second")):
+        answer_pk = turns.message(session_id, pk, text, status="final", sender="assistant")
+        with transaction(turns.factory) as db:
+            db.get(Message, user_pk).answer_message_fk = answer_pk
+    current = turns.message(session_id, pk, "now")
+    turns.message(session_id, pk, "sent while the turn runs")
+    messages = assert_same(turns, session_id, current)
+    assert messages[-1]["content"] == "now" and messages[-3]["content"] == "second of two"
+    assert 10 < len(messages) < 80
+
+
+def test_a_long_history_is_read_only_as_far_as_the_window(make_turns, engine):
+    turns = make_turns(context_tokens=300)
+    user = turns.user()
+    pk, session_id = turns.execution(user)
+    for n in range(300):
+        turns.answered(session_id, pk, f"question {n}", f"answer {n}")
+    current = turns.message(session_id, pk, "last")
+    history_reads: list[dict] = []
+
+    def record(_conn, clause, _multi, params, _options):  # noqa: ANN001
+        if "answer_message_fk" in str(clause) and "b_session" in params:  # the turn's, not the comparator's
+            history_reads.append(params)
+
+    event.listen(engine, "before_execute", record)
+    try:
+        messages = assert_same(turns, session_id, current)
+    finally:
+        event.remove(engine, "before_execute", record)
+    assert 20 < len(messages) < 60
+    assert history_reads and all("b_limit" in params for params in history_reads)
+    assert sum(params["b_limit"] for params in history_reads) <= 96  # a page or two, of 300 exchanges
+

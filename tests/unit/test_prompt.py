@@ -14,6 +14,7 @@ from mojodex_core.execution.prompt import (
     local_datetime,
     render,
     window_conversation,
+    window_newest_first,
 )
 
 TASK = SimpleNamespace(
@@ -76,3 +77,16 @@ def test_local_datetime_applies_the_offset():
     now = datetime(2024, 3, 4, 23, 30, tzinfo=UTC)
     assert local_datetime(60, now) == "Tuesday 05 March 2024, 00:30"
     assert local_datetime(-30, now) == "Monday 04 March 2024, 23:00"
+
+
+def test_window_of_a_newest_first_conversation_reads_no_further_than_what_fits():
+    messages = _msgs(("user", 40), ("assistant", 40), ("user", 40), ("assistant", 40), ("user", 40))
+    read: list[ChatMessage] = []
+
+    def newest_first():  # noqa: ANN202
+        for message in reversed(messages):
+            read.append(message)
+            yield message
+
+    assert window_newest_first(newest_first(), 42) == window_conversation(messages, 42) == messages[2:]
+    assert len(read) == 4  # the three that fit and the one that does not
