@@ -253,6 +253,7 @@ class Message(Base):
         _status_check("sender", SENDERS),
         _status_check("status", MESSAGE_STATUSES),
         Index("ix_message_session_seq", "session_id", "seq"),
+        Index("ix_message_session_pk", "session_id", "message_pk"),  # the conversation, newest first
     )
 
     message_pk: Mapped[int] = mapped_column(Integer, primary_key=True)

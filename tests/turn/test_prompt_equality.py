@@ -234,3 +234,19 @@ def test_a_long_history_is_read_only_as_far_as_the_window(make_turns, engine):
     assert history_reads and all("b_limit" in params for params in history_reads)
     assert sum(params["b_limit"] for params in history_reads) <= 96  # a page or two, of 300 exchanges
 
+
+def test_sqlite_reads_a_page_of_history_from_the_session_index_without_sorting():
+    from sqlalchemy import create_engine
+
+    from mojodex_core.db.models import Base
+    from mojodex_core.execution.history import _PAGE
+
+    sqlite = create_engine("sqlite://")
+    Base.metadata.create_all(sqlite)
+    with sqlite.connect() as conn:
+        compiled = _PAGE.compile(conn)
+        params = compiled.construct_params({"b_session": "s", "b_pk": 1, "b_before": 10, "b_limit": 32})
+        plan = " | ".join(row[-1] for row in conn.exec_driver_sql(
+            f"EXPLAIN QUERY PLAN {compiled}", tuple(params[name] for name in compiled.positiontup)))
+    sqlite.dispose()
+    assert "ix_message_session_pk" in plan and "TEMP B-TREE" not in plan, plan
