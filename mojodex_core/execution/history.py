@@ -1,4 +1,4 @@
-"""An instruct turn's conversation, read newest first and only as far as the prompt's budget.
+"""A turn's conversation, read newest first and only as far as the prompt's budget.
 
 The prompt keeps the newest messages that fit ``context_tokens`` (``window_conversation``).
 Reading the whole session to keep its end made every turn of a long session pay for all of
@@ -18,6 +18,7 @@ from collections.abc import Iterator
 
 from sqlalchemy import and_, bindparam, or_, select
 from sqlalchemy.engine import Connection
+from sqlalchemy.orm import Session as DbSession
 
 from mojodex_core.db.models import Message
 from mojodex_core.execution.prompt import ChatMessage, window_newest_first
@@ -28,42 +29,63 @@ _user = Message.__table__.alias("user_message")
 _answer = Message.__table__.alias("answer")
 
 
-def _in_scope(table):  # noqa: ANN001, ANN202
-    # A home chat session hosts several executions: this one's messages and the free chat's,
-    # never another task's (its result would read as this task's).
-    return and_(
-        table.c.session_id == bindparam("b_session"),
-        or_(table.c.user_task_execution_fk == bindparam("b_pk"), table.c.user_task_execution_fk.is_(None)),
+def _page(scoped: bool):  # noqa: ANN202
+    """A page of user messages below ``b_before``, newest first, each with its answer (if any).
+
+    Scoped: a home chat session hosts several executions; a task's turn shows this one's messages
+    and the free chat's, never another task's (its result would read as this task's)."""
+
+    def in_scope(table):  # noqa: ANN001, ANN202
+        same_session = table.c.session_id == bindparam("b_session")
+        if not scoped:
+            return same_session
+        return and_(same_session, or_(table.c.user_task_execution_fk == bindparam("b_pk"),
+                                      table.c.user_task_execution_fk.is_(None)))
+
+    return (
+        select(
+            _user.c.message_pk, _user.c.text,
+            _answer.c.message_pk.label("answer_pk"), _answer.c.text.label("answer_text"),
+            _answer.c.text_with_tags.label("answer_text_with_tags"),
+        )
+        .select_from(_user)
+        .outerjoin(_answer, and_(
+            _answer.c.message_pk == _user.c.answer_message_fk, _answer.c.sender == "assistant", in_scope(_answer),
+        ))
+        .where(in_scope(_user), _user.c.sender == "user", _user.c.message_pk < bindparam("b_before"))
+        .order_by(_user.c.message_pk.desc())
+        .limit(bindparam("b_limit"))
     )
 
 
-# A page of user messages below ``b_before``, newest first, each with its answer (if any).
-_PAGE = (
-    select(
-        _user.c.message_pk, _user.c.text,
-        _answer.c.message_pk.label("answer_pk"), _answer.c.text.label("answer_text"),
-        _answer.c.text_with_tags.label("answer_text_with_tags"),
-    )
-    .select_from(_user)
-    .outerjoin(_answer, and_(
-        _answer.c.message_pk == _user.c.answer_message_fk, _answer.c.sender == "assistant", _in_scope(_answer),
-    ))
-    .where(_in_scope(_user), _user.c.sender == "user", _user.c.message_pk < bindparam("b_before"))
-    .order_by(_user.c.message_pk.desc())
-    .limit(bindparam("b_limit"))
-)
+_PAGE = _page(scoped=True)
+_SESSION_PAGE = _page(scoped=False)
 
 
-def newest_first(db: Connection, session_id: str, execution_pk: int, upto_pk: int) -> Iterator[ChatMessage]:
+def newest_first(
+    db: Connection | DbSession, session_id: str, upto_pk: int, execution_pk: int | None = None
+) -> Iterator[ChatMessage]:
     """The conversation up to the user message ``upto_pk`` (whose answer is not shown), newest
-    message first, read page by page as the caller goes on."""
+    message first, read page by page as the caller goes on.
+
+    With ``execution_pk``, a task's view: that execution's messages and the free chat's, each
+    answer as the model wrote it (its tags too). Without, the home chat's: every message of the
+    session, only what the user saw of them (an answer's visible text; a message with no text
+    is left out, and so is its answer)."""
+    statement = _SESSION_PAGE if execution_pk is None else _PAGE
+    visible_only = execution_pk is None
     before, limit = upto_pk + 1, FIRST_PAGE
     while True:
-        rows = db.execute(_PAGE, {"b_session": session_id, "b_pk": execution_pk,
-                                  "b_before": before, "b_limit": limit}).all()
+        rows = db.execute(statement, {"b_session": session_id, "b_pk": execution_pk,
+                                      "b_before": before, "b_limit": limit}).all()
         for row in rows:
+            if visible_only and not row.text:
+                continue  # nothing the user wrote: neither it nor its answer is shown
             if row.answer_pk is not None and row.message_pk != upto_pk:
-                yield ChatMessage(role="assistant", content=row.answer_text_with_tags or row.answer_text)
+                if not visible_only:
+                    yield ChatMessage(role="assistant", content=row.answer_text_with_tags or row.answer_text)
+                elif row.answer_text:
+                    yield ChatMessage(role="assistant", content=row.answer_text)
             yield ChatMessage(role="user", content=row.text)
         if len(rows) < limit:
             return
@@ -71,7 +93,7 @@ def newest_first(db: Connection, session_id: str, execution_pk: int, upto_pk: in
 
 
 def conversation_window(
-    db: Connection, session_id: str, execution_pk: int, upto_pk: int, budget_tokens: int
+    db: Connection | DbSession, session_id: str, upto_pk: int, budget_tokens: int, execution_pk: int | None = None
 ) -> list[ChatMessage]:
-    """The newest messages of the conversation that fit ``budget_tokens``, oldest first."""
-    return window_newest_first(newest_first(db, session_id, execution_pk, upto_pk), budget_tokens)
+    """The newest messages of the conversation that fit ``budget_tokens``, oldest first (see newest_first)."""
+    return window_newest_first(newest_first(db, session_id, upto_pk, execution_pk), budget_tokens)

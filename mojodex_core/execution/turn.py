@@ -379,8 +379,8 @@ class InstructTurn(TurnCompletion):
             tools=[] if self._use_grammar else task.prompt_tools(),
             tag_tools=describes_tags(self._tools.mode),
         )
-        windowed = conversation_window(db, found.session_id, found.user_task_execution_pk, upto_pk,
-                                       self._context_tokens)
+        windowed = conversation_window(db, found.session_id, upto_pk, self._context_tokens,
+                                       found.user_task_execution_pk)
         return [{"role": "system", "content": system}] + [{"role": m.role, "content": m.content} for m in windowed]
 
     # --- phase 2: stream the LLM reply, running the tools it asks for (see tool_loop)

@@ -29,8 +29,9 @@ from mojodex_core.db.models import HomeChat, Message, Session, User, UserProfile
 from mojodex_core.execution.coalescer import TokenCoalescer
 from mojodex_core.execution.events import EventPublisher
 from mojodex_core.execution.failures import fail_or_mark, failure_reason
+from mojodex_core.execution.history import conversation_window
 from mojodex_core.execution.jobs import TurnJob
-from mojodex_core.execution.prompt import ChatMessage, render, window_conversation
+from mojodex_core.execution.prompt import render
 from mojodex_core.execution.reasoning import append_trace, trace_entry
 from mojodex_core.execution.scheduler import Scheduled, scheduler
 from mojodex_core.execution.tool_loop import ToolSettings, describes_tags, offers_native
@@ -52,25 +53,6 @@ EMPTY_ANSWER = "The assistant returned an empty answer. Please retry."
 
 class HomeChatFailed(Exception):
     """A home chat turn that cannot answer; the message is shown to the user."""
-
-
-def conversation(db: DbSession, session_id: str, upto_pk: int) -> list[ChatMessage]:
-    """The session's user messages up to ``upto_pk``, each followed by its answer's visible text."""
-    rows = list(db.scalars(
-        select(Message)
-        .where(Message.session_id == session_id, Message.sender.in_(("user", "assistant")))
-        .order_by(Message.message_pk)
-    ))
-    answers = {row.message_pk: row for row in rows if row.sender == "assistant"}
-    out: list[ChatMessage] = []
-    for row in rows:
-        if row.sender != "user" or row.message_pk > upto_pk or not row.text:
-            continue
-        out.append(ChatMessage("user", row.text))
-        answer = answers.get(row.answer_message_fk) if row.message_pk != upto_pk else None
-        if answer is not None and answer.text:
-            out.append(ChatMessage("assistant", answer.text))
-    return out
 
 
 class HomeChatTurn:
@@ -222,7 +204,7 @@ class HomeChatTurn:
             tag_routing=describes_tags(self._tools.mode),
             native_routing=offers_native(self._tools.mode),
         )
-        windowed = window_conversation(conversation(db, session_id, upto_pk), self._context_tokens)
+        windowed = conversation_window(db, session_id, upto_pk, self._context_tokens)
         messages = [{"role": "system", "content": system}] + [{"role": m.role, "content": m.content}
                                                               for m in windowed]
         return messages, tasks, user.user_id

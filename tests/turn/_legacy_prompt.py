@@ -113,3 +113,23 @@ def legacy_llm_messages(db: DbSession, turn: InstructTurn, message_pk: int, now:
             conversation.append(ChatMessage(role="assistant", content=answer.text_with_tags or answer.text))
     windowed = window_conversation(conversation, turn._context_tokens)
     return [{"role": "system", "content": system}] + [{"role": m.role, "content": m.content} for m in windowed]
+
+
+def legacy_home_chat_conversation(db: DbSession, session_id: str, upto_pk: int, budget: int) -> list[ChatMessage]:
+    """The home chat's conversation as HomeChatTurn read it whole before its reads were bounded
+    (commit c664fda): every message of the session, only their visible text."""
+    rows = list(db.scalars(
+        select(Message)
+        .where(Message.session_id == session_id, Message.sender.in_(("user", "assistant")))
+        .order_by(Message.message_pk)
+    ))
+    answers = {row.message_pk: row for row in rows if row.sender == "assistant"}
+    out: list[ChatMessage] = []
+    for row in rows:
+        if row.sender != "user" or row.message_pk > upto_pk or not row.text:
+            continue
+        out.append(ChatMessage("user", row.text))
+        answer = answers.get(row.answer_message_fk) if row.message_pk != upto_pk else None
+        if answer is not None and answer.text:
+            out.append(ChatMessage("assistant", answer.text))
+    return window_conversation(out, budget)

@@ -17,7 +17,7 @@ from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.task_loader import store_spec
 from mojodex_core.task_spec import validate_spec
 from tests.turn._harness import PROMPT_TASK, Turns
-from tests.turn._legacy_prompt import legacy_llm_messages
+from tests.turn._legacy_prompt import legacy_home_chat_conversation, legacy_llm_messages
 
 NOW = datetime(2026, 11, 27, 9, 41, 7, tzinfo=UTC)
 INPUTS = {"email_content": "the weekly sync moves to Friday", "tone": "formal"}
@@ -250,3 +250,42 @@ def test_sqlite_reads_a_page_of_history_from_the_session_index_without_sorting()
             f"EXPLAIN QUERY PLAN {compiled}", tuple(params[name] for name in compiled.positiontup)))
     sqlite.dispose()
     assert "ix_message_session_pk" in plan and "TEMP B-TREE" not in plan, plan
+
+
+@pytest.mark.parametrize("budget", [150, 400, 100_000])
+def test_the_home_chat_view_of_a_long_session_is_the_one_read_whole(turns, engine, budget):
+    from mojodex_core.execution.history import conversation_window
+    from mojodex_core.home_chat.turn import HomeChatTurn
+
+    user = turns.user()
+    pk, session_id = turns.execution(user, inputs=None)
+    other, _ = turns.execution(user, session_id=session_id)
+    for n in range(150):
+        execution = None if n % 3 == 0 else other if n % 5 == 0 else pk  # every message is shown here
+        answer = "" if n % 19 == 0 else f"answer {n} " + "a" * (n % 17)  # an answer with nothing visible
+        turns.answered(session_id, execution, "" if n % 23 == 0 else f"question {n}", answer,
+                       raw=f"<tag>{answer}</tag>" if n % 2 == 0 else None)
+    current = turns.message(session_id, None, "now")
+    turns.message(session_id, None, "sent while the turn runs")
+    with turns.factory() as db:
+        new = conversation_window(db, session_id, current, budget)
+        assert new == legacy_home_chat_conversation(db, session_id, current, budget)
+    assert new[-1].content == "now" and all("<tag>" not in m.content for m in new)
+    if budget != 150:
+        return
+    # The home chat turn's own prompt reads its history with a LIMIT, one page of it here.
+    turn = HomeChatTurn(turns.factory, turns.events, None, lambda *_: None, context_tokens=budget)
+    reads: list[str] = []
+
+    def record(_conn, _cursor, statement, *_):  # noqa: ANN001
+        if "answer_message_fk" in statement:
+            reads.append(statement)
+
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        with turns.factory() as db:
+            messages, _tasks, _user = turn._prompt(db, session_id, current)
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+    assert [m["content"] for m in messages[1:]] == [m.content for m in new]
+    assert len(reads) == 1 and "LIMIT" in reads[0]
