@@ -40,11 +40,13 @@ class _Watchlist:
 
     def add(self, watcher: CancelWatcher) -> None:
         with self._cond:
+            idle = not self._watched
             self._watched[id(watcher)] = watcher
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="llm-cancel-watch", daemon=True)
                 self._thread.start()
-            self._cond.notify()
+            elif idle:  # asleep until there is something to watch; else it sees this one at its next poll
+                self._cond.notify()
 
     def remove(self, watcher: CancelWatcher) -> None:
         with self._cond:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from mojodex_core.llm.streaming import CancelWatcher
+from mojodex_core.llm.streaming import CancelWatcher, _Watchlist
 
 
 class FakeStream:
@@ -50,3 +50,42 @@ def test_a_watcher_added_with_cancel_already_set_interrupts_at_once():
         assert stream.closed.wait(2.0)
     finally:
         watcher.stop()
+
+
+class CountingCondition(threading.Condition):
+    notified = 0
+
+    def notify(self, n: int = 1) -> None:
+        type(self).notified += 1
+        super().notify(n)
+
+
+class StubWatcher:
+    def __init__(self) -> None:
+        self.cancel = threading.Event()
+        self.interrupted = threading.Event()
+
+    def interrupt(self) -> None:
+        self.interrupted.set()
+
+
+def test_the_watcher_thread_is_woken_only_when_it_had_nothing_to_watch():
+    # A watched list's thread polls every CANCEL_POLL_S: waking it at every new stream cost one
+    # more thread switch per LLM call, for nothing.
+    watchlist = _Watchlist()
+    watchlist._cond = CountingCondition()
+    stubs = [StubWatcher() for _ in range(3)]
+    watchlist.add(stubs[0])  # starts the thread
+    woken = CountingCondition.notified
+    for stub in stubs[1:]:
+        watchlist.add(stub)
+    assert CountingCondition.notified == woken
+    stubs[2].cancel.set()  # still seen within a poll
+    assert stubs[2].interrupted.wait(2.0)
+    for stub in stubs[:2]:
+        watchlist.remove(stub)
+    late = StubWatcher()
+    late.cancel.set()
+    watchlist.add(late)  # the list was empty again: the sleeping thread is woken
+    assert late.interrupted.wait(2.0)
+    assert CountingCondition.notified == woken + 1
