@@ -5,6 +5,7 @@ the retry of a failed message, and events sent only once their rows are committe
 from __future__ import annotations
 
 import threading
+import traceback
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -207,6 +208,40 @@ def test_question_and_approval_turns_make_no_orm_objects(turns):
         assert query.query == {"text": "hi"} and query.result is None
     answer = turns.row(Message, asked["message_pk"])
     assert answer.data == {"task_tool_execution_pk": tool.task_tool_execution_pk, "tool_name": "turn_guarded"}
+
+
+@contextmanager
+def orm_sessions(turns: Turns) -> Iterator[list[str]]:
+    """The ORM sessions of the turn's factory that began a transaction (where they began it)."""
+    began: list[str] = []
+
+    def after_begin(_session, _transaction, _connection) -> None:  # noqa: ANN001
+        began.append(next((f"{f.filename}:{f.lineno}" for f in reversed(traceback.extract_stack())
+                           if "mojodex_core" in f.filename), "?"))
+
+    event.listen(turns.factory, "after_begin", after_begin)
+    try:
+        yield began
+    finally:
+        event.remove(turns.factory, "after_begin", after_begin)
+
+
+def test_a_running_execution_s_turns_open_no_orm_session(turns):
+    # The turn's reads and writes are Core: an ORM Session costs ~2x a Core connection per
+    # statement. Only an execution's first turn opens one (it publishes the execution's start);
+    # so do running a tool and resuming after an approval (tool_runs: rarer, and not measured).
+    user = turns.user()
+    pk, session_id = turns.execution(user, "turn_prompt_tools")
+    turns.llm.script(QUESTION)
+    turns.run(session_id, turns.message(session_id, pk, "first"))
+    paths = {}
+    for name, text, reply in (("question", "hello", QUESTION), ("draft", "write it", DRAFT),
+                              ("approval", "echo it", tool_call("turn_guarded", "hi"))):
+        message_pk = turns.message(session_id, pk, text)
+        turns.llm.script(reply)
+        with orm_sessions(turns) as paths[name]:
+            turns.run(session_id, message_pk)
+    assert paths == {"question": [], "draft": [], "approval": []}, paths
 
 
 def test_an_approved_tool_resumes_the_turn_once(turns):
