@@ -87,6 +87,11 @@ class ThreadTurnRunner:
         with self._lock:
             return self._idle.wait_for(lambda: not self._running, timeout=timeout)
 
+    def busy_sessions(self) -> list[str]:
+        """The sessions with a turn running or queued."""
+        with self._lock:
+            return list(self._running)
+
     def shutdown(self, wait: bool = True) -> None:
         with self._lock:
             for _job, cancel in self._running.values():

@@ -92,6 +92,15 @@ class CeleryTurnRunner:
             time.sleep(0.1)
         return False
 
+    def busy_sessions(self) -> list[str]:
+        """The sessions with a message waiting for or getting an answer."""
+        with self._factory() as db:
+            return list(db.scalars(
+                select(Message.session_id)
+                .where(answered_by_runner(), Message.status.in_(("pending", "processing")))
+                .distinct()
+            ))
+
     def shutdown(self, wait: bool = True) -> None:
         pass  # the workers own the running turns
 

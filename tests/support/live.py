@@ -249,7 +249,17 @@ class LiveServer:
         return session
 
     def wait_idle(self, timeout: float = 15.0) -> None:
-        assert self.platform.runner.wait_idle(timeout), "runner still busy"
+        """Fails when a turn is still running after ``timeout``, having cancelled it first: left
+        running, it would answer in the next test, with that test's scripted replies."""
+        runner = self.platform.runner
+        if runner.wait_idle(timeout):
+            return
+        busy = runner.busy_sessions()
+        for session_id in busy:
+            runner.cancel(session_id)
+        stopped = runner.wait_idle(5.0)
+        raise AssertionError(f"runner still busy after {timeout:g} s: sessions {busy} "
+                             + ("cancelled" if stopped else "cancelled, and still running 5 s later"))
 
 
 def live_settings(database_url: str, llm_base_url: str | None) -> Settings:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 
@@ -169,3 +170,47 @@ def test_shutdown_cancels_running_turns(make_runner):
     assert started.wait(5)
     runner.shutdown(wait=True)
     assert seen == [True]
+
+
+def test_a_live_server_s_teardown_cancels_a_turn_that_outlives_its_test(make_runner):
+    from types import SimpleNamespace
+
+    from tests.support.live import LiveServer
+
+    started = threading.Event()
+
+    def lingering(_job: TurnJob, cancel: threading.Event) -> None:
+        started.set()
+        cancel.wait(30)  # a turn that would run on into the next test
+
+    runner = make_runner(lingering)
+    runner.submit(TurnJob(session_id="s1", message_pk=1))
+    assert started.wait(2)
+    assert runner.busy_sessions() == ["s1"]
+    server = SimpleNamespace(platform=SimpleNamespace(runner=runner))
+    with pytest.raises(AssertionError, match=r"sessions \['s1'\] cancelled$"):
+        LiveServer.wait_idle(server, 0.1)  # type: ignore[arg-type]
+    assert runner.busy_sessions() == [] and runner.wait_idle(0)
+
+
+def test_the_distributed_runner_names_the_sessions_it_still_answers(database_url):
+    from sqlalchemy.orm import sessionmaker
+
+    from background.distributed.runner import CeleryTurnRunner
+    from mojodex_core.db import make_engine
+    from mojodex_core.db.models import Message
+    from tests.unit._rows import session_row
+
+    engine = make_engine(database_url)
+    factory = sessionmaker(engine)
+    with factory.begin() as db:
+        sessions = [session_row(db) for _ in range(4)]
+        db.flush()
+        for session_id, sender, status in zip(sessions, ("user", "user", "user", "assistant"),
+                                              ("pending", "processing", "answered", "processing"), strict=True):
+            db.add(Message(session_id=session_id, sender=sender, event_name="user_message", text="t", status=status,
+                           message_id=uuid.uuid4().hex, data={}))
+    runner = CeleryTurnRunner(None, None, factory)  # type: ignore[arg-type]  # only the database is read
+    assert set(sessions[:2]) <= set(runner.busy_sessions())
+    assert not set(sessions[2:]) & set(runner.busy_sessions())
+    engine.dispose()
