@@ -33,3 +33,17 @@ def test_the_bench_runs_the_production_server_and_prints_its_line(tmp_path):
         float(value)  # every figure is a number (nan would mean a phase measured nothing)
         assert value != "nan", f"{key} is nan: {last}"
     assert "3/3 drafts streamed == stored == scripted" in run.stdout
+
+
+def test_the_long_session_bench_runs_and_prints_its_line(tmp_path):
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    run = subprocess.run(
+        [sys.executable, "bench/long_session.py", "--history", "40", "--turns", "10"],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=180,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    last = run.stdout.strip().splitlines()[-1]
+    figures = dict(re.findall(r"(\w+)=(\S+)", last))
+    assert tuple(figures) == ("history_exchanges", "short_first_token_p50_ms", "long_first_token_p50_ms",
+                              "short_cpu_ms_per_turn", "long_cpu_ms_per_turn", "long_prompt_messages"), last
+    assert figures["history_exchanges"] == "40" and int(figures["long_prompt_messages"]) > 80
