@@ -4,8 +4,10 @@
 threads, access log on, log level INFO); the compose file's backend runs the same worker.
 The bench gives it its database, the scripted LLM's URL, a free port, a var/ directory of
 its own and a message rate limit high enough for a load test; every other setting is the
-production default. `distributed=True` starts the scale-out topology instead (one backend
-and one Celery worker, MOJODEX_RUNNER=celery, through backend.cluster.Cluster).
+production default. With no LLM URL (the order bench's deterministic turns) it runs the
+deployed configuration with its secrets given, so that no local model is started.
+`distributed=True` starts the scale-out topology instead (one backend and one Celery worker,
+MOJODEX_RUNNER=celery, through backend.cluster.Cluster).
 """
 
 from __future__ import annotations
@@ -48,22 +50,30 @@ def descendants(pid: int) -> list[int]:
 class ProductionServer:
     """`mojodex serve` (embedded runner) or a 1 backend + 1 worker cluster, on this database."""
 
-    def __init__(self, database_url: str, llm_base_url: str, var_dir: Path, *,
+    def __init__(self, database_url: str, llm_base_url: str | None, var_dir: Path, *,
                  distributed: bool = False, redis_url: str | None = None, worker_threads: int = 4,
                  start_timeout_s: float = 90.0) -> None:
         self.var_dir = var_dir
         self.distributed = distributed
-        env = {k: v for k, v in os.environ.items() if k not in _NOT_INHERITED}
+        env = {k: v for k, v in os.environ.items() if k not in _NOT_INHERITED + ("MOJODEX_LLM_BASE_URL",)}
         env.update({
-            "MOJODEX_EMBEDDED": "1",  # as `make run`: secrets kept in var/, CORS for the local web app
             "MOJODEX_VAR_DIR": str(var_dir),
             "DATABASE_URL": database_url,
-            "MOJODEX_LLM_BASE_URL": llm_base_url,
-            "MOJODEX_LLM_API_KEY": "bench",
             # The production limit is 30 messages a minute per user; a load test sends more.
             "MOJODEX_RATE_LIMIT_MESSAGES": "1000000/minute",
             "PYTHONUNBUFFERED": "1",
         })
+        if llm_base_url is not None:
+            env.update({
+                "MOJODEX_EMBEDDED": "1",  # as `make run`: secrets kept in var/, CORS for the local web app
+                "MOJODEX_LLM_BASE_URL": llm_base_url,
+                "MOJODEX_LLM_API_KEY": "bench",
+            })
+        else:
+            # No LLM: the embedded default would start the local model, so this is the deployed
+            # configuration instead (secrets given), serving with no LLM at all.
+            env.update({"MOJODEX_EMBEDDED": "0", "MOJODEX_ADMIN_SECRET": "bench-admin-secret-0123456789",
+                        "MOJODEX_SECRET_KEY": "bench-secret-key-0123456789"})
         self.cluster: Cluster | None = None
         if distributed:
             if not redis_url:

@@ -1,15 +1,19 @@
 """Order-task turn latency over the live API, deterministic path (no LLM configured).
 
     .venv/bin/python bench/order_turn.py [--turns 200] [--sessions 20] [--session-turns 20] [--database-url URL]
-                                         [--in-process] [--profile wall|cpu]
+                                         [--live [--in-process] [--profile wall|cpu]]
 
-A live platform server (tests/support/live.py) runs in a child process of its own (so the
-clients' Python work does not share its GIL; --in-process runs it in this process instead) on
-a fresh SQLite file (or the given database: a Postgres URL has its `public` SCHEMA DROPPED AND
-RECREATED), with the shipped bagel-shop order task. A turn is timed at the client from just
-before `PUT /user_message` to the arrival of that message's `mojo_message` event on the
-session's Socket.IO client. Each session replays the seed's first example conversation (an
-order up to its ticket), then starts a new order; before the sessions are timed, they warm up.
+The platform runs as production runs it: `mojodex serve` (gunicorn's gthread worker, access
+log and INFO logs on; bench/_production.py), with no LLM, in a process of its own, on a fresh
+SQLite file (or the given database: a Postgres URL has its `public` SCHEMA DROPPED AND
+RECREATED), with the shipped order tasks loaded. `--live` runs the test suite's server
+instead (tests/support/live.py: werkzeug, in a child process, or in this one with
+--in-process), which `--profile` needs: it hooks into that server's runner and app.
+
+A turn is timed at the client from just before `PUT /user_message` to the arrival of that
+message's `mojo_message` event on the session's Socket.IO client. Each session replays the
+seed's first example conversation (an order up to its ticket), then starts a new order; before
+the sessions are timed, they warm up.
 
 Phase 1: one session, --turns sequential turns. Phase 2: --sessions sessions in parallel
 threads, --session-turns turns each. The split of the client-side time: the PUT round trip
@@ -41,7 +45,10 @@ if str(REPO_ROOT) not in sys.path:
 
 from bench._hosts import Local, Remote, masked, prepare_database, quiet_logs  # noqa: E402
 from bench._measure import CpuMeter, percentile  # noqa: E402
+from bench._production import ProductionServer  # noqa: E402
 from tests.support.live import Client  # noqa: E402
+
+ORDER_TASKS = ("order_bagel_shop", "order_drive_thru", "order_pizzeria")
 
 SCRIPT = (
     "Hi, I'd like an everything bagel with lox and a large iced latte",
@@ -118,6 +125,51 @@ class OrderSession:
         self.socket.close()
 
 
+class ProductionOrderHost:
+    """`mojodex serve` with the shipped order tasks stored and no LLM; users made in the database."""
+
+    def __init__(self, database_url: str) -> None:
+        import tempfile
+
+        from mojodex_core.db import make_engine, make_session_factory, transaction
+        from mojodex_core.task_loader import store_spec
+        from mojodex_core.task_spec import load_spec_file
+
+        self._engine = make_engine(database_url)
+        self._factory = make_session_factory(self._engine)
+        with transaction(self._factory) as db:
+            for name in ORDER_TASKS:
+                store_spec(db, load_spec_file(REPO_ROOT / "tasks_config" / f"{name}.json"), "upsert")
+        self._var_dir = Path(tempfile.mkdtemp(prefix="mojodex-bench-var-"))
+        self.server = ProductionServer(database_url, None, self._var_dir)
+        self.base_url = self.server.base_url
+        self.process = self.server.processes[0]
+        self.worker_pid = self.server.worker_pid()
+
+    def call(self, method: str, *args: Any, timeout_s: float = 30.0) -> Any:  # noqa: ARG002 - as Remote's
+        return getattr(self, method)(*args)
+
+    def new_user(self, tasks: list[str]) -> tuple[str, str]:
+        from mojodex_core.db import transaction
+        from mojodex_core.users import create_user, grant, issue_token
+
+        with transaction(self._factory) as db:
+            user = create_user(db, name="Order bench", email=f"order{uuid.uuid4().hex[:12]}@example.com")
+            token = issue_token(db, user)
+            grant(db, user, tasks)
+            return token, user.user_id
+
+    def stop(self) -> None:
+        try:
+            problems = self.server.problems()
+            if problems:
+                print(f"  server log, not INFO:\n{problems}", file=sys.stderr)
+            self.server.stop()
+        finally:
+            self._engine.dispose()
+            shutil.rmtree(self._var_dir, ignore_errors=True)
+
+
 class Phase:
     def __init__(self, latencies: list[tuple[float, float]], audit: list[dict], wall_s: float, cpu: str) -> None:
         self.put = [put for put, _ in latencies]
@@ -191,22 +243,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--session-turns", type=int, default=20, help="timed turns per concurrent session")
     parser.add_argument("--warmup", type=int, default=16, help="untimed turns per session first")
     parser.add_argument("--database-url", default=None)
-    parser.add_argument("--in-process", action="store_true", help="run the server in this process (shared GIL)")
+    parser.add_argument("--live", action="store_true",
+                        help="the test suite's werkzeug server instead of `mojodex serve` (needed by --profile)")
+    parser.add_argument("--in-process", action="store_true",
+                        help="with --live: run the server in this process (shared GIL)")
     parser.add_argument("--profile", choices=("wall", "cpu"), default=None,
-                        help="profile the server in each phase ('wall': stack samples, 'cpu': cProfile)")
+                        help="with --live: profile the server in each phase ('wall': stack samples, 'cpu': cProfile)")
     args = parser.parse_args(argv)
+    if (args.in_process or args.profile) and not args.live:
+        parser.error("--in-process and --profile need --live")
 
     quiet_logs()
     url, tmpdir = prepare_database(args.database_url)
     try:
-        make_host = Local if args.in_process else Remote
-        platform = make_host("order_platform", url)
         pids = {"bench (clients)": os.getpid()}
-        if platform.process is not None:
-            pids["platform"] = platform.process.pid
+        if not args.live:
+            platform: Any = ProductionOrderHost(url)
+            pids["platform"] = platform.worker_pid
+            where = "`mojodex serve` in its own process"
+        else:
+            platform = (Local if args.in_process else Remote)("order_platform", url)
+            if platform.process is not None:
+                pids["platform"] = platform.process.pid
+            where = "werkzeug " + ("in this process" if args.in_process else "in its own process")
         print(f"bench: database {'postgres' if url.startswith('postgresql') else 'sqlite'} ({masked(url)}), "
-              f"server {'in this process' if args.in_process else 'in its own process'}, "
-              f"load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+              f"server {where}, load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
         profiles = {}
         try:
             if args.profile:
