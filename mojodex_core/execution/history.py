@@ -62,27 +62,19 @@ _PAGE = _page(scoped=True)
 _SESSION_PAGE = _page(scoped=False)
 
 
-def newest_first(
-    db: Connection | DbSession, session_id: str, upto_pk: int, execution_pk: int | None = None
+def _newest_first(
+    db: Connection | DbSession, statement, params: dict, upto_pk: int, *, home_chat: bool  # noqa: ANN001
 ) -> Iterator[ChatMessage]:
     """The conversation up to the user message ``upto_pk`` (whose answer is not shown), newest
-    message first, read page by page as the caller goes on.
-
-    With ``execution_pk``, a task's view: that execution's messages and the free chat's, each
-    answer as the model wrote it (its tags too). Without, the home chat's: every message of the
-    session, only what the user saw of them (an answer's visible text; a message with no text
-    is left out, and so is its answer)."""
-    statement = _SESSION_PAGE if execution_pk is None else _PAGE
-    visible_only = execution_pk is None
+    message first, read page by page as the caller goes on."""
     before, limit = upto_pk + 1, FIRST_PAGE
     while True:
-        rows = db.execute(statement, {"b_session": session_id, "b_pk": execution_pk,
-                                      "b_before": before, "b_limit": limit}).all()
+        rows = db.execute(statement, {**params, "b_before": before, "b_limit": limit}).all()
         for row in rows:
-            if visible_only and not row.text:
+            if home_chat and not row.text:
                 continue  # nothing the user wrote: neither it nor its answer is shown
             if row.answer_pk is not None and row.message_pk != upto_pk:
-                if not visible_only:
+                if not home_chat:
                     yield ChatMessage(role="assistant", content=row.answer_text_with_tags or row.answer_text)
                 elif row.answer_text:
                     yield ChatMessage(role="assistant", content=row.answer_text)
@@ -92,8 +84,20 @@ def newest_first(
         before, limit = rows[-1].message_pk, limit * 2
 
 
-def conversation_window(
-    db: Connection | DbSession, session_id: str, upto_pk: int, budget_tokens: int, execution_pk: int | None = None
+def read_task_conversation(
+    db: Connection | DbSession, session_id: str, execution_pk: int, upto_pk: int, budget_tokens: int
 ) -> list[ChatMessage]:
-    """The newest messages of the conversation that fit ``budget_tokens``, oldest first (see newest_first)."""
-    return window_newest_first(newest_first(db, session_id, upto_pk, execution_pk), budget_tokens)
+    """A task turn's view, oldest first, windowed to ``budget_tokens``: this execution's messages
+    and the free chat's, each answer as the model wrote it (its tags too)."""
+    messages = _newest_first(db, _PAGE, {"b_session": session_id, "b_pk": execution_pk}, upto_pk, home_chat=False)
+    return window_newest_first(messages, budget_tokens)
+
+
+def read_home_chat_conversation(
+    db: Connection | DbSession, session_id: str, upto_pk: int, budget_tokens: int
+) -> list[ChatMessage]:
+    """The home chat's view, oldest first, windowed to ``budget_tokens``: every message of the
+    session, only what the user saw of it (an answer's visible text; a message with no text is
+    left out, and so is its answer)."""
+    messages = _newest_first(db, _SESSION_PAGE, {"b_session": session_id}, upto_pk, home_chat=True)
+    return window_newest_first(messages, budget_tokens)

@@ -38,7 +38,7 @@ from mojodex_core.db.models import (
 from mojodex_core.execution.chaining import previous_task_context
 from mojodex_core.execution.events import EventPublisher
 from mojodex_core.execution.failures import fail_or_mark, failure_reason, mark_failed
-from mojodex_core.execution.history import conversation_window
+from mojodex_core.execution.history import read_task_conversation
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.execution.prompt import PromptError, instruct_grammar, local_datetime, render
 from mojodex_core.execution.scheduler import scheduler
@@ -379,8 +379,8 @@ class InstructTurn(TurnCompletion):
             tools=[] if self._use_grammar else task.prompt_tools(),
             tag_tools=describes_tags(self._tools.mode),
         )
-        windowed = conversation_window(db, found.session_id, upto_pk, self._context_tokens,
-                                       found.user_task_execution_pk)
+        windowed = read_task_conversation(db, found.session_id, found.user_task_execution_pk, upto_pk,
+                                          self._context_tokens)
         return [{"role": "system", "content": system}] + [{"role": m.role, "content": m.content} for m in windowed]
 
     # --- phase 2: stream the LLM reply, running the tools it asks for (see tool_loop)

@@ -29,7 +29,7 @@ from mojodex_core.db.models import HomeChat, Message, Session, User, UserProfile
 from mojodex_core.execution.coalescer import TokenCoalescer
 from mojodex_core.execution.events import EventPublisher
 from mojodex_core.execution.failures import fail_or_mark, failure_reason
-from mojodex_core.execution.history import conversation_window
+from mojodex_core.execution.history import read_home_chat_conversation
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.execution.prompt import render
 from mojodex_core.execution.reasoning import append_trace, trace_entry
@@ -204,7 +204,7 @@ class HomeChatTurn:
             tag_routing=describes_tags(self._tools.mode),
             native_routing=offers_native(self._tools.mode),
         )
-        windowed = conversation_window(db, session_id, upto_pk, self._context_tokens)
+        windowed = read_home_chat_conversation(db, session_id, upto_pk, self._context_tokens)
         messages = [{"role": "system", "content": system}] + [{"role": m.role, "content": m.content}
                                                               for m in windowed]
         return messages, tasks, user.user_id

@@ -176,7 +176,7 @@ def test_the_turn_starts_the_execution_and_claims_the_message(turns):
     assert turns.turn._begin(TurnJob(session_id=session_id, message_pk=second)).started_now is False
 
 
-@pytest.mark.parametrize("exchanges", [31, 32, 33, 97])
+@pytest.mark.parametrize("exchanges", [31, 32, 33, 95, 96, 97])
 def test_a_history_across_page_boundaries_is_read_whole_when_it_fits(make_turns, exchanges):
     turns = make_turns()
     user = turns.user()
@@ -235,16 +235,17 @@ def test_a_long_history_is_read_only_as_far_as_the_window(make_turns, engine):
     assert sum(params["b_limit"] for params in history_reads) <= 96  # a page or two, of 300 exchanges
 
 
-def test_sqlite_reads_a_page_of_history_from_the_session_index_without_sorting():
+@pytest.mark.parametrize("statement", ["_PAGE", "_SESSION_PAGE"])
+def test_sqlite_reads_a_page_of_history_from_the_session_index_without_sorting(statement):
     from sqlalchemy import create_engine
 
     from mojodex_core.db.models import Base
-    from mojodex_core.execution.history import _PAGE
+    from mojodex_core.execution import history
 
     sqlite = create_engine("sqlite://")
     Base.metadata.create_all(sqlite)
     with sqlite.connect() as conn:
-        compiled = _PAGE.compile(conn)
+        compiled = getattr(history, statement).compile(conn)
         params = compiled.construct_params({"b_session": "s", "b_pk": 1, "b_before": 10, "b_limit": 32})
         plan = " | ".join(row[-1] for row in conn.exec_driver_sql(
             f"EXPLAIN QUERY PLAN {compiled}", tuple(params[name] for name in compiled.positiontup)))
@@ -254,7 +255,7 @@ def test_sqlite_reads_a_page_of_history_from_the_session_index_without_sorting()
 
 @pytest.mark.parametrize("budget", [150, 400, 100_000])
 def test_the_home_chat_view_of_a_long_session_is_the_one_read_whole(turns, engine, budget):
-    from mojodex_core.execution.history import conversation_window
+    from mojodex_core.execution.history import read_home_chat_conversation
     from mojodex_core.home_chat.turn import HomeChatTurn
 
     user = turns.user()
@@ -268,7 +269,7 @@ def test_the_home_chat_view_of_a_long_session_is_the_one_read_whole(turns, engin
     current = turns.message(session_id, None, "now")
     turns.message(session_id, None, "sent while the turn runs")
     with turns.factory() as db:
-        new = conversation_window(db, session_id, current, budget)
+        new = read_home_chat_conversation(db, session_id, current, budget)
         assert new == legacy_home_chat_conversation(db, session_id, current, budget)
     assert new[-1].content == "now" and all("<tag>" not in m.content for m in new)
     if budget != 150:
