@@ -20,7 +20,14 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    op.create_index('ix_message_session_pk', 'message', ['session_id', 'message_pk'], unique=False)
+    if op.get_bind().dialect.name == 'postgresql':
+        # message is the busiest table: build the index without blocking its writes (outside the
+        # migration's transaction, as CREATE INDEX CONCURRENTLY must run).
+        with op.get_context().autocommit_block():
+            op.create_index('ix_message_session_pk', 'message', ['session_id', 'message_pk'], unique=False,
+                            postgresql_concurrently=True)
+    else:
+        op.create_index('ix_message_session_pk', 'message', ['session_id', 'message_pk'], unique=False)
 
 
 def downgrade() -> None:
