@@ -79,7 +79,7 @@ class ProductionServer:
             if not redis_url:
                 raise SystemExit("--distributed needs --redis-url (or TEST_REDIS_URL)")
             env["REDIS_URL"] = redis_url
-            for name in _NOT_INHERITED:
+            for name in _NOT_INHERITED + ("MOJODEX_LLM_BASE_URL",):
                 os.environ.pop(name, None)  # Cluster merges os.environ under the env it is given
             self.cluster = Cluster(env=env, log_dir=var_dir / "cluster", backends=1, workers=1,
                                    worker_concurrency=worker_threads)
@@ -99,7 +99,11 @@ class ProductionServer:
             process = subprocess.Popen(argv, env=env, stdout=self._log, stderr=subprocess.STDOUT, cwd=REPO_ROOT,
                                        start_new_session=True)
             self.processes = [process]
-            Cluster.wait_serving(Role("mojodex serve", process, self.log_path, self.port), start_timeout_s)
+            try:
+                Cluster.wait_serving(Role("mojodex serve", process, self.log_path, self.port), start_timeout_s)
+            except BaseException:
+                self.stop()  # no server left running behind a failed start
+                raise
 
     @property
     def base_url(self) -> str:

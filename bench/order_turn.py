@@ -46,9 +46,8 @@ if str(REPO_ROOT) not in sys.path:
 from bench._hosts import Local, Remote, masked, prepare_database, quiet_logs  # noqa: E402
 from bench._measure import CpuMeter, percentile  # noqa: E402
 from bench._production import ProductionServer  # noqa: E402
+from tests.order_platform.conftest import ORDER_TASKS  # noqa: E402
 from tests.support.live import Client  # noqa: E402
-
-ORDER_TASKS = ("order_bagel_shop", "order_drive_thru", "order_pizzeria")
 
 SCRIPT = (
     "Hi, I'd like an everything bagel with lox and a large iced latte",
@@ -141,9 +140,13 @@ class ProductionOrderHost:
             for name in ORDER_TASKS:
                 store_spec(db, load_spec_file(REPO_ROOT / "tasks_config" / f"{name}.json"), "upsert")
         self._var_dir = Path(tempfile.mkdtemp(prefix="mojodex-bench-var-"))
-        self.server = ProductionServer(database_url, None, self._var_dir)
+        try:
+            self.server = ProductionServer(database_url, None, self._var_dir)
+        except BaseException:
+            self._engine.dispose()
+            shutil.rmtree(self._var_dir, ignore_errors=True)
+            raise
         self.base_url = self.server.base_url
-        self.process = self.server.processes[0]
         self.worker_pid = self.server.worker_pid()
 
     def call(self, method: str, *args: Any, timeout_s: float = 30.0) -> Any:  # noqa: ARG002 - as Remote's

@@ -47,3 +47,22 @@ def test_the_long_session_bench_runs_and_prints_its_line(tmp_path):
     assert tuple(figures) == ("history_exchanges", "short_first_token_p50_ms", "long_first_token_p50_ms",
                               "short_cpu_ms_per_turn", "long_cpu_ms_per_turn", "long_prompt_messages"), last
     assert figures["history_exchanges"] == "40" and int(figures["long_prompt_messages"]) > 80
+
+
+def test_a_production_server_that_fails_to_start_is_not_left_running(tmp_path):
+    import pytest
+
+    from bench._production import ProductionServer
+
+    var_dir = tmp_path / "var"
+    var_dir.mkdir()
+    with pytest.raises(Exception):  # noqa: B017 - it is not serving yet when the wait ends
+        ProductionServer(f"sqlite:///{tmp_path}/bench.db", None, var_dir, start_timeout_s=0.3)
+    left = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if str(var_dir).encode() in environ.read_bytes():
+                left.append(environ.parent.name)
+        except OSError:
+            continue
+    assert left == [], f"processes left running: {left}"

@@ -258,8 +258,8 @@ class LiveServer:
         for session_id in busy:
             runner.cancel(session_id)
         stopped = runner.wait_idle(5.0)
-        raise AssertionError(f"runner still busy after {timeout:g} s: sessions {busy} "
-                             + ("cancelled" if stopped else "cancelled, and still running 5 s later"))
+        raise AssertionError(f"runner still busy after {timeout:g} s: sessions {busy}, their running turn cancelled"
+                             + ("" if stopped else ", and still busy 5 s later"))
 
 
 def live_settings(database_url: str, llm_base_url: str | None) -> Settings:
