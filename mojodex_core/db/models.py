@@ -254,6 +254,7 @@ class Message(Base):
         _status_check("status", MESSAGE_STATUSES),
         Index("ix_message_session_seq", "session_id", "seq"),
         Index("ix_message_session_pk", "session_id", "message_pk"),  # the conversation, newest first
+        Index("ix_message_session_status", "session_id", "status"),  # its waiting messages (the drain)
     )
 
     message_pk: Mapped[int] = mapped_column(Integer, primary_key=True)
