@@ -1,13 +1,15 @@
 """What a long conversation costs a turn: first token and server CPU, short session against long.
 
     .venv/bin/python bench/long_session.py [--history 3000] [--turns 60] [--database-url URL]
+                                           [--distributed --redis-url URL]
 
 The platform runs as production runs it (`mojodex serve`, bench/_production.py) against the
 scripted LLM answering at once, as in bench/turn_overhead.py. Two sessions of the same user
 task: a new one, and one whose execution already holds --history answered exchanges (a user
 message and its answer each, written straight to the database as earlier turns leave them).
 Their question turns alternate, in blocks of 10, through REST and Socket.IO; every streamed
-text is checked against the stored one (exit code 1 otherwise).
+text is checked against the stored one (exit code 1 otherwise). `--distributed` runs one
+backend and one Celery worker instead (Postgres and Redis; the Redis database is flushed).
 
 The prompt keeps the newest messages that fit the context budget (12,000 tokens): a long
 session's prompt is larger than a short one's, whatever the history, but what the turn reads
@@ -21,6 +23,7 @@ The last line printed is machine readable:
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
@@ -80,7 +83,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--database-url", default=None,
                         help="Postgres URL (its public schema is DROPPED and recreated); default a temp SQLite file")
     parser.add_argument("--turn-timeout", type=float, default=60.0)
-    return parser.parse_args(argv)
+    parser.add_argument("--distributed", action="store_true", help="1 backend + 1 Celery worker (Postgres, Redis)")
+    parser.add_argument("--redis-url", default=os.environ.get("TEST_REDIS_URL"),
+                        help="with --distributed: its database is FLUSHED (default TEST_REDIS_URL)")
+    args = parser.parse_args(argv)
+    if args.distributed and not ((args.database_url or "").startswith("postgres") and args.redis_url):
+        parser.error("--distributed needs a Postgres --database-url and --redis-url")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -89,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     database_url, tmpdir = prepare_database(args.database_url)
     var_dir = Path(tempfile.mkdtemp(prefix="mojodex-bench-var-"))
     db_kind = "postgres" if database_url.startswith("postgresql") else "sqlite"
-    print(f"bench: database {db_kind} ({masked(database_url)}), {args.history} exchanges of history")
+    mode = "distributed (1 backend + 1 worker)" if args.distributed else "embedded (mojodex serve)"
+    print(f"bench: database {db_kind} ({masked(database_url)}), {mode}, {args.history} exchanges of history")
 
     from mojodex_core.db import make_engine, make_session_factory, transaction
     from mojodex_core.task_loader import store_spec
@@ -100,8 +110,13 @@ def main(argv: list[str] | None = None) -> int:
     factory = make_session_factory(engine)
     with transaction(factory) as db:
         store_spec(db, validate_spec(TEST_TASK), "upsert")
+    if args.distributed:
+        import redis
+
+        redis.Redis.from_url(args.redis_url).flushdb()
     llm = Remote("llm", 10)
-    server = ProductionServer(database_url, llm.base_url, var_dir)
+    server = ProductionServer(database_url, llm.base_url, var_dir, distributed=args.distributed,
+                              redis_url=args.redis_url)
     failed: list[TurnResult] = []
     try:
         short, long = (new_session(i, factory, server.base_url) for i in range(2))
