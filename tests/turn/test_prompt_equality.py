@@ -237,19 +237,10 @@ def test_a_long_history_is_read_only_as_far_as_the_window(make_turns, engine):
 
 @pytest.mark.parametrize("statement", ["_PAGE", "_SESSION_PAGE"])
 def test_sqlite_reads_a_page_of_history_from_the_session_index_without_sorting(statement):
-    from sqlalchemy import create_engine
-
-    from mojodex_core.db.models import Base
     from mojodex_core.execution import history
+    from tests.support.sqlite_plan import sqlite_plan
 
-    sqlite = create_engine("sqlite://")
-    Base.metadata.create_all(sqlite)
-    with sqlite.connect() as conn:
-        compiled = getattr(history, statement).compile(conn)
-        params = compiled.construct_params({"b_session": "s", "b_pk": 1, "b_before": 10, "b_limit": 32})
-        plan = " | ".join(row[-1] for row in conn.exec_driver_sql(
-            f"EXPLAIN QUERY PLAN {compiled}", tuple(params[name] for name in compiled.positiontup)))
-    sqlite.dispose()
+    plan = sqlite_plan(getattr(history, statement), {"b_session": "s", "b_pk": 1, "b_before": 10, "b_limit": 32})
     assert "ix_message_session_pk" in plan and "TEMP B-TREE" not in plan, plan
 
 

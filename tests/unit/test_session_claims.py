@@ -291,17 +291,8 @@ def test_a_claim_of_a_held_session_tries_its_update_once(factory, session_id):
 def test_sqlite_finds_a_session_s_waiting_messages_without_reading_the_others(statement):
     # Several times a distributed turn: reading every message of the session made a drain grow
     # with the conversation (~1.1 ms each at 6,000 messages on Postgres).
-    from sqlalchemy import create_engine
-
-    from mojodex_core.db.models import Base
     from mojodex_core.execution import session_claims
+    from tests.support.sqlite_plan import sqlite_plan
 
-    sqlite = create_engine("sqlite://")
-    Base.metadata.create_all(sqlite)
-    with sqlite.connect() as conn:
-        compiled = getattr(session_claims, statement).compile(conn)
-        params = compiled.construct_params({"b_session": "s"})
-        plan = " | ".join(row[-1] for row in conn.exec_driver_sql(
-            f"EXPLAIN QUERY PLAN {compiled}", tuple(params[name] for name in compiled.positiontup)))
-    sqlite.dispose()
+    plan = sqlite_plan(getattr(session_claims, statement), {"b_session": "s"})
     assert "ix_message_session_status (session_id=? AND status=?)" in plan, plan
