@@ -1,6 +1,6 @@
 """A turn's conversation, read newest first and only as far as the prompt's budget.
 
-The prompt keeps the newest messages that fit ``context_tokens`` (``window_conversation``).
+The prompt keeps the newest messages that fit ``context_tokens`` (``window_newest_first``).
 Reading the whole session to keep its end made every turn of a long session pay for all of
 it (bench/long_session.py: a session of 3,000 exchanges took 82 ms to its first token, against
 19 ms for one of 250 whose prompt is as large). Here the user messages are read newest first,

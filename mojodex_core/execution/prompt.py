@@ -59,14 +59,10 @@ class ChatMessage:
     content: str
 
 
-def window_conversation(messages: list[ChatMessage], budget_tokens: int) -> list[ChatMessage]:
-    """Keeps the most recent messages that fit the budget; the last one is always kept."""
-    return window_newest_first(reversed(messages), budget_tokens)
-
-
 def window_newest_first(newest_first: Iterable[ChatMessage], budget_tokens: int) -> list[ChatMessage]:
-    """``window_conversation`` of a conversation given newest message first: nothing after the
-    first message that does not fit is read (the result is oldest first)."""
+    """The most recent messages that fit the budget, oldest first, of a conversation given newest
+    message first; the newest is always kept, and nothing after the first message that does not
+    fit is read."""
     kept: list[ChatMessage] = []
     used = 0
     for message in newest_first:

@@ -20,7 +20,7 @@ from mojodex_core.db.models import (
     UserTaskExecution,
 )
 from mojodex_core.execution.produced_text import latest_version
-from mojodex_core.execution.prompt import ChatMessage, local_datetime, render, window_conversation
+from mojodex_core.execution.prompt import ChatMessage, local_datetime, render, window_newest_first
 from mojodex_core.execution.tool_loop import describes_tags, prompt_tools
 from mojodex_core.execution.turn import InstructTurn, execution_inputs
 from mojodex_core.knowledge import knowledge_block, prompt_knowledge
@@ -111,7 +111,7 @@ def legacy_llm_messages(db: DbSession, turn: InstructTurn, message_pk: int, now:
         answer = answers.get(row.answer_message_fk) if row.message_pk != upto_pk else None
         if answer is not None:
             conversation.append(ChatMessage(role="assistant", content=answer.text_with_tags or answer.text))
-    windowed = window_conversation(conversation, turn._context_tokens)
+    windowed = window_newest_first(reversed(conversation), turn._context_tokens)
     return [{"role": "system", "content": system}] + [{"role": m.role, "content": m.content} for m in windowed]
 
 
@@ -132,4 +132,4 @@ def legacy_home_chat_conversation(db: DbSession, session_id: str, upto_pk: int, 
         answer = answers.get(row.answer_message_fk) if row.message_pk != upto_pk else None
         if answer is not None and answer.text:
             out.append(ChatMessage("assistant", answer.text))
-    return window_conversation(out, budget)
+    return window_newest_first(reversed(out), budget)

@@ -13,7 +13,6 @@ from mojodex_core.execution.prompt import (
     estimate_tokens,
     local_datetime,
     render,
-    window_conversation,
     window_newest_first,
 )
 
@@ -49,6 +48,10 @@ def test_an_empty_render_or_an_unknown_template_is_an_error():
         render("no_such_template.jinja2")
 
 
+def window(messages: list[ChatMessage], budget: int) -> list[ChatMessage]:
+    return window_newest_first(reversed(messages), budget)
+
+
 def _msgs(*spec: tuple[str, int]) -> list[ChatMessage]:
     # content of n chars costs n // 4 + 4 tokens
     return [ChatMessage(role, f"{i}" + "x" * (size - len(str(i)))) for i, (role, size) in enumerate(spec)]
@@ -56,21 +59,21 @@ def _msgs(*spec: tuple[str, int]) -> list[ChatMessage]:
 
 def test_window_keeps_everything_under_budget():
     messages = _msgs(("user", 40), ("assistant", 40), ("user", 40))
-    assert window_conversation(messages, 1000) == messages
-    assert window_conversation([], 10) == []
+    assert window(messages, 1000) == messages
+    assert window([], 10) == []
 
 
 def test_window_keeps_the_latest_messages_that_fit_and_opens_with_the_user():
     messages = _msgs(("user", 40), ("assistant", 40), ("user", 40), ("assistant", 40), ("user", 40))
     assert [estimate_tokens(m.content) for m in messages] == [14] * 5
-    assert window_conversation(messages, 42) == messages[2:]  # 3 fit
-    assert window_conversation(messages, 56) == messages[2:]  # 4 fit, but not starting with an answer
-    assert window_conversation(messages, 70) == messages
+    assert window(messages, 42) == messages[2:]  # 3 fit
+    assert window(messages, 56) == messages[2:]  # 4 fit, but not starting with an answer
+    assert window(messages, 70) == messages
 
 
 def test_window_always_keeps_the_last_message():
     messages = _msgs(("user", 40), ("assistant", 40), ("user", 4000))
-    assert window_conversation(messages, 50) == messages[-1:]
+    assert window(messages, 50) == messages[-1:]
 
 
 def test_local_datetime_applies_the_offset():
@@ -88,5 +91,5 @@ def test_window_of_a_newest_first_conversation_reads_no_further_than_what_fits()
             read.append(message)
             yield message
 
-    assert window_newest_first(newest_first(), 42) == window_conversation(messages, 42) == messages[2:]
+    assert window_newest_first(newest_first(), 42) == messages[2:]
     assert len(read) == 4  # the three that fit and the one that does not
