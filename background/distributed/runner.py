@@ -80,14 +80,7 @@ class CeleryTurnRunner:
         """True once no message waits for or is getting an answer (for tests and scripts)."""
         deadline = time.monotonic() + (timeout if timeout is not None else 3600)
         while time.monotonic() < deadline:
-            with self._factory() as db:
-                busy = db.scalar(
-                    select(Message.message_pk)
-                    .where(answered_by_runner(),
-                           Message.status.in_(("pending", "processing")))
-                    .limit(1)
-                )
-            if busy is None:
+            if not self.busy_sessions():
                 return True
             time.sleep(0.1)
         return False
