@@ -127,9 +127,7 @@ def only_phrases(norm_text: str, *phrase_lists: tuple[str, ...]) -> bool:
     """The text says nothing but phrases of these lists (and fillers)."""
     rest = f" {norm_text} "
     found = False
-    if not all(type(lst) is tuple for lst in phrase_lists):  # keywords' lists are tuples; any other is copied
-        phrase_lists = tuple(tuple(lst) for lst in phrase_lists)
-    for phrase in _longest_first(phrase_lists):
+    for phrase in _longest_first(tuple(map(tuple, phrase_lists))):  # keywords' tuples pass as they are
         if phrase in rest:
             rest = rest.replace(phrase, " ")
             found = True
