@@ -66,16 +66,22 @@ class TurnResult:
         return None if until is None else (until - self.t_put) * 1000
 
 
-def new_session(index: int, factory, base_url: str) -> BenchSession:
-    """A user of its own (as LiveServer.new_user does), an execution, a joined socket."""
+def new_user(factory, name: str, tasks: list[str]) -> tuple[str, str]:  # noqa: ANN001
+    """(token, user_id) of a new user granted these tasks, made in the database (as
+    LiveServer.new_user does through the live platform)."""
     from mojodex_core.db import transaction
     from mojodex_core.users import create_user, grant, issue_token
 
     with transaction(factory) as db:
-        user = create_user(db, name=f"Bench {index}", email=f"bench{uuid.uuid4().hex[:12]}@example.com")
+        user = create_user(db, name=name, email=f"bench{uuid.uuid4().hex[:12]}@example.com")
         token = issue_token(db, user)
-        grant(db, user, ["test_email"])
-        user_id = user.user_id
+        grant(db, user, tasks)
+        return token, user.user_id
+
+
+def new_session(index: int, factory, base_url: str) -> BenchSession:
+    """A user of its own, an execution, a joined socket."""
+    token, user_id = new_user(factory, f"Bench {index}", ["test_email"])
     client = Client(base_url, token, user_id)
     # A kept-alive connection the server closes as the client reuses it is reset (gunicorn keeps
     # idle connections 2 s): retry such a PUT once, as browsers do; message_id makes it idempotent.

@@ -43,10 +43,11 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from bench._clients import new_user  # noqa: E402
 from bench._hosts import Local, Remote, masked, prepare_database, quiet_logs  # noqa: E402
 from bench._measure import CpuMeter, percentile  # noqa: E402
 from bench._production import ProductionServer  # noqa: E402
-from tests.order_platform.conftest import ORDER_TASKS  # noqa: E402
+from tests.order_platform.conftest import store_order_specs  # noqa: E402
 from tests.support.live import Client  # noqa: E402
 
 SCRIPT = (
@@ -130,15 +131,11 @@ class ProductionOrderHost:
     def __init__(self, database_url: str) -> None:
         import tempfile
 
-        from mojodex_core.db import make_engine, make_session_factory, transaction
-        from mojodex_core.task_loader import store_spec
-        from mojodex_core.task_spec import load_spec_file
+        from mojodex_core.db import make_engine, make_session_factory
 
         self._engine = make_engine(database_url)
         self._factory = make_session_factory(self._engine)
-        with transaction(self._factory) as db:
-            for name in ORDER_TASKS:
-                store_spec(db, load_spec_file(REPO_ROOT / "tasks_config" / f"{name}.json"), "upsert")
+        store_order_specs(self._factory)
         self._var_dir = Path(tempfile.mkdtemp(prefix="mojodex-bench-var-"))
         try:
             self.server = ProductionServer(database_url, None, self._var_dir)
@@ -153,14 +150,7 @@ class ProductionOrderHost:
         return getattr(self, method)(*args)
 
     def new_user(self, tasks: list[str]) -> tuple[str, str]:
-        from mojodex_core.db import transaction
-        from mojodex_core.users import create_user, grant, issue_token
-
-        with transaction(self._factory) as db:
-            user = create_user(db, name="Order bench", email=f"order{uuid.uuid4().hex[:12]}@example.com")
-            token = issue_token(db, user)
-            grant(db, user, tasks)
-            return token, user.user_id
+        return new_user(self._factory, "Order bench", tasks)
 
     def stop(self) -> None:
         try:

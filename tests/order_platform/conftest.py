@@ -24,10 +24,15 @@ WEBHOOK_SECRET = "test-webhook-secret-0123456789"
 REDIS_URL = os.environ.get("TEST_REDIS_URL") or None
 
 
-def load_order_specs(platform: Platform) -> None:
-    with transaction(platform.session_factory) as db:
+def store_order_specs(factory) -> None:  # noqa: ANN001 - a sessionmaker
+    """The shipped order tasks, stored (upserted) in the factory's database."""
+    with transaction(factory) as db:
         for name in ORDER_TASKS:
             store_spec(db, load_spec_file(Path(REPO_ROOT / "tasks_config" / f"{name}.json")), "upsert")
+
+
+def load_order_specs(platform: Platform) -> None:
+    store_order_specs(platform.session_factory)
 
 
 def order_settings(database_url: str, llm_base_url: str | None = None, **changes):  # noqa: ANN003, ANN201
