@@ -44,30 +44,30 @@ USER_TEXT = "answer: the whole team, and a friendly tone, but keep it short plea
 
 
 def seed_history(factory, session: BenchSession, exchanges: int) -> None:  # noqa: ANN001
-    """``exchanges`` answered user messages in the session's execution, as earlier turns leave them."""
-    from sqlalchemy import insert, select
+    """``exchanges`` answered user messages in the session's execution, each followed by its answer,
+    as earlier turns leave them: one multi-row INSERT, then one executemany UPDATE of the links."""
+    from sqlalchemy import bindparam, insert, update
 
     from mojodex_core.db import transaction
     from mojodex_core.db.models import Message
 
     table = Message.__table__
+    common = {"session_id": session.session_id, "user_task_execution_fk": session.pk, "data": {},
+              "text_with_tags": None}
     answer_raw = f"<user_language>en</user_language><ask_user_primary_info>{QUESTION_TEXT}</ask_user_primary_info>"
+    rows = []
+    for i in range(exchanges):
+        rows.append({**common, "sender": "user", "message_id": uuid.uuid4().hex, "event_name": "user_message",
+                     "text": f"{USER_TEXT} ({i})", "status": "answered"})
+        rows.append({**common, "sender": "assistant", "message_id": None, "event_name": "mojo_message",
+                     "text": QUESTION_TEXT, "text_with_tags": answer_raw, "status": "final"})
     with transaction(factory) as db:
-        for start in range(0, exchanges, 500):
-            rows = []
-            for i in range(start, min(start + 500, exchanges)):
-                common = {"session_id": session.session_id, "user_task_execution_fk": session.pk, "data": {}}
-                rows.append({**common, "sender": "user", "message_id": uuid.uuid4().hex, "event_name": "user_message",
-                             "text": f"{USER_TEXT} ({i})", "status": "answered"})
-                rows.append({**common, "sender": "assistant", "message_id": None, "event_name": "mojo_message",
-                             "text": QUESTION_TEXT, "text_with_tags": answer_raw, "status": "final"})
-            db.execute(insert(table), rows)
-        pks = db.execute(select(table.c.message_pk, table.c.sender)
-                         .where(table.c.session_id == session.session_id).order_by(table.c.message_pk)).all()
-        users = [pk for pk, sender in pks if sender == "user"]
-        answers = [pk for pk, sender in pks if sender == "assistant"]
-        for user_pk, answer_pk in zip(users, answers, strict=True):
-            db.execute(table.update().where(table.c.message_pk == user_pk).values(answer_message_fk=answer_pk))
+        returning = insert(table).returning(table.c.message_pk, sort_by_parameter_order=True)
+        pks = db.execute(returning, rows).scalars().all()
+        link = update(table).where(table.c.message_pk == bindparam("b_user")).values(
+            answer_message_fk=bindparam("b_answer"))
+        pairs = zip(pks[::2], pks[1::2], strict=True)  # each user message, then its answer
+        db.execute(link, [{"b_user": user, "b_answer": answer} for user, answer in pairs])
     if factory.kw["bind"].dialect.name == "postgresql":
         # A history grows over days, and autovacuum analyzes the table on the way: without fresh
         # statistics, Postgres would plan for the empty table it saw last.

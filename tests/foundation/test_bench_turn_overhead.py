@@ -66,3 +66,34 @@ def test_a_production_server_that_fails_to_start_is_not_left_running(tmp_path):
         except OSError:
             continue
     assert left == [], f"processes left running: {left}"
+
+
+def test_the_long_session_history_is_stored_as_turns_leave_it(tmp_path):
+    # was: the answers' text_with_tags was dropped (a multi-row INSERT takes its columns from the
+    # first row, a user message without one), so the bench's prompts held shorter answers
+    from types import SimpleNamespace
+
+    from sqlalchemy import select
+
+    from bench.long_session import seed_history
+    from mojodex_core.db import make_engine, make_session_factory
+    from mojodex_core.db.migrate import upgrade
+    from mojodex_core.db.models import Message, UserTaskExecution
+    from tests.unit._rows import execution_pk
+
+    url = f"sqlite:///{tmp_path / 'h.db'}"
+    upgrade(url)
+    engine = make_engine(url)
+    factory = make_session_factory(engine)
+    with factory.begin() as db:
+        pk = execution_pk(db)
+        session_id = db.get(UserTaskExecution, pk).session_id
+    seed_history(factory, SimpleNamespace(session_id=session_id, pk=pk), 7)
+    with factory() as db:
+        rows = db.scalars(select(Message).where(Message.session_id == session_id).order_by(Message.message_pk)).all()
+    engine.dispose()
+    users, answers = rows[::2], rows[1::2]
+    assert [m.sender for m in users] == ["user"] * 7 and [m.sender for m in answers] == ["assistant"] * 7
+    assert [u.answer_message_fk for u in users] == [a.message_pk for a in answers]
+    assert all(a.text_with_tags and a.text_with_tags.startswith("<user_language>") for a in answers)
+    assert all(u.text_with_tags is None and u.status == "answered" for u in users)
