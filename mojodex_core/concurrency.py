@@ -1,0 +1,35 @@
+"""What the serving process's concurrency asks of code that holds the CPU in C.
+
+`mojodex serve` runs gunicorn's gevent worker: it monkey-patches the standard library before it
+loads the app, so every request, Socket.IO connection and turn is a greenlet of one OS thread,
+and they take turns at their waits (sockets, locks, sleeps, psycopg's waits: psycopg >= 3.1.14
+detects the patching). A C call that holds the CPU for long without waiting on anything (an
+argon2 hash: tens of milliseconds) would pause every stream of the process meanwhile, so
+`run_blocking` hands it to gevent's pool of native threads and lets the other greenlets run.
+Anywhere else (werkzeug's threaded server in the tests, the CLI, the Celery worker) it calls the
+function in place: threads already run beside it.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def cooperative() -> bool:
+    """True in a process whose standard library gevent has patched (gunicorn's gevent worker)."""
+    monkey = sys.modules.get("gevent.monkey")
+    return monkey is not None and bool(monkey.is_module_patched("socket"))
+
+
+def run_blocking(fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+    """`fn(*args, **kwargs)`, on a native thread when greenlets share this one (see the module)."""
+    if not cooperative():
+        return fn(*args, **kwargs)
+    import gevent
+
+    return gevent.get_hub().threadpool.apply(fn, args, kwargs)
