@@ -20,6 +20,7 @@ from backend.rate_limits import install_rate_limits
 from backend.routes import register_routes
 from backend.socket_events import register_socket_events
 from backend.validation import init_validation
+from mojodex_core.concurrency import cooperative
 from mojodex_core.config import PROJECT_ROOT
 from mojodex_core.db.models import Message
 from mojodex_core.execution.events import RETRYING_EVENT
@@ -85,7 +86,9 @@ def create_app(platform: Platform) -> tuple[Flask, SocketIO]:
         platform.events.set_floors(manager)
     socketio = SocketIO(
         app,
-        async_mode="threading",
+        # The server's model: greenlets under `mojodex serve` (gevent worker), threads under
+        # werkzeug (the tests' live servers).
+        async_mode="gevent" if cooperative() else "threading",
         cors_allowed_origins=socket_origin_check(platform.settings.cors_origins),
         cors_credentials=False,
         ping_interval=10,

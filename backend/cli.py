@@ -281,12 +281,13 @@ def _demo_password(session, user, password_file: Path) -> str:  # noqa: ANN001
 
 # --- server
 @main.command("serve")
-@click.option("--workers-threads", default=100, show_default=True, help="gthread threads of the one worker.")
-def serve(workers_threads: int) -> None:
-    """Serve REST and Socket.IO under gunicorn (one gthread worker)."""
+@click.option("--worker-connections", default=1000, show_default=True,
+              help="Open connections (requests and Socket.IO clients) the one worker holds at most.")
+def serve(worker_connections: int) -> None:
+    """Serve REST and Socket.IO under gunicorn (one gevent worker)."""
     from backend.server import run_gunicorn
 
-    run_gunicorn(_settings(), threads=workers_threads)
+    run_gunicorn(_settings(), worker_connections=worker_connections)
 
 
 main.add_command(order)

@@ -79,7 +79,7 @@ class Cluster:
 
     def start_backend(self, index: int, port: int = 0) -> Role:
         port = free_port(port)
-        argv = [sys.executable, "-m", "backend.cli", "serve", "--workers-threads", "120"]
+        argv = [sys.executable, "-m", "backend.cli", "serve"]
         return self._spawn(f"backend{index}", argv, port=port)
 
     def start_worker(self, index: int) -> Role:

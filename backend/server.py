@@ -7,6 +7,7 @@ import logging
 import sys
 from pathlib import Path
 
+from mojodex_core.concurrency import cooperative
 from mojodex_core.config import PROJECT_ROOT, ConfigError, Settings, load_settings
 
 
@@ -59,13 +60,14 @@ def build_app(settings: Settings | None = None):  # noqa: ANN201
     app, _socketio = create_app(platform)
     settle_heap()
     logging.getLogger("mojodex.server").info(
-        "mojodex ready: database=%s llm=%s", settings.database_url.split("@")[-1],
+        "mojodex ready: database=%s llm=%s concurrency=%s", settings.database_url.split("@")[-1],
         settings.llm.base_url or ("api key" if settings.llm.api_key else "none"),
+        "gevent" if cooperative() else "threads",
     )
     return app
 
 
-def run_gunicorn(settings: Settings, threads: int = 100) -> None:
+def run_gunicorn(settings: Settings, worker_connections: int = 1000) -> None:
     from gunicorn.app.base import BaseApplication
 
     class _Gunicorn(BaseApplication):
@@ -73,8 +75,12 @@ def run_gunicorn(settings: Settings, threads: int = 100) -> None:
             self.cfg.set("bind", f"{settings.host}:{settings.port}")
             # One worker: turns, rooms and the token buffer live in this process.
             self.cfg.set("workers", 1)
-            self.cfg.set("worker_class", "gthread")
-            self.cfg.set("threads", threads)
+            # gevent: requests, sockets and turns are greenlets of one thread, which take turns at
+            # their waits. Threads (gthread) spent a quarter of the process's CPU handing the GIL
+            # over at every socket and SQLite call (docs/performance.md, fifth round). The worker
+            # patches the standard library before it loads the app (`load`, below).
+            self.cfg.set("worker_class", "gevent")
+            self.cfg.set("worker_connections", worker_connections)
             self.cfg.set("timeout", 120)
             self.cfg.set("accesslog", "-")
             self.cfg.set("loglevel", settings.log_level.lower())

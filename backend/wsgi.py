@@ -1,4 +1,4 @@
-"""`gunicorn -k gthread -w 1 --threads 100 backend.wsgi:app` (settings from the environment)."""
+"""`gunicorn -k gevent -w 1 --worker-connections 1000 backend.wsgi:app` (settings from the environment)."""
 
 from backend.server import build_app
 

@@ -1,7 +1,7 @@
 """The platform as production runs it, for the benches: `mojodex serve` in a child process.
 
-`mojodex serve` is the command `make run` ends with (gunicorn, one gthread worker with 100
-threads, access log on, log level INFO); the compose file's backend runs the same worker.
+`mojodex serve` is the command `make run` ends with (gunicorn, one gevent worker of 1,000
+connections, access log on, log level INFO); the compose file's backend runs the same worker.
 The bench gives it its database, the scripted LLM's URL, a free port, a var/ directory of
 its own and a message rate limit high enough for a load test; every other setting is the
 production default. With no LLM URL (the order bench's deterministic turns) it runs the

@@ -137,7 +137,7 @@ def main() -> int:
         # Embedded: one process, in-process runner, same database.
         port = free_port()
         embedded = subprocess.Popen(
-            [sys.executable, "-m", "backend.cli", "serve", "--workers-threads", "120"],
+            [sys.executable, "-m", "backend.cli", "serve"],
             env={**os.environ, **env, "MOJODEX_RUNNER": "thread", "MOJODEX_PORT": str(port)},
             stdout=open(logs / "embedded.log", "wb"), stderr=subprocess.STDOUT)  # noqa: SIM115
         try:

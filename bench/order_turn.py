@@ -3,7 +3,7 @@
     .venv/bin/python bench/order_turn.py [--turns 200] [--sessions 20] [--session-turns 20] [--database-url URL]
                                          [--live [--in-process] [--profile wall|cpu]]
 
-The platform runs as production runs it: `mojodex serve` (gunicorn's gthread worker, access
+The platform runs as production runs it: `mojodex serve` (gunicorn's gevent worker, access
 log and INFO logs on; bench/_production.py), with no LLM, in a process of its own, on a fresh
 SQLite file (or the given database: a Postgres URL has its `public` SCHEMA DROPPED AND
 RECREATED), with the shipped order tasks loaded. `--live` runs the test suite's server

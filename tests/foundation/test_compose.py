@@ -83,7 +83,7 @@ def test_the_cli_resolver_rejects_an_unknown_command():
         resolve_click_command(["tasks", "unload"])
 
 
-def test_the_backend_command_serves_backend_wsgi_app_under_one_gthread_worker():
+def test_the_backend_command_serves_backend_wsgi_app_under_one_gevent_worker():
     argv = command_of("backend")
     assert argv[0] == "gunicorn"
     target = argv[-1]
@@ -94,7 +94,7 @@ def test_the_backend_command_serves_backend_wsgi_app_under_one_gthread_worker():
         f"{path} defines no `{attribute} =`"
     )
     options = dict(zip(argv[1:-1:2], argv[2:-1:2], strict=True))
-    assert options["-k"] == "gthread"
+    assert options["-k"] == "gevent", "the worker `mojodex serve` runs (backend/server.py)"
     assert options["-w"] == "1", "turns, rooms and the token buffer live in one process"
     # The bound port is the one the service publishes and advertises in MOJODEX_PORT.
     port = options["-b"].rsplit(":", 1)[1]

@@ -1,0 +1,91 @@
+"""`mojodex serve` as production runs it (gunicorn's gevent worker), driven over HTTP and Socket.IO.
+
+The rest of the suite serves the platform with werkzeug's threads; here every request, socket
+and turn is a greenlet of one thread, so what one of them waits on must not hold the others.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+
+import pytest
+
+from bench._clients import new_session, run_turn
+from bench._hosts import QUESTION_CHUNKS, QUESTION_TEXT
+from bench._production import ProductionServer
+from mojodex_core.db import make_engine, make_session_factory, transaction
+from mojodex_core.db.migrate import upgrade
+from mojodex_core.task_loader import store_spec
+from mojodex_core.task_spec import validate_spec
+from tests.support.live import TEST_TASK
+from tests.support.scripted_llm import Hang, Reply, ScriptedLLMServer
+
+HANG_S = 60.0
+
+
+@pytest.fixture
+def served(tmp_path):
+    llm = ScriptedLLMServer().start()
+    hung = threading.Event()
+
+    def respond(body):  # noqa: ANN001, ANN202
+        if not body.get("stream"):  # the title job's structured call
+            return Reply(json={"title": "A title", "summary": "A summary."})
+        if "please hang" in (body["messages"][-1].get("content") or ""):
+            hung.set()
+            return Hang(seconds=HANG_S, after_headers=True)
+        return Reply(chunks=list(QUESTION_CHUNKS))
+
+    llm.responder = respond
+    var_dir = tmp_path / "var"
+    var_dir.mkdir()
+    database_url = f"sqlite:///{tmp_path}/serve.db"
+    upgrade(database_url)
+    engine = make_engine(database_url)
+    factory = make_session_factory(engine)
+    with transaction(factory) as db:
+        store_spec(db, validate_spec(TEST_TASK), "upsert")
+    server = ProductionServer(database_url, llm.base_url, var_dir, start_timeout_s=90)
+    sessions = []
+    try:
+        yield server, factory, sessions, hung
+    finally:
+        for session in sessions:
+            session.socket.close()
+        server.stop()
+        llm.stop()
+        engine.dispose()
+
+
+def test_a_hung_llm_stream_holds_only_its_own_session_and_stop_ends_it(served):
+    server, factory, sessions, hung = served
+    stalled, other = new_session(1, factory, server.base_url), new_session(2, factory, server.base_url)
+    sessions += [stalled, other]
+    assert "concurrency=gevent" in server.log_tail(20000)
+
+    message_id = uuid.uuid4().hex
+    put = stalled.client.call("PUT", "/user_message", json={
+        "session_id": stalled.session_id, "user_task_execution_pk": stalled.pk,
+        "text": "please hang", "message_id": message_id})
+    assert put.status_code == 200, put.text
+    message_pk = put.json()["message_pk"]
+    assert hung.wait(20), "the stalled turn never reached the LLM"
+
+    # The stalled stream waits on its socket; the other session's turns go on meanwhile.
+    for _ in range(3):
+        result = run_turn(other, "question", QUESTION_TEXT, timeout_s=20)
+        assert result.ok and result.content_ok, (result.error, result.mismatch, server.log_tail())
+
+    stop = stalled.client.call("POST", "/user_task_execution_stop", json={"user_task_execution_pk": stalled.pk})
+    assert stop.status_code == 200, stop.text
+
+    def failed(events):  # noqa: ANN001, ANN202
+        return any(name == "error" and isinstance(data, dict) and data.get("user_message_pk") == message_pk
+                   for name, data in events)
+
+    stalled.socket.wait_for(failed, timeout=15)  # well before the LLM's hang would end it
+    # The session answers again at once, with the stalled message's stream given up.
+    result = run_turn(stalled, "question", QUESTION_TEXT, timeout_s=20)
+    assert result.ok and result.content_ok, (result.error, result.mismatch, server.log_tail())
+    assert "Traceback" not in server.log_tail(200000)
