@@ -28,6 +28,7 @@ from .records import CallTally, LLMCallRecord, LLMResult, log_call
 from .settings import LLMSettings
 from .sse import SSEDecoder, StreamErrorEvent
 from .streaming import CallbackFailed, CancelWatcher, OverallTimeout, drain, keeps_connection, merge_tool_call
+from .transport import llm_http_client
 
 logger = logging.getLogger("mojodex.llm")
 
@@ -336,6 +337,7 @@ class LLMProvider:
                     api_key=self.settings.api_key or "no-key",
                     max_retries=0,  # retries are ours (we must not retry after the first token)
                     timeout=self.settings.timeout_s,
+                    http_client=llm_http_client(),  # None: the openai client's default
                 )
             return self._client
 

@@ -1,0 +1,89 @@
+"""The openai client's transport under gevent: idle connections are checked with the OS's poll.
+
+The gevent cases run in a new interpreter patched as gunicorn's gevent worker patches itself,
+against the scripted LLM served by this process.
+"""
+
+from __future__ import annotations
+
+import json
+import select
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from mojodex_core.llm.transport import idle_check, llm_http_client
+from tests.support.scripted_llm import Reply, ScriptedLLMServer
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+CLIENT = """
+    from gevent import monkey
+    monkey.patch_all()
+    import json, select, sys
+    import gevent, openai
+    from mojodex_core.llm.transport import llm_http_client
+    checks = []
+    cooperative_poll = select.poll
+    def counted_poll(*args):
+        checks.append(1)
+        return cooperative_poll(*args)
+    select.poll = counted_poll  # what httpcore's own check calls
+    http_client = llm_http_client() if sys.argv[2] == "ours" else None
+    client = openai.OpenAI(base_url=sys.argv[1], api_key="k", max_retries=0, http_client=http_client)
+    def ask():
+        reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+        return reply.choices[0].message.content
+    texts = [g.value for g in gevent.joinall([gevent.spawn(ask) for _ in range(5)])]  # 5 connections
+    del checks[:]
+    texts += [ask(), ask()]  # each on a pooled connection, the other idle ones checked
+    print(json.dumps({"texts": texts, "checks": len(checks)}))
+"""
+
+
+@pytest.fixture
+def llm():
+    server = ScriptedLLMServer().start()
+    server.responder = lambda _body: Reply("hello there", delay_s=0.2)
+    yield server
+    server.stop()
+
+
+def _client_run(llm, which: str) -> dict:
+    run = subprocess.run([sys.executable, "-c", textwrap.dedent(CLIENT), llm.base_url, which],
+                         cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def test_under_gevent_idle_connections_are_not_checked_through_gevents_poll(llm):
+    # was: every request checked each idle pooled connection through gevent's poll, 14 µs each
+    default = _client_run(llm, "default")
+    assert default["checks"] >= 4, default  # the openai client's own pool: gevent's poll per idle connection
+    ours = _client_run(llm, "ours")
+    assert ours["texts"] == ["hello there"] * 7
+    assert ours["checks"] == 0, ours
+
+
+def test_the_check_tells_an_open_idle_connection_from_a_closed_one():
+    readable = idle_check(select.poll)
+    ours, theirs = socket.socketpair()
+    try:
+        assert readable(ours) is False
+        theirs.sendall(b"x")
+        assert readable(ours) is True  # data waiting: not a connection to reuse
+        ours.recv(1)
+        theirs.close()
+        assert readable(ours) is True  # the peer closed it: the next read gives b""
+    finally:
+        ours.close()
+    assert readable(None) is True
+    assert readable(ours) is True  # closed here: fileno() is -1
+
+
+def test_without_gevent_the_openai_client_keeps_its_own_http_client():
+    assert llm_http_client() is None
