@@ -6,15 +6,15 @@ and they take turns at their waits (sockets, locks, sleeps, psycopg's waits: psy
 detects the patching). A C call that holds the CPU for long without waiting on anything (an
 argon2 hash: tens of milliseconds) would pause every stream of the process meanwhile, so
 `run_blocking` hands it to gevent's pool of native threads and lets the other greenlets run.
-Anywhere else (werkzeug's threaded server in the tests, the CLI, the Celery worker) it calls the
-function in place: threads already run beside it.
+Anywhere else (werkzeug's threaded server in the tests, the CLI, the Celery worker's thread pool) it
+calls the function in place: threads already run beside it.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -27,9 +27,21 @@ def cooperative() -> bool:
 
 
 def run_blocking(fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
-    """`fn(*args, **kwargs)`, on a native thread when greenlets share this one (see the module)."""
+    """`fn(*args, **kwargs)`, on a native thread when greenlets share this one (see the module).
+
+    What `fn` raises is raised here, and only here: gevent's pool would also print it through the
+    hub's error handler, a traceback in the log for every wrong password."""
     if not cooperative():
         return fn(*args, **kwargs)
     import gevent
 
-    return gevent.get_hub().threadpool.apply(fn, args, kwargs)
+    def call() -> tuple[bool, Any]:
+        try:
+            return True, fn(*args, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller below
+            return False, exc
+
+    ok, value = gevent.get_hub().threadpool.apply(call)
+    if not ok:
+        raise value
+    return value
