@@ -8,13 +8,16 @@ streams that ran at once) at every request, on the path to the first token. A ch
 waits need not be cooperative, so here it is made with the operating system's poll.
 
 Everything else (connections, TLS, timeouts, errors, the openai client's limits) is httpx's and
-httpcore's own; without gevent the openai client keeps its default HTTP client.
+httpcore's own. Without gevent, or when the environment names an HTTP proxy (httpx reads the proxy
+variables only for a client built without a transport of its own), the openai client keeps its
+default HTTP client.
 """
 
 from __future__ import annotations
 
 import select
 import ssl
+import urllib.request
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -100,9 +103,15 @@ class IdleCheckTransport(httpx2.HTTPTransport):
         )
 
 
+def _proxied() -> bool:
+    proxies = urllib.request.getproxies()  # the *_proxy variables, either case
+    return any(proxies.get(scheme) for scheme in ("http", "https", "all"))
+
+
 def llm_http_client() -> httpx2.Client | None:
-    """The HTTP client for the openai client: None (its default) unless gevent patched the process."""
-    if not cooperative():
+    """The HTTP client for the openai client: None (its default) unless gevent patched the process
+    and no proxy is configured (see the module)."""
+    if not cooperative() or _proxied():
         return None
     from gevent import monkey
 

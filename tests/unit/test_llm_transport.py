@@ -7,6 +7,7 @@ against the scripted LLM served by this process.
 from __future__ import annotations
 
 import json
+import os
 import select
 import socket
 import subprocess
@@ -33,15 +34,24 @@ CLIENT = """
         checks.append(1)
         return cooperative_poll(*args)
     select.poll = counted_poll  # what httpcore's own check calls
+    os_checks = []
+    os_poll = monkey.get_original("select", "poll")
+    def counted_os_poll():
+        os_checks.append(1)
+        return os_poll()
+    get_original = monkey.get_original
+    def counted_get_original(module, name):  # what llm_http_client asks for
+        return counted_os_poll if (module, name) == ("select", "poll") else get_original(module, name)
+    monkey.get_original = counted_get_original
     http_client = llm_http_client() if sys.argv[2] == "ours" else None
     client = openai.OpenAI(base_url=sys.argv[1], api_key="k", max_retries=0, http_client=http_client)
     def ask():
         reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
         return reply.choices[0].message.content
     texts = [g.value for g in gevent.joinall([gevent.spawn(ask) for _ in range(5)])]  # 5 connections
-    del checks[:]
+    del checks[:], os_checks[:]
     texts += [ask(), ask()]  # each on a pooled connection, the other idle ones checked
-    print(json.dumps({"texts": texts, "checks": len(checks)}))
+    print(json.dumps({"texts": texts, "checks": len(checks), "os_checks": len(os_checks)}))
 """
 
 
@@ -67,6 +77,7 @@ def test_under_gevent_idle_connections_are_not_checked_through_gevents_poll(llm)
     ours = _client_run(llm, "ours")
     assert ours["texts"] == ["hello there"] * 7
     assert ours["checks"] == 0, ours
+    assert ours["os_checks"] >= 4, ours  # the idle connections are still checked, with the OS's poll
 
 
 def test_the_check_tells_an_open_idle_connection_from_a_closed_one():
@@ -87,3 +98,27 @@ def test_the_check_tells_an_open_idle_connection_from_a_closed_one():
 
 def test_without_gevent_the_openai_client_keeps_its_own_http_client():
     assert llm_http_client() is None
+
+
+@pytest.mark.parametrize("variable", ["HTTPS_PROXY", "https_proxy", "ALL_PROXY", "HTTP_PROXY"])
+def test_under_gevent_a_configured_proxy_keeps_the_openai_default_client(variable):
+    # was: our transport made httpx skip the proxy variables, so a host that reaches the LLM only
+    # through a proxy connected directly (found in review)
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    script = textwrap.dedent("""
+        from gevent import monkey
+        monkey.patch_all()
+        import openai
+        from mojodex_core.llm.transport import llm_http_client
+        client = llm_http_client()
+        print("default" if client is None else "ours")
+        proxied = openai.OpenAI(base_url="https://llm.example/v1", api_key="k", http_client=client)
+        print(bool(proxied._client._mounts))  # the proxy transports httpx built from the environment
+    """)
+    run = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True,
+                         timeout=60, env={**env, variable: "http://proxy.example:3128"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.split() == ["default", "True"]
+    plain = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True,
+                           timeout=60, env=env)
+    assert plain.stdout.split() == ["ours", "False"], plain.stderr[-3000:]
