@@ -96,6 +96,8 @@ def test_the_backend_command_serves_backend_wsgi_app_under_one_gevent_worker():
     options = dict(zip(argv[1:-1:2], argv[2:-1:2], strict=True))
     assert options["-k"] == "gevent", "the worker `mojodex serve` runs (backend/server.py)"
     assert options["-w"] == "1", "turns, rooms and the token buffer live in one process"
+    # As `mojodex serve`: the gevent worker's heartbeat is a greenlet, late while the thread is held.
+    assert options["--timeout"] == "120"
     # The bound port is the one the service publishes and advertises in MOJODEX_PORT.
     port = options["-b"].rsplit(":", 1)[1]
     assert SERVICES["backend"]["environment"]["MOJODEX_PORT"] == port
