@@ -97,20 +97,3 @@ def test_the_long_session_history_is_stored_as_turns_leave_it(tmp_path):
     assert [u.answer_message_fk for u in users] == [a.message_pk for a in answers]
     assert all(a.text_with_tags and a.text_with_tags.startswith("<user_language>") for a in answers)
     assert all(u.text_with_tags is None and u.status == "answered" for u in users)
-
-
-def test_mojodex_serve_runs_its_worker_under_gevent_and_says_so(tmp_path):
-    # The production server's requests, sockets and turns are greenlets (backend/server.py); the
-    # Socket.IO mode follows (backend/app.py). Under threads the log said concurrency=threads.
-    from bench._production import ProductionServer
-
-    var_dir = tmp_path / "var"
-    var_dir.mkdir()
-    server = ProductionServer(f"sqlite:///{tmp_path}/serve.db", None, var_dir, start_timeout_s=60)
-    try:
-        log = server.log_tail(20000)
-    finally:
-        server.stop()
-    assert "concurrency=gevent" in log, log[-2000:]
-    assert "Using worker: gevent" in log, log[-2000:]
-    assert "MonkeyPatchWarning" not in log, "the worker patched after the modules it patches were in use"

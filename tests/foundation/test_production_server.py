@@ -62,7 +62,10 @@ def test_a_hung_llm_stream_holds_only_its_own_session_and_stop_ends_it(served):
     server, factory, sessions, hung = served
     stalled, other = new_session(1, factory, server.base_url), new_session(2, factory, server.base_url)
     sessions += [stalled, other]
-    assert "concurrency=gevent" in server.log_tail(20000)
+    # The worker and the Socket.IO mode are gevent's, patched before the app was loaded.
+    started = server.log_tail(20000)
+    assert "Using worker: gevent" in started and "concurrency=gevent" in started, started[-2000:]
+    assert "MonkeyPatchWarning" not in started
 
     message_id = uuid.uuid4().hex
     put = stalled.client.call("PUT", "/user_message", json={
