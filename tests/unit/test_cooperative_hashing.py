@@ -7,18 +7,11 @@ after it).
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from tests.support.gevent_child import run_patched
 
 
 def _run_patched(body: str) -> str:
-    script = "from gevent import monkey\nmonkey.patch_all()\n" + textwrap.dedent(body)
-    run = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0, run.stderr[-3000:]
+    run = run_patched(body)
     # was: gevent's pool also printed what the function raised (every wrong password's mismatch)
     assert run.stderr == "", run.stderr[-3000:]
     return run.stdout.strip()

@@ -10,23 +10,17 @@ import json
 import os
 import select
 import socket
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
 
 import pytest
 
 from mojodex_core.llm.transport import idle_check, llm_http_client
+from tests.support.gevent_child import run_patched
 from tests.support.scripted_llm import Reply, ScriptedLLMServer
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
 CLIENT = """
-    from gevent import monkey
-    monkey.patch_all()
     import json, select, sys
     import gevent, openai
+    from gevent import monkey
     from mojodex_core.llm.transport import llm_http_client
     checks = []
     cooperative_poll = select.poll
@@ -64,9 +58,7 @@ def llm():
 
 
 def _client_run(llm, which: str) -> dict:
-    run = subprocess.run([sys.executable, "-c", textwrap.dedent(CLIENT), llm.base_url, which],
-                         cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0, run.stderr[-3000:]
+    run = run_patched(CLIENT, llm.base_url, which)
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
@@ -105,20 +97,14 @@ def test_under_gevent_a_configured_proxy_keeps_the_openai_default_client(variabl
     # was: our transport made httpx skip the proxy variables, so a host that reaches the LLM only
     # through a proxy connected directly (found in review)
     env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
-    script = textwrap.dedent("""
-        from gevent import monkey
-        monkey.patch_all()
+    script = """
         import openai
         from mojodex_core.llm.transport import llm_http_client
         client = llm_http_client()
         print("default" if client is None else "ours")
         proxied = openai.OpenAI(base_url="https://llm.example/v1", api_key="k", http_client=client)
         print(bool(proxied._client._mounts))  # the proxy transports httpx built from the environment
-    """)
-    run = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True,
-                         timeout=60, env={**env, variable: "http://proxy.example:3128"})
-    assert run.returncode == 0, run.stderr[-3000:]
-    assert run.stdout.split() == ["default", "True"]
-    plain = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True,
-                           timeout=60, env=env)
-    assert plain.stdout.split() == ["ours", "False"], plain.stderr[-3000:]
+    """
+    proxied = run_patched(script, env={**env, variable: "http://proxy.example:3128"})
+    assert proxied.stdout.split() == ["default", "True"]
+    assert run_patched(script, env=env).stdout.split() == ["ours", "False"]
