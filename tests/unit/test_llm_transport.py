@@ -108,3 +108,17 @@ def test_under_gevent_a_configured_proxy_keeps_the_openai_default_client(variabl
     proxied = run_patched(script, env={**env, variable: "http://proxy.example:3128"})
     assert proxied.stdout.split() == ["default", "True"]
     assert run_patched(script, env=env).stdout.split() == ["ours", "False"]
+
+
+def test_the_transport_loads_the_certificates_once():
+    # was: httpx's own __init__ built an SSL context (~30 ms, certifi's bundle) for the pool this
+    # transport replaces, on the first LLM call of the process
+    from unittest.mock import patch
+
+    import httpcore2
+
+    from mojodex_core.llm.transport import IdleCheckTransport
+
+    with patch.object(httpcore2, "default_ssl_context", wraps=httpcore2.default_ssl_context) as loads:
+        IdleCheckTransport(idle_check(select.poll))
+    assert loads.call_count == 1
