@@ -282,7 +282,8 @@ def _demo_password(session, user, password_file: Path) -> str:  # noqa: ANN001
 # --- server
 @main.command("serve")
 @click.option("--worker-connections", default=1000, show_default=True,
-              help="Open connections (requests and Socket.IO clients) the one worker holds at most.")
+              help="Open connections the one worker holds at most: requests, idle keep-alive connections "
+                   "and Socket.IO clients.")
 def serve(worker_connections: int) -> None:
     """Serve REST and Socket.IO under gunicorn (one gevent worker)."""
     from backend.server import run_gunicorn
