@@ -12,7 +12,9 @@ calls the function in place: threads already run beside it.
 
 from __future__ import annotations
 
+import os
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
@@ -45,3 +47,35 @@ def run_blocking(fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
     if not ok:
         raise value
     return value
+
+
+class ProcessThread:
+    """A daemon thread started on first use: once per process, again in a forked child, and again
+    if its target ever returned.
+
+    Whether it runs is a flag it keeps itself, not ``Thread.is_alive()``: under gevent that call
+    tries the thread's lock without blocking, and gevent answers a failed try by yielding to the
+    hub (so that spin locks progress). A caller that checked at every use, as the deadline
+    scheduler did at every ``call_later``, let every ready greenlet run first, while it held its
+    own lock: the turn's first token waited for another request's response to be written.
+
+    ``ensure_started`` is called under the owner's lock, so that two callers never start two."""
+
+    def __init__(self, target: Callable[[], None], name: str) -> None:
+        self._target = target
+        self.name = name
+        self._pid: int | None = None  # the process the thread runs in, None when it does not run
+
+    def ensure_started(self) -> bool:
+        """Starts the thread unless it runs in this process; True when it started it."""
+        if self._pid == os.getpid():
+            return False
+        self._pid = os.getpid()
+        threading.Thread(target=self._run, name=self.name, daemon=True).start()
+        return True
+
+    def _run(self) -> None:
+        try:
+            self._target()
+        finally:
+            self._pid = None

@@ -16,6 +16,8 @@ import threading
 import time
 from typing import Callable
 
+from mojodex_core.concurrency import ProcessThread
+
 log = logging.getLogger("mojodex.scheduler")
 
 # Cancelled entries stay in the heap until popped; it is rebuilt without them once they are
@@ -46,7 +48,7 @@ class DeadlineScheduler:
         self._heap: list[tuple[float, int, Scheduled]] = []
         self._ids = itertools.count()
         self._cancelled = 0
-        self._thread: threading.Thread | None = None
+        self._thread = ProcessThread(self._run, "deadline-scheduler")
 
     def call_later(self, delay_s: float, callback: Callable[[], None]) -> Scheduled:
         handle = Scheduled(self, callback)
@@ -54,9 +56,7 @@ class DeadlineScheduler:
         with self._cond:
             wake = not self._heap or deadline < self._heap[0][0]
             heapq.heappush(self._heap, (deadline, next(self._ids), handle))
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name="deadline-scheduler", daemon=True)
-                self._thread.start()
+            self._thread.ensure_started()
             if wake:  # only a new earliest deadline changes how long the thread sleeps
                 self._cond.notify()
         return handle

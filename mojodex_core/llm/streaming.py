@@ -8,6 +8,8 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from mojodex_core.concurrency import ProcessThread
+
 logger = logging.getLogger("mojodex.llm")
 
 CANCEL_POLL_S = 0.05
@@ -36,16 +38,14 @@ class _Watchlist:
     def __init__(self) -> None:
         self._cond = threading.Condition()
         self._watched: dict[int, CancelWatcher] = {}
-        self._thread: threading.Thread | None = None
+        self._thread = ProcessThread(self._run, "llm-cancel-watch")
 
     def add(self, watcher: CancelWatcher) -> None:
         with self._cond:
             idle = not self._watched
             self._watched[id(watcher)] = watcher
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name="llm-cancel-watch", daemon=True)
-                self._thread.start()
-            elif idle:  # asleep until there is something to watch; else it sees this one at its next poll
+            # Asleep until there is something to watch; else it sees this one at its next poll.
+            if not self._thread.ensure_started() and idle:
                 self._cond.notify()
 
     def remove(self, watcher: CancelWatcher) -> None:

@@ -74,9 +74,9 @@ def test_the_watcher_thread_is_woken_only_when_it_had_nothing_to_watch():
     # more thread switch per LLM call, for nothing.
     watchlist = _Watchlist()
     watchlist._cond = CountingCondition()
+    watchlist._thread.name = "test-cancel-watch"  # not the process's watcher, which another test counts
     stubs = [StubWatcher() for _ in range(3)]
     watchlist.add(stubs[0])  # starts the thread
-    watchlist._thread.name = "test-cancel-watch"  # not the process's watcher, which another test counts
     woken = CountingCondition.notified
     for stub in stubs[1:]:
         watchlist.add(stub)

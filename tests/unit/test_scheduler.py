@@ -76,3 +76,36 @@ def test_a_failing_callback_does_not_stop_the_others() -> None:
     scheduler.call_later(0, boom)
     scheduler.call_later(0.01, fired.set)
     assert fired.wait(5)
+
+
+def test_the_process_thread_starts_once_and_again_after_its_target_returned() -> None:
+    from mojodex_core.concurrency import ProcessThread
+
+    runs: list[str] = []
+    done = threading.Event()
+    thread = ProcessThread(lambda: (runs.append(threading.current_thread().name), done.set()), "test-once")
+    assert thread.ensure_started() is True
+    assert done.wait(5)
+    deadline = time.monotonic() + 5
+    while thread.ensure_started() is False:  # its flag is cleared as its target returns
+        assert time.monotonic() < deadline, "never seen as stopped"
+        time.sleep(0.01)
+    assert runs[0] == "test-once"
+
+
+def test_a_forked_child_starts_its_own_scheduler_thread() -> None:
+    import os
+
+    scheduler = DeadlineScheduler()
+    scheduler.call_later(60, lambda: None)  # the parent's thread runs
+    time.sleep(0.2)  # and sleeps, its lock released (a lock held at the fork stays held in the child)
+    pid = os.fork()
+    if pid == 0:  # the child has no thread: the parent's did not survive the fork
+        import signal
+
+        signal.alarm(10)  # never a hung child
+        fired = threading.Event()
+        scheduler.call_later(0, fired.set)
+        os._exit(0 if fired.wait(5) else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
