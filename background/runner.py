@@ -40,7 +40,10 @@ class ThreadTurnRunner:
     def __init__(self, handler: TurnHandler, max_workers: int = 64) -> None:
         self._handler = handler
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="turn")
-        self._lock = threading.Lock()
+        # Re-entrant for what Condition does with it: on a plain Lock, Condition's ownership check
+        # tries it without blocking, and under gevent a failed try yields to the hub, so every
+        # notify_all (a session's queue drained) handed the thread away with the lock held.
+        self._lock = threading.RLock()
         self._queues: dict[str, deque[TurnJob | SessionJob]] = {}
         self._running: dict[str, tuple[TurnJob | SessionJob, threading.Event]] = {}
         self._idle = threading.Condition(self._lock)

@@ -117,7 +117,9 @@ class SpooledLLMCallRecorder:
         self.retry_max_s = retry_max_s
         self.rescan_s = rescan_s
         self._insert = _insert_statement(engine.dialect.name)
-        self._lock = threading.Lock()  # also guards the spool's files (LLMCallSpool is not thread-safe)
+        # Also guards the spool's files (LLMCallSpool is not thread-safe). Re-entrant for the
+        # Condition: on a plain Lock its notify yields under gevent, with the lock held (see runner).
+        self._lock = threading.RLock()
         self._wake = threading.Condition(self._lock)
         self._flush_lock = threading.Lock()  # one flush at a time: the thread's or a reader's
         self._pending: deque[tuple[SpoolSegment | None, dict[str, Any]]] = deque()

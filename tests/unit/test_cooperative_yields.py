@@ -57,3 +57,29 @@ def test_watching_a_stream_for_cancellation_does_not_yield_once_the_watcher_runs
     print([switches(lambda: watchlist.add(Stub())) for _ in range(3)])
     """).stdout.strip()
     assert out == "[0, 0, 0]"
+
+
+def test_a_session_whose_queue_is_drained_lets_go_of_the_runner_without_yielding():
+    # was: Condition's ownership check on a plain Lock yields under gevent, so the end of every
+    # session's drain handed the thread away with the runner's lock held (a submit meanwhile waited)
+    out = run_patched(SWITCHES + """
+    import threading
+    from background.runner import ThreadTurnRunner
+    runner = ThreadTurnRunner(lambda job, cancel: None, max_workers=2)
+    runner._running["s"] = (None, threading.Event())  # as submit leaves it for _drain
+    print(switches(lambda: runner._drain("s")), runner.busy_sessions())
+    """).stdout.strip()
+    assert out == "0 []"
+
+
+def test_recording_an_llm_call_does_not_yield():
+    # was: the recorder's Condition sat on a plain Lock, so waking its writer yielded, lock held
+    out = run_patched(SWITCHES + """
+    import sys, tempfile
+    from sqlalchemy import create_engine
+    from mojodex_core.execution.llm_calls import SpooledLLMCallRecorder
+    recorder = SpooledLLMCallRecorder(create_engine("sqlite://"), tempfile.mkdtemp(), start=False)
+    row = {"label": "TEST", "llm_call_pk": None}
+    print(switches(lambda: recorder.record_row(dict(row))), recorder.pending)
+    """).stdout.strip()
+    assert out == "0 1"
