@@ -28,6 +28,20 @@ def cooperative() -> bool:
     return monkey is not None and bool(monkey.is_module_patched("socket"))
 
 
+def give_way() -> None:
+    """Under gevent, lets every other ready greenlet run before the caller goes on; elsewhere
+    nothing (threads already run beside it).
+
+    For a caller that has just handed work to another greenlet and would otherwise go on without
+    a wait for a while: a turn reading an LLM stream whose chunks are already buffered only
+    waits again at its end, so the token event it just emitted would sit in the websocket
+    writer's queue until then."""
+    if cooperative():
+        import gevent
+
+        gevent.sleep(0)
+
+
 def run_blocking(fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
     """`fn(*args, **kwargs)`, on a native thread when greenlets share this one (see the module).
 

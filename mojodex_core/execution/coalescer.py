@@ -6,6 +6,7 @@ import threading
 import time
 from typing import Callable
 
+from mojodex_core.concurrency import give_way
 from mojodex_core.execution.scheduler import DeadlineScheduler
 from mojodex_core.execution.scheduler import scheduler as default_scheduler
 
@@ -35,16 +36,19 @@ class TokenCoalescer:
         with self._lock:
             if self._closed:
                 return
+            flushed = False
             if self._channel is not None and channel != self._channel:
-                self._flush_locked()  # never merge across channels: order between them matters
+                flushed = self._flush_locked()  # never merge across channels: order between them matters
             self._channel = channel
             self._pending.append(text)
             elapsed = time.monotonic() - self._last_flush
             if elapsed >= self._interval:
-                self._flush_locked()
+                flushed = self._flush_locked()
             elif not self._deadline_set:
                 self._deadline_set = True
                 self._scheduler.call_later(self._interval - elapsed, self._on_deadline)
+        if flushed:
+            give_way()  # the event goes out now, not when the caller next waits (see concurrency)
 
     def _on_deadline(self) -> None:
         with self._lock:
@@ -74,9 +78,12 @@ class TokenCoalescer:
             self._pending = []
             self._closed = True
 
-    def _flush_locked(self) -> None:
+    def _flush_locked(self) -> bool:
+        """Sends what is held back; True when there was something to send."""
         if self._pending and self._channel is not None:
             text = "".join(self._pending)
             self._pending = []
             self._last_flush = time.monotonic()
             self._flush(self._channel, text)
+            return True
+        return False

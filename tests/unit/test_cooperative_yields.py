@@ -83,3 +83,25 @@ def test_recording_an_llm_call_does_not_yield():
     print(switches(lambda: recorder.record_row(dict(row))), recorder.pending)
     """).stdout.strip()
     assert out == "0 1"
+
+
+def test_a_flushed_token_reaches_the_websocket_writer_before_the_stream_is_read_on():
+    # was: with the LLM's chunks already buffered, the turn read its whole stream without waiting,
+    # and the first token event sat in the writer's queue until the turn's end (2 ms in the bench)
+    out = run_patched("""
+    import gevent
+    from gevent.queue import Queue
+    from mojodex_core.execution.coalescer import TokenCoalescer
+    outbox, sent = Queue(), []
+    def writer():  # as a websocket's writer greenlet sends what emit queued
+        while True:
+            sent.append(outbox.get())
+    gevent.spawn(writer)
+    gevent.sleep(0)
+    coalescer = TokenCoalescer(lambda channel, text: outbox.put(text), interval_ms=30)
+    coalescer.add("mojo", "Hello")  # the window is open: sent at once
+    first = list(sent)
+    coalescer.add("mojo", " world")  # within the window: held back, nothing to send yet
+    print(first, list(sent))
+    """).stdout.strip()
+    assert out == "['Hello'] ['Hello']"
