@@ -12,6 +12,7 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Protocol
 
+from mojodex_core.concurrency import give_way
 from mojodex_core.execution.jobs import SessionJob, TurnJob
 
 log = logging.getLogger("mojodex.runner")
@@ -56,9 +57,15 @@ class ThreadTurnRunner:
             # A job equal to the running one is queued again on purpose: it is a retry of a
             # message whose turn failed, sent while that turn was still winding down.
             queue.append(job)
-            if job.session_id not in self._running:
-                self._running[job.session_id] = (job, threading.Event())  # placeholder until drained
-                self._pool.submit(self._drain, job.session_id)
+            if job.session_id in self._running:
+                return  # its drain takes this job in turn
+            self._running[job.session_id] = (job, threading.Event())  # placeholder until drained
+        # Outside the lock: under gevent the executor's own bookkeeping may yield, and another
+        # submit would then wait for this one's lock.
+        self._pool.submit(self._drain, job.session_id)
+        # Under gevent, the turn starts now and runs up to its first wait (its LLM request sent)
+        # before the caller goes on: a route writes its response after that, not before it.
+        give_way()
 
     def _drain(self, session_id: str) -> None:
         while True:
