@@ -85,7 +85,11 @@ class ProcessThread:
         if self._pid == os.getpid():
             return False
         self._pid = os.getpid()
-        threading.Thread(target=self._run, name=self.name, daemon=True).start()
+        try:
+            threading.Thread(target=self._run, name=self.name, daemon=True).start()
+        except BaseException:
+            self._pid = None  # not started: the next use tries again
+            raise
         return True
 
     def _run(self) -> None:

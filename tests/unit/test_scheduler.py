@@ -82,30 +82,68 @@ def test_the_process_thread_starts_once_and_again_after_its_target_returned() ->
     from mojodex_core.concurrency import ProcessThread
 
     runs: list[str] = []
-    done = threading.Event()
-    thread = ProcessThread(lambda: (runs.append(threading.current_thread().name), done.set()), "test-once")
+    running, release = threading.Event(), threading.Event()
+
+    def target() -> None:
+        runs.append(threading.current_thread().name)
+        running.set()
+        release.wait(5)
+
+    thread = ProcessThread(target, "test-once")
     assert thread.ensure_started() is True
-    assert done.wait(5)
+    assert running.wait(5)
+    assert thread.ensure_started() is False  # running: not started twice
+    release.set()
     deadline = time.monotonic() + 5
     while thread.ensure_started() is False:  # its flag is cleared as its target returns
         assert time.monotonic() < deadline, "never seen as stopped"
         time.sleep(0.01)
     assert runs[0] == "test-once"
+    assert len(runs) in (1, 2)  # the restart's run may not have begun yet
+
+
+def test_a_process_thread_that_failed_to_start_is_started_at_the_next_use(monkeypatch) -> None:  # noqa: ANN001
+    # was: the flag was set before Thread.start(), so one failed start (no thread left to start)
+    # left the scheduler without a thread for good: no watchdog or token deadline ever fired again
+    from mojodex_core.concurrency import ProcessThread
+
+    ran = threading.Event()
+    thread = ProcessThread(ran.set, "test-retry")
+    real_start = threading.Thread.start
+
+    def failing_start(self) -> None:  # noqa: ANN001
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", failing_start)
+    try:
+        thread.ensure_started()
+    except RuntimeError:
+        pass
+    else:
+        raise AssertionError("the failed start was not raised")
+    monkeypatch.setattr(threading.Thread, "start", real_start)
+    assert thread.ensure_started() is True
+    assert ran.wait(5)
 
 
 def test_a_forked_child_starts_its_own_scheduler_thread() -> None:
     import os
+    import signal
 
     scheduler = DeadlineScheduler()
     scheduler.call_later(60, lambda: None)  # the parent's thread runs
     time.sleep(0.2)  # and sleeps, its lock released (a lock held at the fork stays held in the child)
     pid = os.fork()
     if pid == 0:  # the child has no thread: the parent's did not survive the fork
-        import signal
-
-        signal.alarm(10)  # never a hung child
-        fired = threading.Event()
-        scheduler.call_later(0, fired.set)
-        os._exit(0 if fired.wait(5) else 1)
+        code = 1
+        try:
+            # Killed, never unwound into pytest (whose timeout handler the child inherits).
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)
+            signal.alarm(10)
+            fired = threading.Event()
+            scheduler.call_later(0, fired.set)
+            code = 0 if fired.wait(5) else 1
+        finally:
+            os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
