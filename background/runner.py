@@ -62,7 +62,14 @@ class ThreadTurnRunner:
             self._running[job.session_id] = (job, threading.Event())  # placeholder until drained
         # Outside the lock: under gevent the executor's own bookkeeping may yield, and another
         # submit would then wait for this one's lock.
-        self._pool.submit(self._drain, job.session_id)
+        try:
+            self._pool.submit(self._drain, job.session_id)
+        except BaseException:  # shut down, or no thread to start: the session must not stay busy
+            with self._lock:
+                self._running.pop(job.session_id, None)
+                self._queues.pop(job.session_id, None)
+                self._idle.notify_all()
+            raise
         # Under gevent, the turn starts now and runs up to its first wait (its LLM request sent)
         # before the caller goes on: a route writes its response after that, not before it.
         give_way()

@@ -219,3 +219,14 @@ def test_the_distributed_runner_names_the_sessions_it_still_answers(database_url
         with factory.begin() as db:
             db.execute(update(Message).where(Message.session_id.in_(sessions)).values(status="answered"))
         engine.dispose()
+
+
+def test_a_submit_refused_by_a_shut_down_runner_leaves_no_session_busy() -> None:
+    # was: the session's placeholder stayed in the running map for good: every later submit of
+    # the session was queued behind a drain that never came, and wait_idle timed out
+    runner = ThreadTurnRunner(lambda job, cancel: None, max_workers=1)
+    runner.shutdown()
+    with pytest.raises(RuntimeError):
+        runner.submit(TurnJob(session_id="s", message_pk=1))
+    assert runner.busy_sessions() == []
+    assert runner.wait_idle(0.1)
