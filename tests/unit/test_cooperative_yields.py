@@ -1,9 +1,10 @@
 """Under the gevent server, the turn's own bookkeeping never hands the one OS thread away.
 
 A greenlet that yields on its way to the LLM call lets every other ready greenlet run first
-(another request's response, a websocket's writes): its first token waits for them. Each case
-runs in a new interpreter patched as gunicorn's gevent worker patches itself, and counts the
-greenlet switches of one call with ``greenlet.settrace``.
+(another request's response, a websocket's writes): its first token waits for them. And where
+the turn must give way, it does: the route that submits it, the token it emits. Each case runs in
+a new interpreter patched as gunicorn's gevent worker patches itself; most count the greenlet
+switches of one call with ``greenlet.settrace``.
 """
 
 from __future__ import annotations
@@ -119,6 +120,11 @@ def test_a_submitted_turn_starts_before_the_submitting_route_goes_on():
         started.append(job.message_pk)
         gevent.sleep(0.01)  # its first wait: the LLM request is out
     runner = ThreadTurnRunner(handler, max_workers=4)
+    # A warm pool, as in a serving process: a fresh one yields by itself while it starts a thread.
+    runner.submit(TurnJob(session_id="warm-up", message_pk=0))
+    assert runner.wait_idle(5)
+    gevent.sleep(0.05)
+    del started[:]
     runner.submit(TurnJob(session_id="s1", message_pk=1))
     at_return = list(started)
     runner.submit(TurnJob(session_id="s1", message_pk=2))  # queued behind the first: not started
