@@ -43,7 +43,7 @@ class TokenCoalescer:
             self._pending.append(text)
             elapsed = time.monotonic() - self._last_flush
             if elapsed >= self._interval:
-                flushed = self._flush_locked()
+                flushed = self._flush_locked() or flushed
             elif not self._deadline_set:
                 self._deadline_set = True
                 self._scheduler.call_later(self._interval - elapsed, self._on_deadline)
