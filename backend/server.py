@@ -78,8 +78,9 @@ def run_gunicorn(settings: Settings, worker_connections: int = 1000) -> None:
             # gevent: requests, sockets and turns are greenlets of one thread, which take turns at
             # their waits. Threads (gthread) spent a quarter of the process's CPU handing the GIL
             # over at every socket and SQLite call (docs/performance.md, fifth round). The worker
-            # patches the standard library before it loads the app (`load`, below).
-            self.cfg.set("worker_class", "gevent")
+            # patches the standard library before it loads the app (`load`, below). Its subclass
+            # only quits without a traceback on Ctrl-C (backend/gevent_worker.py).
+            self.cfg.set("worker_class", "backend.gevent_worker.QuietQuitGeventWorker")
             self.cfg.set("worker_connections", worker_connections)
             self.cfg.set("timeout", 120)
             self.cfg.set("accesslog", "-")

@@ -6,7 +6,10 @@ and turn is a greenlet of one thread, so what one of them waits on must not hold
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
+import time
 import uuid
 
 import pytest
@@ -64,7 +67,8 @@ def test_a_hung_llm_stream_holds_only_its_own_session_and_stop_ends_it(served):
     sessions += [stalled, other]
     # The worker and the Socket.IO mode are gevent's, patched before the app was loaded.
     started = server.log_tail(20000)
-    assert "Using worker: gevent" in started and "concurrency=gevent" in started, started[-2000:]
+    assert "Using worker: backend.gevent_worker.QuietQuitGeventWorker" in started, started[-2000:]
+    assert "concurrency=gevent" in started, started[-2000:]
     assert "MonkeyPatchWarning" not in started
 
     message_id = uuid.uuid4().hex
@@ -94,3 +98,21 @@ def test_a_hung_llm_stream_holds_only_its_own_session_and_stop_ends_it(served):
     result = run_turn(stalled, "question", QUESTION_TEXT, timeout_s=20)
     assert result.ok and result.content_ok, (result.error, result.mismatch, server.log_tail())
     assert "Traceback" not in server.log_tail(200000)
+
+
+def test_ctrl_c_stops_the_server_at_once_and_without_a_traceback(served):
+    # was: gunicorn's gevent worker exits through sys.exit(0) in a greenlet of its own, which
+    # gevent reports as a failure: every Ctrl-C of `make run` ended the log with a traceback
+    server, factory, sessions, _hung = served
+    session = new_session(1, factory, server.base_url)
+    sessions.append(session)
+    turn = run_turn(session, "question", QUESTION_TEXT, 30)
+    assert turn.ok and turn.content_ok, turn.error or turn.mismatch  # a turn ran: its pool is alive
+    process = server.processes[0]
+    started = time.monotonic()
+    os.killpg(process.pid, signal.SIGINT)  # what a terminal's Ctrl-C sends (to the whole group)
+    assert process.wait(15) == 0
+    assert time.monotonic() - started < 10
+    log = server.log_tail(20000)
+    assert "Traceback" not in log and "failed with SystemExit" not in log, log[-3000:]
+    assert "Shutting down: Master" in log
