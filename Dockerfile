@@ -24,4 +24,4 @@ COPY --from=webapp-build /webapp/dist ./webapp/dist
 RUN pip install --no-cache-dir -e .
 ENV PYTHONUNBUFFERED=1
 EXPOSE 5001
-CMD ["gunicorn", "-k", "gevent", "-w", "1", "--worker-connections", "1000", "--timeout", "120", "-b", "0.0.0.0:5001", "backend.wsgi:app"]
+CMD ["gunicorn", "-k", "backend.gevent_worker.QuietQuitGeventWorker", "-w", "1", "--worker-connections", "1000", "--timeout", "120", "-b", "0.0.0.0:5001", "backend.wsgi:app"]

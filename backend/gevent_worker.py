@@ -3,13 +3,17 @@
 On SIGINT or SIGQUIT gunicorn's gevent worker spawns a greenlet that calls ``sys.exit(0)``, and
 gevent reports the SystemExit of that greenlet as a failure, traceback and all
 (benoitc/gunicorn#3239): every Ctrl-C of `make run` ended its log with one. The same quick exit is
-raised here in the worker's main greenlet, where it is an ordinary exit.
+raised here in the worker's main greenlet, where it is an ordinary exit. (`docker stop` sends
+SIGTERM, the graceful stop, which never took that path; `docker run -it` and Ctrl-C did.)
 """
 
 from __future__ import annotations
 
 import gevent
 from gunicorn.workers.ggevent import GeventWorker
+
+# gunicorn's -k / worker_class for every entry point: `mojodex serve`, the compose file, the image.
+WORKER_CLASS = "backend.gevent_worker.QuietQuitGeventWorker"
 
 
 class QuietQuitGeventWorker(GeventWorker):

@@ -70,6 +70,8 @@ def build_app(settings: Settings | None = None):  # noqa: ANN201
 def run_gunicorn(settings: Settings, worker_connections: int = 1000) -> None:
     from gunicorn.app.base import BaseApplication
 
+    from backend.gevent_worker import WORKER_CLASS
+
     class _Gunicorn(BaseApplication):
         def load_config(self) -> None:
             self.cfg.set("bind", f"{settings.host}:{settings.port}")
@@ -80,7 +82,7 @@ def run_gunicorn(settings: Settings, worker_connections: int = 1000) -> None:
             # over at every socket and SQLite call (docs/performance.md, fifth round). The worker
             # patches the standard library before it loads the app (`load`, below). Its subclass
             # only quits without a traceback on Ctrl-C (backend/gevent_worker.py).
-            self.cfg.set("worker_class", "backend.gevent_worker.QuietQuitGeventWorker")
+            self.cfg.set("worker_class", WORKER_CLASS)
             self.cfg.set("worker_connections", worker_connections)
             self.cfg.set("timeout", 120)
             self.cfg.set("accesslog", "-")

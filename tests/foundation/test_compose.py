@@ -94,7 +94,10 @@ def test_the_backend_command_serves_backend_wsgi_app_under_one_gevent_worker():
         f"{path} defines no `{attribute} =`"
     )
     options = dict(zip(argv[1:-1:2], argv[2:-1:2], strict=True))
-    assert options["-k"] == "gevent", "the worker `mojodex serve` runs (backend/server.py)"
+    # The worker `mojodex serve` runs (backend/server.py): gevent's, quitting without a traceback.
+    from backend.gevent_worker import WORKER_CLASS
+
+    assert options["-k"] == WORKER_CLASS
     assert options["-w"] == "1", "turns, rooms and the token buffer live in one process"
     # As `mojodex serve`: the gevent worker's heartbeat is a greenlet, late while the thread is held.
     assert options["--timeout"] == "120"
@@ -107,6 +110,9 @@ def test_the_backend_command_serves_backend_wsgi_app_under_one_gevent_worker():
 def test_the_dockerfile_default_command_matches_the_backend_service():
     text = (REPO_ROOT / "Dockerfile").read_text()
     assert "backend.wsgi:app" in text
+    from backend.gevent_worker import WORKER_CLASS
+
+    assert f'"-k", "{WORKER_CLASS}"' in text, "the worker `mojodex serve` and the compose file run"
     for folder in ("mojodex_core", "backend", "background", "migrations", "tasks_config"):
         assert re.search(rf"^COPY {folder} ", text, re.MULTILINE), f"the image lacks {folder}/"
 

@@ -14,6 +14,7 @@ import uuid
 
 import pytest
 
+from backend.gevent_worker import WORKER_CLASS
 from bench._clients import new_session, run_turn
 from bench._hosts import QUESTION_CHUNKS, QUESTION_TEXT
 from bench._production import ProductionServer
@@ -67,7 +68,7 @@ def test_a_hung_llm_stream_holds_only_its_own_session_and_stop_ends_it(served):
     sessions += [stalled, other]
     # The worker and the Socket.IO mode are gevent's, patched before the app was loaded.
     started = server.log_tail(20000)
-    assert "Using worker: backend.gevent_worker.QuietQuitGeventWorker" in started, started[-2000:]
+    assert f"Using worker: {WORKER_CLASS}" in started, started[-2000:]
     assert "concurrency=gevent" in started, started[-2000:]
     assert "MonkeyPatchWarning" not in started
 
