@@ -76,7 +76,7 @@ def test_a_session_whose_queue_is_drained_lets_go_of_the_runner_without_yielding
 def test_recording_an_llm_call_does_not_yield():
     # was: the recorder's Condition sat on a plain Lock, so waking its writer yielded, lock held
     out = run_patched(SWITCHES + """
-    import sys, tempfile
+    import tempfile
     from sqlalchemy import create_engine
     from mojodex_core.execution.llm_calls import SpooledLLMCallRecorder
     recorder = SpooledLLMCallRecorder(create_engine("sqlite://"), tempfile.mkdtemp(), start=False)
