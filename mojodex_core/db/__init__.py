@@ -119,6 +119,24 @@ def core_transaction(factory: sessionmaker[Session]) -> AbstractContextManager[C
     return bind.begin()
 
 
+def guarded_statements(factory: sessionmaker[Session]) -> AbstractContextManager[Connection]:
+    """A Core connection for reads followed by writes that are each guarded by their own WHERE
+    (a turn's set-up: its reads, then the claim ``status = 'pending'``), so nothing needs them to
+    commit together.
+
+    On Postgres it is in autocommit: each statement commits itself, and a transaction would only
+    add its BEGIN and COMMIT, two round trips before the LLM request. READ COMMITTED gives each
+    statement its own snapshot either way, and a guarded UPDATE is atomic on its own. On SQLite
+    (no network, and pysqlite sends no BEGIN for a read) it is ``core_transaction``'s, committed
+    on success and rolled back on an error."""
+    bind = factory.kw.get("bind")
+    if not isinstance(bind, Engine):
+        raise TypeError(f"guarded_statements needs a session factory bound to an Engine, not {type(bind).__name__}")
+    if bind.dialect.name == "sqlite":
+        return bind.begin()
+    return bind.connect().execution_options(isolation_level="AUTOCOMMIT")
+
+
 @contextmanager
 def transaction(factory: sessionmaker[Session]) -> Iterator[Session]:
     """A session committed on success and rolled back on any error."""

@@ -23,7 +23,7 @@ from sqlalchemy.engine import Connection, Row
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
-from mojodex_core.db import core_transaction
+from mojodex_core.db import guarded_statements
 from mojodex_core.db.models import (
     Message,
     ProducedText,
@@ -284,10 +284,11 @@ class InstructTurn(TurnCompletion):
     def _begin(self, job: TurnJob) -> TurnContext | None:
         # One joined read, the prompt rendered, then the writes, last and guarded: on SQLite the
         # first write takes the database-wide write lock until commit, so writing early would make
-        # every other session wait for this one's prompt to render.
+        # every other session wait for this one's prompt to render. Each write stands on its own
+        # (the claim is guarded by the message's status), so on Postgres they run in autocommit.
         resume = job.task_tool_execution_pk
         try:
-            with core_transaction(self._factory) as db:
+            with guarded_statements(self._factory) as db:
                 return self._claim(db, job, resume)
         except _NotOurs:
             return None

@@ -11,8 +11,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import pytest
+import sqlalchemy
 from sqlalchemy import event, select, update
 
+import mojodex_core.execution.turn as turn_module
 from mojodex_core.db import transaction
 from mojodex_core.db.models import (
     Message,
@@ -326,3 +329,44 @@ def test_an_empty_outcome_is_not_stored(turns):
     else:
         raise AssertionError("an empty answer was stored")
     assert assistant_rows(turns, session_id) == [] and turns.row(Message, message_pk).status == "processing"
+
+
+def test_on_postgres_the_set_up_opens_no_transaction(turns, engine, is_postgres):
+    # The set-up's reads and its guarded claim each stand alone: a transaction around them would
+    # only add BEGIN and COMMIT, two round trips before the LLM request.
+    if not is_postgres:
+        pytest.skip("SQLite sends no BEGIN over a network: its set-up keeps its transaction")
+    import psycopg
+
+    user = turns.user()
+    pk, session_id = turns.execution(user)
+    turns.llm.script(QUESTION)
+    turns.run(session_id, turns.message(session_id, pk, "first"))  # the execution is started
+    message_pk = turns.message(session_id, pk, "hello")
+    statuses: list[tuple[str, object]] = []
+
+    def after(conn, _cursor, statement, *_args) -> None:  # noqa: ANN001, ANN002
+        statuses.append((statement.split()[0], conn.connection.dbapi_connection.info.transaction_status))
+
+    event.listen(engine, "after_cursor_execute", after)
+    try:
+        context = turns.turn._begin(TurnJob(session_id=session_id, message_pk=message_pk))
+    finally:
+        event.remove(engine, "after_cursor_execute", after)
+    assert context is not None and turns.row(Message, message_pk).status == "processing"
+    assert [name for name, _ in statuses].count("UPDATE") == 1, statuses  # the claim
+    assert {status for _, status in statuses} == {psycopg.pq.TransactionStatus.IDLE}, statuses
+    assert turns.turn._begin(TurnJob(session_id=session_id, message_pk=message_pk)) is None  # claimed once
+
+
+def test_a_set_up_failing_after_its_claim_leaves_the_message_failed(turns, monkeypatch):
+    # On Postgres the claim commits on its own: a statement failing after it must not leave the
+    # message "processing" with nothing to answer it.
+    user = turns.user()
+    pk, session_id = turns.execution(user)  # not started yet: the set-up starts it after the claim
+    message_pk = turns.message(session_id, pk, "hello")
+    monkeypatch.setattr(turn_module, "_START_EXECUTION", sqlalchemy.text("UPDATE no_such_table SET x = 1"))
+    turns.run(session_id, message_pk)
+    row = turns.row(Message, message_pk)
+    assert row.status == "failed" and "internal error" in row.error
+    assert turns.llm.requests == []
