@@ -75,6 +75,7 @@ class ThreadTurnRunner:
         give_way()
 
     def _drain(self, session_id: str) -> None:
+        first = True
         while True:
             with self._lock:
                 queue = self._queues.get(session_id)
@@ -84,7 +85,14 @@ class ThreadTurnRunner:
                     self._idle.notify_all()
                     return
                 job = queue.popleft()
-                cancel = threading.Event()
+                placeholder = self._running.get(session_id)
+                if first and placeholder is not None:
+                    # The first job keeps submit's event: a cancel sent before a worker was free
+                    # (every worker busy) is for this turn, and must not be lost.
+                    cancel = placeholder[1]
+                else:
+                    cancel = threading.Event()
+                first = False
                 self._running[session_id] = (job, cancel)
             try:
                 self._handler(job, cancel)

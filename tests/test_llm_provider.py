@@ -240,6 +240,16 @@ def test_cancel_event_stops_the_stream(llm: ScriptedLLMServer, provider: LLMProv
     assert records[0].status == "error"
 
 
+def test_a_cancel_set_before_the_call_sends_no_request(llm: ScriptedLLMServer, provider: LLMProvider):
+    # A stop sent while every runner worker was busy reaches the turn before it starts: its call
+    # must not reach the model.
+    cancel = threading.Event()
+    cancel.set()
+    with pytest.raises(LLMCancelled):
+        provider.chat(MESSAGES, label="cancel", stream=True, on_token=lambda _t: None, cancel=cancel)
+    assert llm.requests == []
+
+
 def test_cancel_interrupts_a_blocked_read(llm: ScriptedLLMServer, provider: LLMProvider):
     llm.script(Hang(seconds=10, after_headers=True))
     cancel = threading.Event()

@@ -123,13 +123,15 @@ def test_cancel_stops_the_running_turn_and_keeps_the_queue(make_runner):
     assert calls[-1] == ("a", 3, False)
 
 
-def test_cancel_before_the_turn_starts_leaves_it_to_run_and_fail_visibly(make_runner):
-    """With every worker busy, a cancelled session's queued turn still runs (and fails itself)."""
+def test_cancel_before_the_turn_starts_reaches_it_and_it_still_runs(make_runner):
+    """With every worker busy, a cancelled session's turn still runs (and fails itself, visibly),
+    with its cancel set: the stop was for it (before the fix a new event replaced it, so the
+    stop was lost and the turn answered). The turn queued behind it gets a fresh event."""
     release = threading.Event()
-    calls: list[str] = []
+    calls: list[tuple[str, int, bool]] = []
 
-    def handler(job: TurnJob, _cancel: threading.Event) -> None:
-        calls.append(job.session_id)
+    def handler(job: TurnJob, cancel: threading.Event) -> None:
+        calls.append((job.session_id, job.message_pk, cancel.is_set()))
         if job.session_id == "busy":
             release.wait(5)
 
@@ -137,9 +139,10 @@ def test_cancel_before_the_turn_starts_leaves_it_to_run_and_fail_visibly(make_ru
     runner.submit(TurnJob("busy", 1))
     runner.submit(TurnJob("later", 1))
     runner.cancel("later")
+    runner.submit(TurnJob("later", 2))
     release.set()
     assert runner.wait_idle(5)
-    assert calls == ["busy", "later"]
+    assert calls == [("busy", 1, False), ("later", 1, True), ("later", 2, False)]
 
 
 def test_a_crashing_turn_does_not_stop_the_session(make_runner):
