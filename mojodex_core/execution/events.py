@@ -87,6 +87,14 @@ class Publication:
         self.events.append((event_name, payload))
         return seq
 
+    def written(self, event_name: str, payload: dict[str, Any]) -> None:
+        """An event the caller stored itself, in the statement that stores the row it announces
+        (intake on Postgres), with the seq last taken by ``next_seq`` in its payload: it is sent
+        once the block ends, like those written by ``add``."""
+        if payload.get("seq") != self.last_seq:
+            raise ValueError(f"seq {payload.get('seq')} is not the last allocated ({self.last_seq})")
+        self.events.append((event_name, payload))
+
 
 class _SessionStream:
     __slots__ = ("lock", "last_seq", "tokens", "touched")

@@ -5,14 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, insert, select, update
-from sqlalchemy.engine import Connection
+from sqlalchemy import bindparam, cast, func, insert, literal, select, update
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
-from mojodex_core.db import core_transaction
-from mojodex_core.db.models import Message, utcnow
+from mojodex_core.db import core_transaction, guarded_statements
+from mojodex_core.db.models import Message, SessionEvent, utcnow
 from mojodex_core.execution.events import EventPublisher, Publication
 
 MAX_TEXT_CHARS = 50_000
@@ -87,6 +88,36 @@ _RETRY_FAILED = (
 _INSERT_MESSAGE = insert(_message)
 
 
+def _store_and_announce():  # noqa: ANN202
+    """Postgres: a new user message and its reception event in one statement (two data-modifying
+    CTEs), the event's payload completed with the message's new pk. Atomic on its own, so it runs
+    in autocommit: one round trip where BEGIN, two INSERTs and COMMIT made four."""
+    event = SessionEvent.__table__
+    stored = insert(_message).values(
+        session_id=bindparam("session_id"), user_task_execution_fk=bindparam("user_task_execution_fk"),
+        sender="user", message_id=bindparam("message_id"), event_name=bindparam("event_name"),
+        text=bindparam("text"), status="pending", data=bindparam("data", type_=_message.c.data.type),
+        created_at=bindparam("created_at", type_=_message.c.created_at.type), seq=bindparam("seq"),
+    ).returning(_message.c.message_pk).cte("stored_message")
+    payload = cast(bindparam("payload", type_=JSONB), JSONB).op("||")(
+        func.jsonb_build_object(literal("message_pk"), stored.c.message_pk)
+    )
+    announced = insert(event).from_select(
+        ["session_id", "seq", "event_name", "payload", "created_at"],
+        select(bindparam("session_id"), bindparam("seq"), literal("user_message_reception"), payload,
+               bindparam("created_at", type_=event.c.created_at.type)).select_from(stored),
+    ).cte("announced")
+    return select(stored.c.message_pk).add_cte(announced)
+
+
+_STORE_AND_ANNOUNCE = _store_and_announce()
+
+
+def _fuses(factory: sessionmaker[DbSession]) -> bool:
+    bind = factory.kw.get("bind")
+    return isinstance(bind, Engine) and bind.dialect.name == "postgresql"
+
+
 def accept_user_message(
     factory: sessionmaker[DbSession],
     events: EventPublisher,
@@ -109,14 +140,54 @@ def accept_user_message(
     the INSERT is tried without looking again; one that raced in since makes it fail on the
     (session, message_id) unique constraint, and the retry looks it up."""
     look_up = not seen_absent
+    fuses = _fuses(factory)
     for _ in range(3):
         try:
-            with events.publishing(session_id) as publication, core_transaction(factory) as db:
-                return _store(db, publication, session_id, user_task_execution_pk, text, message_id, event_name,
-                              data, look_up)
+            with events.publishing(session_id) as publication:
+                if fuses and not look_up:
+                    with guarded_statements(factory) as db:
+                        return _store_new(db, publication, session_id, user_task_execution_pk, text, message_id,
+                                          event_name, data)
+                with core_transaction(factory) as db:
+                    return _store(db, publication, session_id, user_task_execution_pk, text, message_id,
+                                  event_name, data, look_up)
         except IntegrityError:
             look_up = True  # the same message_id raced in from a retrying client: read theirs
     raise RuntimeError(f"could not store message {message_id!r} of session {session_id}")
+
+
+def _reception(
+    message_pk: int | None, message_id: str, text: str, event_name: str, data: dict[str, Any] | None,
+    session_id: str, user_task_execution_pk: int,
+) -> dict[str, Any]:
+    """The user_message_reception event's payload (without its seq)."""
+    return {
+        **({"message_pk": message_pk} if message_pk is not None else {}),
+        "message_id": message_id,
+        "text": text,
+        "event_name": event_name,
+        **({"data": data} if data else {}),
+        "session_id": session_id,
+        "user_task_execution_pk": user_task_execution_pk,
+    }
+
+
+def _store_new(
+    db: Connection, publication: Publication, session_id: str, user_task_execution_pk: int, text: str,
+    message_id: str, event_name: str, data: dict[str, Any] | None,
+) -> Accepted:
+    """``_store`` of a message the caller has just seen absent, on Postgres: one statement."""
+    seq = publication.next_seq()
+    payload = {**_reception(None, message_id, text, event_name, data, session_id, user_task_execution_pk),
+               "seq": seq}
+    created_at = utcnow()
+    message_pk = db.execute(_STORE_AND_ANNOUNCE, {
+        "session_id": session_id, "user_task_execution_fk": user_task_execution_pk, "message_id": message_id,
+        "event_name": event_name, "text": text, "data": data or {}, "created_at": created_at, "seq": seq,
+        "payload": payload,
+    }).scalar_one()
+    publication.written("user_message_reception", {"message_pk": message_pk, **payload})
+    return Accepted(message_pk, "pending", run=True)
 
 
 def _store(
@@ -143,13 +214,7 @@ def _store(
         "message_id": message_id, "event_name": event_name, "text": text, "status": "pending",
         "data": data or {}, "created_at": utcnow(), "seq": seq,
     }).inserted_primary_key[0]
-    publication.add(db, "user_message_reception", {
-        "message_pk": message_pk,
-        "message_id": message_id,
-        "text": text,
-        "event_name": event_name,
-        **({"data": data} if data else {}),
-        "session_id": session_id,
-        "user_task_execution_pk": user_task_execution_pk,
-    }, seq=seq)
+    publication.add(db, "user_message_reception",
+                    _reception(message_pk, message_id, text, event_name, data, session_id, user_task_execution_pk),
+                    seq=seq)
     return Accepted(message_pk, "pending", run=True)

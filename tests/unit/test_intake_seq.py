@@ -104,3 +104,61 @@ def test_add_refuses_a_seq_that_is_not_the_last_allocated(factory):
             publication.next_seq()
             publication.add(db, "user_message_reception", {"message_pk": 0}, seq=seq)
     assert log.publish(session_id, "mojo_message", {"text": "after"}) == 1  # nothing was kept
+
+
+def test_on_postgres_a_new_message_and_its_event_are_one_statement(factory, is_postgres):
+    if not is_postgres:
+        pytest.skip("SQLite has no data-modifying CTE: it keeps its transaction (no network there)")
+    import psycopg
+    from sqlalchemy import event
+
+    with transaction(factory) as db:
+        pk = execution_pk(db)
+        session_id = db.get(UserTaskExecution, pk).session_id
+    sent = Sent()
+    log = SessionEventLog(factory, sent)
+    with log.session_lock(session_id):
+        pass  # the log reads where the session's seq stands once, on first use
+    engine = factory.kw["bind"]
+    statements: list[tuple[str, object]] = []
+
+    def after(conn, _cursor, statement, *_args) -> None:  # noqa: ANN001, ANN002
+        statements.append((statement, conn.connection.dbapi_connection.info.transaction_status))
+
+    event.listen(engine, "after_cursor_execute", after)
+    try:
+        accepted = accept_user_message(factory, log, session_id=session_id, user_task_execution_pk=pk,
+                                       text="fused", message_id="fused-1", event_name="user_message",
+                                       data={"origin": "test"}, seen_absent=True)
+    finally:
+        event.remove(engine, "after_cursor_execute", after)
+    assert len(statements) == 1 and statements[0][1] == psycopg.pq.TransactionStatus.IDLE, statements
+    with factory() as db:
+        row = db.get(Message, accepted.message_pk)
+        (stored,) = db.scalars(select(SessionEvent).where(SessionEvent.session_id == session_id,
+                                                          SessionEvent.seq == row.seq))
+    assert (row.text, row.status, row.sender, row.data) == ("fused", "pending", "user", {"origin": "test"})
+    ((_sid, name, payload),) = [e for e in sent.events if e[0] == session_id]
+    assert name == stored.event_name == "user_message_reception"
+    assert payload == stored.payload == {
+        "message_pk": accepted.message_pk, "message_id": "fused-1", "text": "fused", "event_name": "user_message",
+        "data": {"origin": "test"}, "session_id": session_id, "user_task_execution_pk": pk, "seq": row.seq,
+    }
+
+
+def test_a_message_whose_event_cannot_be_stored_is_not_stored_either(factory):
+    # The event's seq already taken (by a writer this log does not know of): the message row must
+    # not stay without its reception event, whatever the statement(s) storing both.
+    with transaction(factory) as db:
+        pk = execution_pk(db)
+        session_id = db.get(UserTaskExecution, pk).session_id
+    log = SessionEventLog(factory, Sent())
+    log.publish(session_id, "mojo_message", {"text": "first"})  # the log's stream now starts at seq 1
+    with transaction(factory) as db:
+        db.add(SessionEvent(session_id=session_id, seq=2, event_name="foreign", payload={}))
+    with pytest.raises(RuntimeError, match="could not store"):
+        accept_user_message(factory, log, session_id=session_id, user_task_execution_pk=pk, text="lost?",
+                            message_id="half-1", seen_absent=True)
+    with factory() as db:
+        assert db.scalars(select(Message).where(Message.session_id == session_id,
+                                                Message.message_id == "half-1")).all() == []
