@@ -42,16 +42,24 @@ def _page(scoped: bool):  # noqa: ANN202
         return and_(same_session, or_(table.c.user_task_execution_fk == bindparam("b_pk"),
                                       table.c.user_task_execution_fk.is_(None)))
 
+    def answer(column):  # noqa: ANN001, ANN202
+        # A correlated subquery, not an outer join: the answer is found by its primary key for each
+        # user message of the page, whatever the planner knows. Joined, Postgres without statistics
+        # (a new database, until autovacuum analyzes it) scanned the whole session for each user
+        # message: 1.3-2.2 ms against 0.56 for a page of 32 in a session of 214 messages.
+        return (
+            select(column)
+            .where(_answer.c.message_pk == _user.c.answer_message_fk, _answer.c.sender == "assistant",
+                   in_scope(_answer))
+            .scalar_subquery()
+        )
+
     return (
         select(
             _user.c.message_pk, _user.c.text,
-            _answer.c.message_pk.label("answer_pk"), _answer.c.text.label("answer_text"),
-            _answer.c.text_with_tags.label("answer_text_with_tags"),
+            answer(_answer.c.message_pk).label("answer_pk"), answer(_answer.c.text).label("answer_text"),
+            answer(_answer.c.text_with_tags).label("answer_text_with_tags"),
         )
-        .select_from(_user)
-        .outerjoin(_answer, and_(
-            _answer.c.message_pk == _user.c.answer_message_fk, _answer.c.sender == "assistant", in_scope(_answer),
-        ))
         .where(in_scope(_user), _user.c.sender == "user", _user.c.message_pk < bindparam("b_before"))
         .order_by(_user.c.message_pk.desc())
         .limit(bindparam("b_limit"))
