@@ -100,9 +100,11 @@ class ThreadTurnRunner:
                 log.exception("turn crashed: session=%s job=%s", job.session_id, job)
 
     def cancel(self, session_id: str) -> None:
-        """Stops the session's running turn. Queued turns still run: each then sees why it
-        cannot answer (e.g. its execution was deleted) and fails visibly, with an error event,
-        instead of staying pending forever."""
+        """Stops the session's running turn, or, when none runs yet (every worker busy), the
+        turn submitted first, which then starts cancelled. Per session: in a home chat session
+        shared by several executions, that is whichever turn runs. Turns queued behind it still
+        run: each then sees why it cannot answer (e.g. its execution was deleted) and fails
+        visibly, with an error event, instead of staying pending forever."""
         with self._lock:
             current = self._running.get(session_id)
             if current is not None:

@@ -370,4 +370,3 @@ def test_a_set_up_failing_after_its_claim_leaves_the_message_failed(turns, monke
     row = turns.row(Message, message_pk)
     assert row.status == "failed" and "internal error" in row.error
     assert turns.llm.requests == []
-
