@@ -92,6 +92,13 @@ def ping_when_idle(engine: Engine, idle_s: float | None = None) -> None:
         record.info["mojodex_used_at"] = time.monotonic()
 
 
+def autocommit_connection(engine: Engine) -> Connection:
+    """A pooled Postgres connection in autocommit: each statement commits itself, with no BEGIN
+    and COMMIT of its own (two round trips). For statements that stand alone: one-shot reads, a
+    write guarded by its own WHERE, one statement that writes several rows atomically."""
+    return engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+
+
 def read_connection(engine: Engine) -> Connection:
     """A pooled connection for one-shot reads (a request's token lookup, its checks).
 
@@ -101,11 +108,19 @@ def read_connection(engine: Engine) -> Connection:
     a read (pysqlite begins at the first write), so its connections are used as they are."""
     if engine.dialect.name == "sqlite":
         return engine.connect()
-    return engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+    return autocommit_connection(engine)
 
 
 def make_session_factory(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(bind=engine, expire_on_commit=False)
+
+
+def factory_engine(factory: sessionmaker[Session]) -> Engine:
+    """The Engine a session factory is bound to (the Core helpers below need one)."""
+    bind = factory.kw.get("bind")
+    if not isinstance(bind, Engine):
+        raise TypeError(f"a Core connection needs a session factory bound to an Engine, not {type(bind).__name__}")
+    return bind
 
 
 def core_transaction(factory: sessionmaker[Session]) -> AbstractContextManager[Connection]:
@@ -113,10 +128,7 @@ def core_transaction(factory: sessionmaker[Session]) -> AbstractContextManager[C
     claim and completion): a Connection on the factory's engine in a transaction, committed on
     success and rolled back on any error. No ORM Session around it: ~15 µs less per statement on
     SQLite (37 against 20 µs for a one-row SELECT), and no unit of work to flush at commit."""
-    bind = factory.kw.get("bind")
-    if not isinstance(bind, Engine):
-        raise TypeError(f"core_transaction needs a session factory bound to an Engine, not {type(bind).__name__}")
-    return bind.begin()
+    return factory_engine(factory).begin()
 
 
 def guarded_statements(factory: sessionmaker[Session]) -> AbstractContextManager[Connection]:
@@ -124,17 +136,16 @@ def guarded_statements(factory: sessionmaker[Session]) -> AbstractContextManager
     (a turn's set-up: its reads, then the claim ``status = 'pending'``), so nothing needs them to
     commit together.
 
-    On Postgres it is in autocommit: each statement commits itself, and a transaction would only
-    add its BEGIN and COMMIT, two round trips before the LLM request. READ COMMITTED gives each
-    statement its own snapshot either way, and a guarded UPDATE is atomic on its own. On SQLite
+    On Postgres it is in autocommit (``autocommit_connection``): a transaction would only add its
+    BEGIN and COMMIT, two round trips before the LLM request. READ COMMITTED gives each statement
+    its own snapshot either way, and a guarded UPDATE is atomic on its own; a statement failing
+    after the claim leaves the claim committed, so its caller marks the message failed. On SQLite
     (no network, and pysqlite sends no BEGIN for a read) it is ``core_transaction``'s, committed
     on success and rolled back on an error."""
-    bind = factory.kw.get("bind")
-    if not isinstance(bind, Engine):
-        raise TypeError(f"guarded_statements needs a session factory bound to an Engine, not {type(bind).__name__}")
-    if bind.dialect.name == "sqlite":
-        return bind.begin()
-    return bind.connect().execution_options(isolation_level="AUTOCOMMIT")
+    engine = factory_engine(factory)
+    if engine.dialect.name == "sqlite":
+        return engine.begin()
+    return autocommit_connection(engine)
 
 
 @contextmanager

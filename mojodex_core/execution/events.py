@@ -57,7 +57,8 @@ _INSERT_EVENT = insert(SessionEvent.__table__)
 
 
 class Publication:
-    """Events written inside one transaction, sent after it commits."""
+    """Events written with the rows they announce (in the caller's transaction, or in its one
+    statement), sent once they are committed."""
 
     def __init__(self, session_id: str, last_seq: int) -> None:
         self.session_id = session_id
@@ -77,8 +78,7 @@ class Publication:
         one just taken with ``next_seq``."""
         if seq is None:
             seq = self.next_seq()
-        elif seq != self.last_seq:
-            raise ValueError(f"seq {seq} is not the last allocated ({self.last_seq}): events would be out of order")
+        self._check_last(seq)
         payload = {**payload, "seq": seq}
         # A Core INSERT on the table, at once: no ORM unit of work (and no autoflush) per event.
         db.execute(_INSERT_EVENT, {
@@ -91,9 +91,12 @@ class Publication:
         """An event the caller stored itself, in the statement that stores the row it announces
         (intake on Postgres), with the seq last taken by ``next_seq`` in its payload: it is sent
         once the block ends, like those written by ``add``."""
-        if payload.get("seq") != self.last_seq:
-            raise ValueError(f"seq {payload.get('seq')} is not the last allocated ({self.last_seq})")
+        self._check_last(payload.get("seq"))
         self.events.append((event_name, payload))
+
+    def _check_last(self, seq: object) -> None:
+        if seq != self.last_seq:
+            raise ValueError(f"seq {seq} is not the last allocated ({self.last_seq}): events would be out of order")
 
 
 class _SessionStream:
@@ -188,7 +191,8 @@ class SessionEventLog:
     def publishing(self, session_id: str) -> Iterator[Publication]:
         """Holds the session's stream while the caller writes events in its own transaction.
 
-        The caller adds events with `publication.add(db, ...)` and commits inside the block;
+        The caller adds events with `publication.add(db, ...)` (or `written` for one its own
+        statement stored) and commits inside the block;
         the events are sent only once the block ends without error, in seq order.
         """
         stream = self._stream(session_id)

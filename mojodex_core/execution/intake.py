@@ -5,14 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, cast, func, insert, literal, select, update
+from sqlalchemy import bindparam, func, insert, literal, select, update
 from sqlalchemy.dialects.postgresql import JSONB
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
-from mojodex_core.db import core_transaction, guarded_statements
+from mojodex_core.db import autocommit_connection, core_transaction, factory_engine
 from mojodex_core.db.models import Message, SessionEvent, utcnow
 from mojodex_core.execution.events import EventPublisher, Publication
 
@@ -99,7 +99,7 @@ def _store_and_announce():  # noqa: ANN202
         text=bindparam("text"), status="pending", data=bindparam("data", type_=_message.c.data.type),
         created_at=bindparam("created_at", type_=_message.c.created_at.type), seq=bindparam("seq"),
     ).returning(_message.c.message_pk).cte("stored_message")
-    payload = cast(bindparam("payload", type_=JSONB), JSONB).op("||")(
+    payload = bindparam("payload", type_=JSONB).op("||")(
         func.jsonb_build_object(literal("message_pk"), stored.c.message_pk)
     )
     announced = insert(event).from_select(
@@ -111,11 +111,6 @@ def _store_and_announce():  # noqa: ANN202
 
 
 _STORE_AND_ANNOUNCE = _store_and_announce()
-
-
-def _fuses(factory: sessionmaker[DbSession]) -> bool:
-    bind = factory.kw.get("bind")
-    return isinstance(bind, Engine) and bind.dialect.name == "postgresql"
 
 
 def accept_user_message(
@@ -134,18 +129,21 @@ def accept_user_message(
 
     The session's event stream is held before a connection is taken, as every publisher does:
     taking them in the other order can deadlock on an exhausted pool (or a distributed lock).
-    The statements are Core ones on a plain pooled connection in a transaction (no ORM session).
+    The statements are Core ones on a plain pooled connection (no ORM session): in a transaction,
+    or on Postgres, for a message the caller has just seen absent, one statement in autocommit
+    that stores the message with its event (``_STORE_AND_ANNOUNCE``).
 
     ``seen_absent``: the caller has just read that the session has no message with this id, so
     the INSERT is tried without looking again; one that raced in since makes it fail on the
     (session, message_id) unique constraint, and the retry looks it up."""
     look_up = not seen_absent
-    fuses = _fuses(factory)
+    engine = factory_engine(factory)
+    fuses = engine.dialect.name == "postgresql"
     for _ in range(3):
         try:
             with events.publishing(session_id) as publication:
                 if fuses and not look_up:
-                    with guarded_statements(factory) as db:
+                    with autocommit_connection(engine) as db:
                         return _store_new(db, publication, session_id, user_task_execution_pk, text, message_id,
                                           event_name, data)
                 with core_transaction(factory) as db:

@@ -136,7 +136,7 @@ def _now() -> datetime:
 
 
 class _NotOurs(Exception):
-    """The guarded write found the message taken: roll back, answer nothing."""
+    """The guarded claim found the message taken (it wrote nothing): answer nothing."""
 
 
 @dataclass(frozen=True)
