@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mojodex_core.execution.history import _PAGE
+from mojodex_core.execution.history import _page_for
 from tests.turn._harness import QUESTION
 
 
@@ -21,11 +21,12 @@ def test_on_postgres_each_answer_is_looked_up_by_its_key(turns, engine, is_postg
         last = turns.message(session_id, pk, f"message {i}")
         turns.run(session_id, last)
     params = {"b_session": session_id, "b_pk": pk, "b_before": last + 1, "b_limit": 32}
-    compiled = _PAGE.compile(dialect=engine.dialect)
     with engine.connect() as conn:
+        page = _page_for(conn, scoped=True)  # the statement a task turn reads its history with
+        compiled = page.compile(dialect=engine.dialect)
         plan = "\n".join(row[0] for row in conn.exec_driver_sql("EXPLAIN " + str(compiled),
                                                                  compiled.construct_params(params)))
-        answers = conn.execute(_PAGE, params).all()
+        answers = conn.execute(page, params).all()
     assert "Join Filter" not in plan, plan
     assert plan.count("message_pk = user_message.answer_message_fk") == 3, plan  # an index lookup per column
     assert len(answers) == 4 and all(row.answer_pk is not None for row in answers)

@@ -235,12 +235,12 @@ def test_a_long_history_is_read_only_as_far_as_the_window(make_turns, engine):
     assert sum(params["b_limit"] for params in history_reads) <= 96  # a page or two, of 300 exchanges
 
 
-@pytest.mark.parametrize("statement", ["_PAGE", "_SESSION_PAGE"])
-def test_sqlite_reads_a_page_of_history_from_the_session_index_without_sorting(statement):
-    from mojodex_core.execution import history
+@pytest.mark.parametrize("scoped", [True, False])
+def test_sqlite_reads_a_page_of_history_from_the_session_index_without_sorting(scoped):
+    from mojodex_core.execution.history import _PAGES
     from tests.support.sqlite_plan import sqlite_plan
 
-    plan = sqlite_plan(getattr(history, statement), {"b_session": "s", "b_pk": 1, "b_before": 10, "b_limit": 32})
+    plan = sqlite_plan(_PAGES[(scoped, False)], {"b_session": "s", "b_pk": 1, "b_before": 10, "b_limit": 32})
     assert "ix_message_session_pk" in plan and "TEMP B-TREE" not in plan, plan
 
 
