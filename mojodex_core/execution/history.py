@@ -74,7 +74,9 @@ _PAGES = {(scoped, correlated): _page(scoped, correlated) for scoped in (True, F
 
 
 def _page_for(db: Connection | DbSession, *, scoped: bool):  # noqa: ANN202
-    bind = db.get_bind() if isinstance(db, DbSession) else db
+    """The page statement for the dialect of ``db`` (a Connection, or a Session: its bind for
+    the message table)."""
+    bind = db if isinstance(db, Connection) else db.get_bind(Message)
     return _PAGES[(scoped, bind.dialect.name == "postgresql")]
 
 

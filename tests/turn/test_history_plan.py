@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import pytest
+from sqlalchemy import create_engine
+from sqlalchemy.orm import Session
 
-from mojodex_core.execution.history import _page_for
+from mojodex_core.db.models import Message
+from mojodex_core.execution.history import _PAGES, _page_for
 from tests.turn._harness import QUESTION
 
 
-def test_on_postgres_each_answer_is_looked_up_by_its_key(turns, engine, is_postgres):
+@pytest.mark.parametrize("scoped", [True, False])  # a task turn's view, the home chat's
+def test_on_postgres_each_answer_is_looked_up_by_its_key(turns, engine, is_postgres, scoped):
     # Joined, a database without statistics (a new one, until autovacuum analyzes it) scanned the
     # whole session for each user message of the page (a join filter): quadratic in the session.
     if not is_postgres:
@@ -22,7 +26,7 @@ def test_on_postgres_each_answer_is_looked_up_by_its_key(turns, engine, is_postg
         turns.run(session_id, last)
     params = {"b_session": session_id, "b_pk": pk, "b_before": last + 1, "b_limit": 32}
     with engine.connect() as conn:
-        page = _page_for(conn, scoped=True)  # the statement a task turn reads its history with
+        page = _page_for(conn, scoped=scoped)  # the statement a turn reads its history with
         compiled = page.compile(dialect=engine.dialect)
         plan = "\n".join(row[0] for row in conn.exec_driver_sql("EXPLAIN " + str(compiled),
                                                                  compiled.construct_params(params)))
@@ -30,3 +34,22 @@ def test_on_postgres_each_answer_is_looked_up_by_its_key(turns, engine, is_postg
     assert "Join Filter" not in plan, plan
     assert plan.count("message_pk = user_message.answer_message_fk") == 3, plan  # an index lookup per column
     assert len(answers) == 4 and all(row.answer_pk is not None for row in answers)
+
+
+def test_sqlite_keeps_the_join_and_postgres_takes_the_subqueries(engine):
+    # SQLite reads answers by key through the join already, a little cheaper than three subqueries.
+    sqlite = create_engine("sqlite://")
+    try:
+        for bind, correlated in ((sqlite, False), (engine, engine.dialect.name == "postgresql")):
+            with bind.connect() as conn, Session(bind) as session:
+                for scoped in (True, False):
+                    assert _page_for(conn, scoped=scoped) is _PAGES[(scoped, correlated)]
+                    assert _page_for(session, scoped=scoped) is _PAGES[(scoped, correlated)]
+    finally:
+        sqlite.dispose()
+
+
+def test_a_session_bound_per_table_gets_its_dialect_s_page(engine):
+    with Session(binds={Message: engine}) as session:  # no default bind: get_bind() alone fails
+        correlated = engine.dialect.name == "postgresql"
+        assert _page_for(session, scoped=True) is _PAGES[(True, correlated)]
