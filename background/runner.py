@@ -59,11 +59,14 @@ class ThreadTurnRunner:
             queue.append(job)
             if job.session_id in self._running:
                 return  # its drain takes this job in turn
-            self._running[job.session_id] = (job, threading.Event())  # placeholder until drained
+            # The first job's cancel event, from now on: a stop sent before a worker is free (every
+            # worker busy) is for this turn, and must not be lost.
+            cancel = threading.Event()
+            self._running[job.session_id] = (job, cancel)
         # Outside the lock: under gevent the executor's own bookkeeping may yield, and another
         # submit would then wait for this one's lock.
         try:
-            self._pool.submit(self._drain, job.session_id)
+            self._pool.submit(self._drain, job.session_id, cancel)
         except BaseException:  # shut down, or no thread to start: the session must not stay busy
             with self._lock:
                 self._running.pop(job.session_id, None)
@@ -74,8 +77,7 @@ class ThreadTurnRunner:
         # before the caller goes on: a route writes its response after that, not before it.
         give_way()
 
-    def _drain(self, session_id: str) -> None:
-        first = True
+    def _drain(self, session_id: str, cancel: threading.Event) -> None:
         while True:
             with self._lock:
                 queue = self._queues.get(session_id)
@@ -85,19 +87,12 @@ class ThreadTurnRunner:
                     self._idle.notify_all()
                     return
                 job = queue.popleft()
-                placeholder = self._running.get(session_id)
-                if first and placeholder is not None:
-                    # The first job keeps submit's event: a cancel sent before a worker was free
-                    # (every worker busy) is for this turn, and must not be lost.
-                    cancel = placeholder[1]
-                else:
-                    cancel = threading.Event()
-                first = False
                 self._running[session_id] = (job, cancel)
             try:
                 self._handler(job, cancel)
             except Exception:  # the handler records its own failures; this is the last net
                 log.exception("turn crashed: session=%s job=%s", job.session_id, job)
+            cancel = threading.Event()  # each queued job after the first gets its own
 
     def cancel(self, session_id: str) -> None:
         """Stops the session's running turn, or, when none runs yet (every worker busy), the

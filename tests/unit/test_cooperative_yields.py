@@ -67,8 +67,9 @@ def test_a_session_whose_queue_is_drained_lets_go_of_the_runner_without_yielding
     import threading
     from background.runner import ThreadTurnRunner
     runner = ThreadTurnRunner(lambda job, cancel: None, max_workers=2)
-    runner._running["s"] = (None, threading.Event())  # as submit leaves it for _drain
-    print(switches(lambda: runner._drain("s")), runner.busy_sessions())
+    cancel = threading.Event()
+    runner._running["s"] = (None, cancel)  # as submit leaves it for _drain
+    print(switches(lambda: runner._drain("s", cancel)), runner.busy_sessions())
     """).stdout.strip()
     assert out == "0 []"
 
