@@ -143,9 +143,7 @@ def guarded_statements(factory: sessionmaker[Session]) -> AbstractContextManager
     (no network, and pysqlite sends no BEGIN for a read) it is ``core_transaction``'s, committed
     on success and rolled back on an error."""
     engine = factory_engine(factory)
-    if engine.dialect.name == "sqlite":
-        return engine.begin()
-    return autocommit_connection(engine)
+    return core_transaction(factory) if engine.dialect.name == "sqlite" else autocommit_connection(engine)
 
 
 @contextmanager

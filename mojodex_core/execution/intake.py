@@ -154,13 +154,23 @@ def accept_user_message(
     raise RuntimeError(f"could not store message {message_id!r} of session {session_id}")
 
 
-def _reception(
-    message_pk: int | None, message_id: str, text: str, event_name: str, data: dict[str, Any] | None,
-    session_id: str, user_task_execution_pk: int,
+def _new_row(
+    session_id: str, user_task_execution_pk: int, text: str, message_id: str, event_name: str,
+    data: dict[str, Any] | None, seq: int,
 ) -> dict[str, Any]:
-    """The user_message_reception event's payload (without its seq)."""
+    """The values of a new user message, by column (the fused statement's binds have the same names)."""
     return {
-        **({"message_pk": message_pk} if message_pk is not None else {}),
+        "session_id": session_id, "user_task_execution_fk": user_task_execution_pk, "message_id": message_id,
+        "event_name": event_name, "text": text, "data": data or {}, "created_at": utcnow(), "seq": seq,
+    }
+
+
+def _reception(
+    message_id: str, text: str, event_name: str, data: dict[str, Any] | None, session_id: str,
+    user_task_execution_pk: int,
+) -> dict[str, Any]:
+    """The user_message_reception event's payload, but for its message_pk and seq."""
+    return {
         "message_id": message_id,
         "text": text,
         "event_name": event_name,
@@ -176,14 +186,9 @@ def _store_new(
 ) -> Accepted:
     """``_store`` of a message the caller has just seen absent, on Postgres: one statement."""
     seq = publication.next_seq()
-    payload = {**_reception(None, message_id, text, event_name, data, session_id, user_task_execution_pk),
-               "seq": seq}
-    created_at = utcnow()
-    message_pk = db.execute(_STORE_AND_ANNOUNCE, {
-        "session_id": session_id, "user_task_execution_fk": user_task_execution_pk, "message_id": message_id,
-        "event_name": event_name, "text": text, "data": data or {}, "created_at": created_at, "seq": seq,
-        "payload": payload,
-    }).scalar_one()
+    payload = {**_reception(message_id, text, event_name, data, session_id, user_task_execution_pk), "seq": seq}
+    row = _new_row(session_id, user_task_execution_pk, text, message_id, event_name, data, seq)
+    message_pk = db.execute(_STORE_AND_ANNOUNCE, {**row, "payload": payload}).scalar_one()
     publication.written("user_message_reception", {"message_pk": message_pk, **payload})
     return Accepted(message_pk, "pending", run=True)
 
@@ -208,11 +213,11 @@ def _store(
     # it: no UPDATE after the event.
     seq = publication.next_seq()
     message_pk = db.execute(_INSERT_MESSAGE, {
-        "session_id": session_id, "user_task_execution_fk": user_task_execution_pk, "sender": "user",
-        "message_id": message_id, "event_name": event_name, "text": text, "status": "pending",
-        "data": data or {}, "created_at": utcnow(), "seq": seq,
+        **_new_row(session_id, user_task_execution_pk, text, message_id, event_name, data, seq),
+        "sender": "user", "status": "pending",
     }).inserted_primary_key[0]
-    publication.add(db, "user_message_reception",
-                    _reception(message_pk, message_id, text, event_name, data, session_id, user_task_execution_pk),
-                    seq=seq)
+    publication.add(db, "user_message_reception", {
+        "message_pk": message_pk,
+        **_reception(message_id, text, event_name, data, session_id, user_task_execution_pk),
+    }, seq=seq)
     return Accepted(message_pk, "pending", run=True)
