@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from mojodex_core.execution import scheduler as scheduler_module
 from mojodex_core.execution.scheduler import DeadlineScheduler
 
@@ -115,12 +117,8 @@ def test_a_process_thread_that_failed_to_start_is_started_at_the_next_use(monkey
         raise RuntimeError("can't start new thread")
 
     monkeypatch.setattr(threading.Thread, "start", failing_start)
-    try:
+    with pytest.raises(RuntimeError):
         thread.ensure_started()
-    except RuntimeError:
-        pass
-    else:
-        raise AssertionError("the failed start was not raised")
     monkeypatch.setattr(threading.Thread, "start", real_start)
     assert thread.ensure_started() is True
     assert ran.wait(5)
