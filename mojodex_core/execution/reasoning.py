@@ -112,14 +112,14 @@ _trace = ReasoningTraceEntry.__table__
 _COLUMNS = ("user_task_execution_fk", "position", "kind", "text", "source", "created_at")
 # SQLite refuses a compound SELECT of more than 500 terms; a turn writes a few entries, an order turn
 # tens: longer lists go in several statements.
-_ENTRIES_PER_STATEMENT = 100
+ENTRIES_PER_STATEMENT = 100
 
 
 @lru_cache(maxsize=16)
-def _append_statement(count: int):  # noqa: ANN202 - an Insert
-    """``INSERT ... SELECT`` of ``count`` entries, each at the execution's last position + its rank,
-    returning the positions taken: one statement (one round trip) instead of reading the last
-    position first. The last position is read by the statement itself, before its own rows."""
+def trace_rows(count: int):  # noqa: ANN201 - a Select
+    """The ``SELECT`` of ``count`` new entries (binds ``b_pk``, ``b_now`` and ``b_kind_/b_text_/
+    b_source_<rank>``, see ``trace_params``), each at the execution's last position + its rank:
+    the last position is read by the statement itself, before its own rows."""
     last = (
         select(func.coalesce(func.max(_trace.c.position), 0))
         .where(_trace.c.user_task_execution_fk == bindparam("b_pk"))
@@ -133,10 +133,41 @@ def _append_statement(count: int):  # noqa: ANN202 - an Insert
         )
         for rank in range(1, count + 1)
     ]
-    source = rows[0] if count == 1 else union_all(*rows)
-    return insert(_trace).from_select(list(_COLUMNS), source).returning(
+    return rows[0] if count == 1 else union_all(*rows)
+
+
+@lru_cache(maxsize=16)
+def _append_statement(count: int):  # noqa: ANN202 - an Insert
+    """``INSERT ... SELECT`` of ``trace_rows(count)``, returning the positions taken: one statement
+    (one round trip) instead of reading the last position first."""
+    return insert(_trace).from_select(list(_COLUMNS), trace_rows(count)).returning(
         _trace.c.position, _trace.c.kind, _trace.c.text
     )
+
+
+def trace_columns() -> list[str]:
+    return list(_COLUMNS)
+
+
+def kept_entries(entries: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The ``(entry, source)`` pairs worth writing, as written: stripped, blank ones dropped."""
+    return [(e.strip(), source[:64]) for e, source in entries if e and e.strip()]
+
+
+def trace_params(user_task_execution_pk: int, chunk: list[tuple[str, str]], now: Any) -> dict[str, Any]:
+    """The binds of ``trace_rows(len(chunk))`` for kept entries."""
+    params: dict[str, Any] = {"b_pk": user_task_execution_pk, "b_now": now}
+    for rank, (entry, source) in enumerate(chunk, start=1):
+        params.update({f"b_kind_{rank}": entry_kind(entry), f"b_text_{rank}": entry, f"b_source_{rank}": source})
+    return params
+
+
+def log_written(user_task_execution_pk: int, written: Iterable[tuple[int, str, str]]) -> None:
+    """One line per entry written, ``(position, kind, text)``: the model's decisions are worth a
+    line; rules only when debugging."""
+    for position, kind, text in sorted(written):
+        level = logging.DEBUG if kind == "RULE" else logging.INFO
+        log.log(level, "reasoning execution=%s #%d %s", user_task_execution_pk, position, text[:200])
 
 
 def append_trace(db: DbSession | Connection, user_task_execution_pk: int, entries: Iterable[str], source: str) -> None:
@@ -149,20 +180,15 @@ def append_trace_entries(
 ) -> None:
     """Append ``(entry, source)`` pairs to the execution's trace, in order, in the caller's transaction
     (an instruct turn's calls each have their source: the first call, then its tool follow-ups)."""
-    entries = [(e.strip(), source[:64]) for e, source in entries if e and e.strip()]
+    entries = kept_entries(entries)
     if not entries:
         return
     now = utcnow()
-    for start in range(0, len(entries), _ENTRIES_PER_STATEMENT):
+    for start in range(0, len(entries), ENTRIES_PER_STATEMENT):
         # Each statement reads the last position after the rows of the ones before it (same transaction).
-        chunk = entries[start:start + _ENTRIES_PER_STATEMENT]
-        params: dict[str, Any] = {"b_pk": user_task_execution_pk, "b_now": now}
-        for rank, (entry, source) in enumerate(chunk, start=1):
-            params.update({f"b_kind_{rank}": entry_kind(entry), f"b_text_{rank}": entry, f"b_source_{rank}": source})
-        written = sorted(db.execute(_append_statement(len(chunk)), params).all())
-        for position, kind, text in written:  # the model's decisions are worth a line; rules only when debugging
-            level = logging.DEBUG if kind == "RULE" else logging.INFO
-            log.log(level, "reasoning execution=%s #%d %s", user_task_execution_pk, position, text[:200])
+        chunk = entries[start:start + ENTRIES_PER_STATEMENT]
+        written = db.execute(_append_statement(len(chunk)), trace_params(user_task_execution_pk, chunk, now)).all()
+        log_written(user_task_execution_pk, written)
 
 
 def trace_view(db: DbSession, user_task_execution_pk: int) -> list[dict[str, Any]]:
