@@ -21,15 +21,17 @@ from typing import Any
 
 from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.engine import Connection, Row
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
-from mojodex_core.db import core_transaction
+from mojodex_core.db import autocommit_connection, core_transaction, factory_engine
 from mojodex_core.db.models import Message, Session, UserTaskExecution
+from mojodex_core.execution.answer_statement import MAX_TRACE_ENTRIES, answer_binds, answer_statement, trace_written
 from mojodex_core.execution.events import EventPublisher
 from mojodex_core.execution.produced_text import append_draft_version
-from mojodex_core.execution.reasoning import append_trace_entries
-from mojodex_core.execution.session_claims import Superseded, check_fence
+from mojodex_core.execution.reasoning import append_trace_entries, kept_entries, log_written, trace_params
+from mojodex_core.execution.session_claims import Superseded, check_fence, current_claim
 from mojodex_core.execution.tool_loop import TurnOutcome
 from mojodex_core.execution.tool_runs import record_approval_request
 from mojodex_core.tags import ParsedReply
@@ -121,6 +123,18 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+def _not_answered(row: Row, message_pk: int, fence: int | None) -> Exception:
+    """Why ``answer_statement`` stored nothing, as ``_complete``'s transaction would say it (its
+    checks in the same order: the lease's fence, the claim, the execution)."""
+    if fence is not None and row.fence != fence:
+        return Superseded(f"lease fence {fence} superseded by {row.fence}")
+    if row.message_status != "processing":
+        return Superseded(f"message {message_pk} is {row.message_status or 'gone'}")
+    if row.execution_status is None or row.execution_status == "deleted":
+        return TurnFailed("The task execution was deleted.")
+    return Superseded(f"message {message_pk} changed while its answer was stored")
+
+
 class TurnCompletion:
     """Phase 3 of an instruct turn (module docstring), as a base class of ``InstructTurn``, which
     provides the session factory and the event publisher."""
@@ -130,6 +144,8 @@ class TurnCompletion:
 
     # --- phase 3: store the outcome, then tell the client
     def _complete(self, context: TurnContext, outcome: TurnOutcome) -> None:
+        if self._answer_in_one_statement(context, outcome):
+            return
         reply = outcome.reply
         pk = context.user_task_execution_pk
         with self._events.publishing(context.session_id) as publication, core_transaction(self._factory) as db:
@@ -186,6 +202,51 @@ class TurnCompletion:
             # The decisions that led to this answer are part of the turn's outcome: same transaction.
             append_trace_entries(db, pk, context.trace)
         context.trace.clear()  # committed
+
+    def _answer_in_one_statement(self, context: TurnContext, outcome: TurnOutcome) -> bool:
+        """Postgres: a plain answer stored by ``answer_statement.answer_statement``, one round trip
+        in autocommit instead of eight. False when the outcome needs ``_complete``'s transaction
+        (SQLite, an approval request, a draft, an empty answer, a new session language, a longer
+        trace) or when the statement hit a unique violation (rolled back whole: the transaction
+        then stores the answer). Raises what the transaction would: ``Superseded``, ``TurnFailed``."""
+        reply = outcome.reply
+        text = (reply.text or "").strip()
+        engine = factory_engine(self._factory)
+        entries = kept_entries(context.trace)
+        if (
+            engine.dialect.name != "postgresql" or outcome.approval is not None or not text
+            or (reply.kind == "execution" and (reply.draft or reply.title))
+            or (reply.language and reply.language[:8] != context.session_language)
+            or len(entries) > MAX_TRACE_ENTRIES
+        ):
+            return False
+        claim = current_claim()
+        fence = claim.fence if claim is not None and claim.session_id == context.session_id else None
+        pk = context.user_task_execution_pk
+        try:
+            with self._events.publishing(context.session_id) as publication, autocommit_connection(engine) as db:
+                seq = publication.next_seq()
+                payload = {"text": text, "session_id": context.session_id, "user_task_execution_pk": pk,
+                           "user_message_pk": context.message_pk, "seq": seq}
+                now = _now()
+                binds = answer_binds(
+                    message_pk=context.message_pk, user_task_execution_pk=pk, session_id=context.session_id,
+                    text=text, text_with_tags=reply.text_with_tags, seq=seq, created_at=now, payload=payload,
+                    fence=fence,
+                )
+                if entries:
+                    binds.update(trace_params(pk, entries, now))
+                row = db.execute(answer_statement(fence is not None, len(entries)), binds).one()
+                if row.answer_pk is None:
+                    raise _not_answered(row, context.message_pk, fence)
+                publication.written("mojo_message", {**payload, "message_pk": row.answer_pk})
+        except IntegrityError as exc:
+            log.warning("answer to message_pk=%s: its one statement was refused (%s), storing it in a transaction",
+                        context.message_pk, type(exc.orig).__name__)
+            return False
+        log_written(pk, trace_written(row))
+        context.trace.clear()  # committed
+        return True
 
     @staticmethod
     def _insert_answer(
