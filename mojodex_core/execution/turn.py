@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sqlalchemy import and_, bindparam, func, select, update
+from sqlalchemy import and_, bindparam, exists, func, select, update
 from sqlalchemy.engine import Connection, Row
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
@@ -110,6 +110,19 @@ _CLAIM_PENDING = (
     .where(_message.c.message_pk == bindparam("b_pk"), _message.c.status == "pending")
     .values(status="processing")
 )
+# Postgres: the claim made by the context read itself, as a data-modifying CTE (one round trip
+# less before the LLM request). The read's columns are those of the statement's snapshot, taken
+# before the claim (message_status "pending" for a message it claims); "claimed" tells whether it
+# did. A message with no execution is not claimed (_FAIL_ORPHAN fails it).
+_CLAIMING = (
+    update(_message)
+    .where(_message.c.message_pk == bindparam("b_pk"), _message.c.status == "pending",
+           _message.c.user_task_execution_fk.is_not(None))
+    .values(status="processing")
+    .returning(_message.c.message_pk)
+    .cte("claimed")
+)
+_CONTEXT_CLAIMING = _CONTEXT.add_columns(exists(select(_CLAIMING.c.message_pk)).label("claimed"))
 _CLAIM_RESUMED = (
     update(_message)
     .where(_message.c.message_pk == bindparam("b_pk"), _message.c.status != "processing")
@@ -285,7 +298,9 @@ class InstructTurn(TurnCompletion):
         # One joined read, the prompt rendered, then the writes, last and guarded: on SQLite the
         # first write takes the database-wide write lock until commit, so writing early would make
         # every other session wait for this one's prompt to render. Each write stands on its own
-        # (the claim is guarded by the message's status), so on Postgres they run in autocommit.
+        # (the claim is guarded by the message's status), so on Postgres they run in autocommit,
+        # and the claim of a new message is made by the read itself (no such lock there); a
+        # set-up failing after it fails the message visibly, as one failing after a late claim.
         resume = job.task_tool_execution_pk
         try:
             with guarded_statements(self._factory) as db:
@@ -294,7 +309,9 @@ class InstructTurn(TurnCompletion):
             return None
 
     def _claim(self, db: Connection, job: TurnJob, resume: int | None) -> TurnContext | None:
-        found = db.execute(_CONTEXT, {"b_pk": job.message_pk}).first()
+        # Postgres claims a new message in the read (_CONTEXT_CLAIMING); SQLite claims last, see _begin.
+        claiming = resume is None and db.dialect.name == "postgresql"
+        found = db.execute(_CONTEXT_CLAIMING if claiming else _CONTEXT, {"b_pk": job.message_pk}).first()
         if found is None:
             return None
         if resume is not None:
@@ -302,6 +319,8 @@ class InstructTurn(TurnCompletion):
                 return None  # this tool decision was followed up already
         elif found.message_status != "pending":
             return None  # answered already, or not ours to answer: never answer twice
+        elif claiming and not found.claimed and found.user_task_execution_pk is not None:
+            return None  # another run took it since the statement's snapshot
         if found.user_task_execution_pk is None:
             db.execute(_FAIL_ORPHAN, {"b_pk": job.message_pk})
             return None
@@ -339,9 +358,10 @@ class InstructTurn(TurnCompletion):
             resume_tool_execution_pk=resume,
             session_language=found.session_language,
         )
-        claimed = db.execute(_CLAIM_PENDING if resume is None else _CLAIM_RESUMED, {"b_pk": job.message_pk})
-        if claimed.rowcount != 1:
-            raise _NotOurs(job.message_pk)  # another run took it since the read
+        if not claiming:
+            claimed = db.execute(_CLAIM_PENDING if resume is None else _CLAIM_RESUMED, {"b_pk": job.message_pk})
+            if claimed.rowcount != 1:
+                raise _NotOurs(job.message_pk)  # another run took it since the read
         if found.start_date is None and found.execution_status != "deleted":
             started = db.execute(_START_EXECUTION, {"b_pk": context.user_task_execution_pk, "b_now": _now()})
             context.started_now = started.rowcount == 1

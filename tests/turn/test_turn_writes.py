@@ -354,9 +354,29 @@ def test_on_postgres_the_set_up_opens_no_transaction(turns, engine, is_postgres)
     finally:
         event.remove(engine, "after_cursor_execute", after)
     assert context is not None and turns.row(Message, message_pk).status == "processing"
-    assert [name for name, _ in statuses].count("UPDATE") == 1, statuses  # the claim
+    # The claim is made by the context read (a data-modifying CTE): no UPDATE of its own.
+    assert [name for name, _ in statuses] == ["WITH", "SELECT"], statuses  # the context, the history
     assert {status for _, status in statuses} == {psycopg.pq.TransactionStatus.IDLE}, statuses
     assert turns.turn._begin(TurnJob(session_id=session_id, message_pk=message_pk)) is None  # claimed once
+
+
+def test_on_postgres_a_message_claimed_since_the_read_s_snapshot_is_not_ours(turns, engine, is_postgres):
+    if not is_postgres:
+        pytest.skip("SQLite claims after its read, in its transaction")
+    user = turns.user()
+    pk, session_id = turns.execution(user)
+    message_pk = turns.message(session_id, pk, "hello")
+    found: list[Any] = []
+    with engine.connect() as other:  # another run's claim, not committed yet: it holds the row
+        other.execute(update(Message).where(Message.message_pk == message_pk).values(status="processing"))
+        begin = threading.Thread(
+            target=lambda: found.append(turns.turn._begin(TurnJob(session_id=session_id, message_pk=message_pk))))
+        begin.start()
+        begin.join(0.5)
+        assert begin.is_alive()  # the read's snapshot says "pending"; its claim waits for the row
+        other.commit()
+    begin.join(10)
+    assert found == [None] and turns.llm.requests == []  # the claim found it taken: not ours
 
 
 def test_a_set_up_failing_after_its_claim_leaves_the_message_failed(turns, monkeypatch):
