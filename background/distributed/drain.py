@@ -13,6 +13,11 @@ Celery so it can be tested against a database alone.
 - Heartbeat: a thread renews the lease every third of it and watches the session's cancel flag;
   a renewal refused (the lease was taken over after a stall) cancels the turn, whose completion
   is then refused by the fence check (session_claims.check_fence).
+- Stop: a cancel flag stops the job that runs when it is seen if it was raised during that job,
+  or, for a message's turn, after the message was sent (a stop sent while the turn waited for a
+  worker); the job it stops consumes it, so the turns queued behind still run, as in-process. A
+  flag raised before the running message was sent is stale (a stop with nothing to stop): it is
+  dropped.
 - Shutdown: between turns, ``stopping()`` ends the drain; the caller hands the rest back.
 """
 
@@ -21,13 +26,16 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Callable
+from datetime import UTC
+from typing import Callable, Protocol
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
 from background.distributed.sweep import requeue_orphans
 from mojodex_core.db import transaction
+from mojodex_core.db.models import Message
 from mojodex_core.execution.events import EventPublisher
 from mojodex_core.execution.failures import mark_failed
 from mojodex_core.execution.jobs import SessionJob, TurnJob
@@ -47,8 +55,16 @@ from mojodex_core.execution.session_claims import (
 log = logging.getLogger("mojodex.drain")
 
 Handler = Callable[[TurnJob | SessionJob, threading.Event], None]
-# When the session's cancel flag was last raised (epoch seconds), or None.
-CancelFlag = Callable[[str], float | None]
+
+
+class CancelFlags(Protocol):
+    """The sessions' cancel flags (distributed/runner.py: in Redis, raised by a backend)."""
+
+    def raised_at(self, session_id: str) -> float | None:
+        """When the session's flag was raised (epoch seconds), or None."""
+
+    def consume(self, session_id: str, raised: float) -> None:
+        """Lowers the flag raised at ``raised``, unless a newer stop raised it again."""
 
 DONE, BUSY, MORE = "done", "busy", "more"
 
@@ -61,12 +77,14 @@ class _Heartbeat(threading.Thread):
         self._stop_event = threading.Event()
         self._lock = threading.Lock()
         self._cancel: threading.Event | None = None
+        self._job: TurnJob | SessionJob | None = None
         self._job_started = 0.0
         self.lost = False
 
-    def current(self, cancel: threading.Event | None) -> None:
+    def current(self, cancel: threading.Event | None, job: TurnJob | SessionJob | None = None) -> None:
         with self._lock:
             self._cancel = cancel
+            self._job = job
             self._job_started = time.time()
 
     def run(self) -> None:
@@ -84,15 +102,43 @@ class _Heartbeat(threading.Thread):
                         return
                 except Exception as exc:  # the database blinked: try again; the lease may lapse
                     log.warning("session %s: heartbeat failed (%s)", self._claim.session_id, type(exc).__name__)
-            flag = self._drainer.cancel_flag
-            if flag is not None:
-                try:
-                    raised = flag(self._claim.session_id)
-                except Exception:
-                    raised = None
-                with self._lock:
-                    if raised is not None and raised >= self._job_started and self._cancel is not None:
-                        self._cancel.set()
+            self.look_at_flag()
+
+    def look_at_flag(self) -> None:
+        """``_watch_flag`` at each beat, and when a job starts (a stop sent while it waited for a
+        worker must not wait for a beat: a short turn would be over by then)."""
+        try:
+            self._watch_flag()
+        except Exception as exc:  # Redis or the database blinked: look again at the next beat
+            log.warning("session %s: cancel flag not read (%s)", self._claim.session_id, type(exc).__name__)
+
+    def _watch_flag(self) -> None:
+        """Stops the current job if the session's cancel flag is for it (module docstring)."""
+        flags, session_id = self._drainer.cancel_flags, self._claim.session_id
+        if flags is None:
+            return
+        with self._lock:
+            cancel, job, started = self._cancel, self._job, self._job_started
+        if cancel is None:
+            return
+        raised = flags.raised_at(session_id)
+        if raised is None:
+            return
+        if raised < started:
+            sent = self._drainer.sent_at(job)
+            if sent is None:
+                return  # a job with no message (a tool follow-up, a session job): only a stop during it
+            if raised < sent:
+                log.info("session %s: dropping a stop raised before message_pk=%s was sent", session_id,
+                         getattr(job, "message_pk", None))
+                flags.consume(session_id, raised)
+                return
+        with self._lock:
+            if self._cancel is not cancel:
+                return  # that job ended meanwhile: the next one looks again
+            cancel.set()
+        log.info("session %s: stopping %s", session_id, job)
+        flags.consume(session_id, raised)
 
     def _cancel_current(self) -> None:
         with self._lock:
@@ -111,7 +157,7 @@ class Drainer:
         *,
         owner: str,
         lease_s: float,
-        cancel_flag: CancelFlag | None = None,
+        cancel_flags: CancelFlags | None = None,
         events: EventPublisher | None = None,
     ) -> None:
         self.events = events
@@ -119,7 +165,18 @@ class Drainer:
         self.handler = handler
         self.owner = owner
         self.lease_s = lease_s
-        self.cancel_flag = cancel_flag
+        self.cancel_flags = cancel_flags
+
+    def sent_at(self, job: TurnJob | SessionJob | None) -> float | None:
+        """When the message a turn answers was sent (epoch seconds, the backend's clock, as the
+        cancel flag's), for a turn of a message; None for other jobs."""
+        if not isinstance(job, TurnJob) or job.task_tool_execution_pk is not None:
+            return None
+        with self.factory() as db:
+            created = db.scalar(select(Message.created_at).where(Message.message_pk == job.message_pk))
+        if created is None:
+            return None
+        return (created if created.tzinfo else created.replace(tzinfo=UTC)).timestamp()
 
     def has_pending(self, session_id: str) -> bool:
         with self.factory() as db:
@@ -227,7 +284,8 @@ class Drainer:
 
     def _run(self, job: TurnJob | SessionJob, heartbeat: _Heartbeat) -> None:
         cancel = threading.Event()
-        heartbeat.current(cancel)
+        heartbeat.current(cancel, job)
+        heartbeat.look_at_flag()
         started = time.monotonic()
         try:
             self.handler(job, cancel)

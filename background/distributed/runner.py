@@ -98,14 +98,29 @@ class CeleryTurnRunner:
         pass  # the workers own the running turns
 
 
-def cancel_flag(redis_client: redis.Redis):  # noqa: ANN201
-    """The worker's view of cancel flags: when the session's flag was raised, or None."""
+# Deletes the flag only if it still holds the stop that was read (a newer stop stays raised).
+_CONSUME = """
+local value = redis.call('GET', KEYS[1])
+if value and tonumber(value) == tonumber(ARGV[1]) then
+    return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
 
-    def raised_at(session_id: str) -> float | None:
-        value = redis_client.get(cancel_key(session_id))
+
+class RedisCancelFlags:
+    """The worker's view of the cancel flags ``CeleryTurnRunner.cancel`` raises (drain.CancelFlags)."""
+
+    def __init__(self, redis_client: redis.Redis) -> None:
+        self._redis = redis_client
+        self._consume = redis_client.register_script(_CONSUME)
+
+    def raised_at(self, session_id: str) -> float | None:
+        value = self._redis.get(cancel_key(session_id))
         return float(value) if value is not None else None
 
-    return raised_at
+    def consume(self, session_id: str, raised: float) -> None:
+        self._consume(keys=[cancel_key(session_id)], args=[repr(raised)])
 
 
 class CeleryJobRunner:

@@ -35,7 +35,7 @@ from sqlalchemy.exc import OperationalError
 from background.distributed.celery_app import DRAIN_TASK, RESUME_TASK, RUN_JOB_TASK, SWEEP_TASK, make_celery
 from background.distributed.drain import BUSY, MORE, Drainer
 from background.distributed.events import socketio_channel
-from background.distributed.runner import cancel_flag, decode_job, send_drain
+from background.distributed.runner import RedisCancelFlags, decode_job, send_drain
 from background.distributed.sweep import sweep
 from background.jobs import backoff_s
 from mojodex_core.config import load_settings
@@ -94,7 +94,7 @@ def worker_platform():  # noqa: ANN201
                 pid=os.getpid(),
                 platform=platform,
                 drainer=Drainer(platform.session_factory, platform.turn_handler, owner=owner,
-                                lease_s=settings.turn_lease_s, cancel_flag=cancel_flag(client),
+                                lease_s=settings.turn_lease_s, cancel_flags=RedisCancelFlags(client),
                                 events=platform.events),
             )
             settle_heap()

@@ -119,6 +119,35 @@ def test_a_delete_through_one_backend_cancels_the_turn_on_a_worker(backends):
     assert sent["message_pk"] == error["user_message_pk"]
 
 
+def test_a_stop_sent_while_the_turn_waits_for_a_worker_stops_it(cluster, backends):
+    # Before the fix a worker ignored a cancel flag raised before its job started: the turn that
+    # waited for a worker (here: every worker paused) answered anyway.
+    a, _b = backends
+    client, pk, session_id = _session(a)
+    workers = [r for r in cluster.roles if r.name.startswith("worker")]
+    socket = client.socket(session_id)
+    try:
+        for worker in workers:
+            cluster.kill(worker, signal.SIGSTOP)
+        try:
+            sent = _send(client, pk, session_id, "fast stop me before I start")
+            assert client.ok("POST", "/user_task_execution_stop", json={"user_task_execution_pk": pk})["stopped"]
+        finally:
+            for worker in workers:
+                cluster.kill(worker, signal.SIGCONT)
+        error = socket.wait_event("error", timeout=30)[0]
+    finally:
+        socket.close()
+    assert error["user_message_pk"] == sent["message_pk"] and error["retryable"]
+    assert socket.named("mojo_message") == []
+    _wait_answered(a, [session_id])
+    assert _answers(a, session_id)[0][2] == "failed"
+    # The stop was consumed by that turn: the same message sent again is answered.
+    _send(client, pk, session_id, "fast stop me before I start", message_id=error["message_id"])
+    _wait_answered(a, [session_id])
+    assert _answers(a, session_id)[0][1:] == (answer_for("fast stop me before I start"), "answered")
+
+
 def test_the_title_job_runs_on_a_worker(backends):
     a, _b = backends
     client, pk, session_id = _session(a)

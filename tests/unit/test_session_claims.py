@@ -296,3 +296,113 @@ def test_sqlite_finds_a_session_s_waiting_messages_without_reading_the_others(st
 
     plan = sqlite_plan(getattr(session_claims, statement), {"b_session": "s"})
     assert "ix_message_session_status (session_id=? AND status=?)" in plan, plan
+
+
+class _Flags:
+    """Cancel flags in memory (drain.CancelFlags), as a backend raises them in Redis."""
+
+    def __init__(self) -> None:
+        self.raised: dict[str, float] = {}
+
+    def raise_now(self, session_id: str) -> None:
+        self.raised[session_id] = time.time()
+
+    def raised_at(self, session_id: str) -> float | None:
+        return self.raised.get(session_id)
+
+    def consume(self, session_id: str, raised: float) -> None:
+        if self.raised.get(session_id) == raised:
+            del self.raised[session_id]
+
+
+def _recording(factory, stopped: dict[int, bool], wait_s: float = 1.5):  # noqa: ANN001, ANN202
+    """A turn that waits up to ``wait_s`` for a stop (the heartbeat looks every 0.5 s), records
+    whether it came, and answers."""
+
+    def handler(job, cancel) -> None:  # noqa: ANN001
+        stopped[job.message_pk] = cancel.wait(wait_s)
+        _answer(factory, job)
+
+    return handler
+
+
+def test_a_stop_sent_while_the_turn_waits_for_a_worker_stops_it(factory, session_id):
+    # Before the fix the flag counted only when raised after the job started: a stop sent while
+    # every worker was busy was ignored, and the turn answered anyway.
+    message_pk = _message(factory, session_id, "hi")
+    flags = _Flags()
+    time.sleep(0.01)
+    flags.raise_now(session_id)  # the user pressed stop; no worker has the session yet
+    stopped: dict[int, bool] = {}
+    # The turn looks at once: a short one would be over before the heartbeat's next look.
+    drainer = Drainer(factory, _recording(factory, stopped, wait_s=0), owner="w1", lease_s=30, cancel_flags=flags)
+    assert drainer.drain(session_id) == DONE
+    assert stopped == {message_pk: True}
+    assert flags.raised == {}  # consumed by the turn it stopped
+
+
+def test_a_stop_is_consumed_by_one_turn_and_the_ones_queued_behind_run(factory, session_id):
+    first, second = _message(factory, session_id, "a"), _message(factory, session_id, "b")
+    flags = _Flags()
+    time.sleep(0.01)
+    flags.raise_now(session_id)
+    stopped: dict[int, bool] = {}
+    drainer = Drainer(factory, _recording(factory, stopped, wait_s=1.2), owner="w1", lease_s=30, cancel_flags=flags)
+    assert drainer.drain(session_id) == DONE
+    assert stopped == {first: True, second: False}  # as the in-process runner does
+
+
+def test_a_stop_raised_before_the_message_was_sent_is_dropped(factory, session_id):
+    flags = _Flags()
+    flags.raise_now(session_id)  # a stop with nothing to stop (the session was idle)
+    time.sleep(0.01)
+    message_pk = _message(factory, session_id, "hi")
+    stopped: dict[int, bool] = {}
+    drainer = Drainer(factory, _recording(factory, stopped, wait_s=1.2), owner="w1", lease_s=30, cancel_flags=flags)
+    assert drainer.drain(session_id) == DONE
+    assert stopped == {message_pk: False}
+    assert flags.raised == {}  # stale for every later turn too
+
+
+def test_a_stop_during_a_job_with_no_message_stops_it_and_one_before_does_not(factory, session_id):
+    flags = _Flags()
+    stopped: list[bool] = []
+
+    def step(job, cancel) -> None:  # noqa: ANN001
+        if job.payload["raise"]:
+            flags.raise_now(session_id)
+        stopped.append(cancel.wait(1.2))
+
+    handlers = SessionJobs(step)
+    handlers.register("step", step)
+    drainer = Drainer(factory, handlers, owner="w1", lease_s=30, cancel_flags=flags)
+    assert drainer.drain(session_id, [SessionJob(session_id=session_id, kind="step", payload={"raise": True})]) == DONE
+    flags.raise_now(session_id)
+    time.sleep(0.01)
+    assert drainer.drain(session_id, [SessionJob(session_id=session_id, kind="step", payload={"raise": False})]) == DONE
+    assert stopped == [True, False]
+
+
+def test_redis_cancel_flags_lower_only_the_stop_that_was_read():
+    import os
+
+    import redis
+
+    from background.distributed.runner import CeleryTurnRunner, RedisCancelFlags
+
+    url = os.environ.get("TEST_REDIS_URL")
+    if not url:
+        pytest.skip("needs TEST_REDIS_URL")
+    client = redis.Redis.from_url(url)
+    session_id = uuid.uuid4().hex
+    runner = CeleryTurnRunner(None, client, None)  # type: ignore[arg-type]
+    flags = RedisCancelFlags(client)
+    runner.cancel(session_id)
+    first = flags.raised_at(session_id)
+    assert first is not None and abs(first - time.time()) < 5
+    time.sleep(0.01)
+    runner.cancel(session_id)  # a newer stop, raised since the first was read
+    flags.consume(session_id, first)
+    assert flags.raised_at(session_id) not in (None, first)
+    flags.consume(session_id, flags.raised_at(session_id))
+    assert flags.raised_at(session_id) is None
