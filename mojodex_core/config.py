@@ -95,9 +95,12 @@ class Settings:
     sweep_interval_s: float = 5.0
     token_stream_ttl_s: int = 3600
     # Connections each process may open to the database (pool, then overflow): several processes
-    # share the server's max_connections (Postgres: 100 by default).
-    db_pool_size: int = 20
-    db_max_overflow: int = 40
+    # share the server's max_connections (Postgres: 100 by default). No overflow by default: an
+    # overflow connection is closed when it is returned to a full pool, so a load that goes above
+    # the pool's size and back closed and opened connections all along (on Postgres ~10 % of the
+    # CPU of bench/turn_overhead.py's 50 sessions, 94-97 turns/s against 133-143 without overflow).
+    db_pool_size: int = 60
+    db_max_overflow: int = 0
     # Workflows: an OpenAI-compatible /audio/transcriptions endpoint for recordings (none: transcripts only),
     # and the heartbeat of running steps (a step whose heartbeat is older than the lapse is re-run once).
     transcription_base_url: str | None = None
@@ -290,8 +293,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         turn_lease_s=_float(env, "MOJODEX_TURN_LEASE_S", 30.0, 1.0, 3600.0),
         sweep_interval_s=_float(env, "MOJODEX_SWEEP_INTERVAL_S", 5.0, 0.2, 3600.0),
         token_stream_ttl_s=_int(env, "MOJODEX_TOKEN_STREAM_TTL_S", 3600, 10, 7 * 24 * 3600),
-        db_pool_size=_int(env, "MOJODEX_DB_POOL_SIZE", 20, 1, 500),
-        db_max_overflow=_int(env, "MOJODEX_DB_MAX_OVERFLOW", 40, 0, 1000),
+        db_pool_size=_int(env, "MOJODEX_DB_POOL_SIZE", 60, 1, 500),
+        db_max_overflow=_int(env, "MOJODEX_DB_MAX_OVERFLOW", 0, 0, 1000),
         transcription_base_url=_url(env, "MOJODEX_TRANSCRIPTION_BASE_URL", ("http", "https")),
         transcription_api_key=env.get("MOJODEX_TRANSCRIPTION_API_KEY") or None,
         transcription_model=env.get("MOJODEX_TRANSCRIPTION_MODEL") or "whisper-1",

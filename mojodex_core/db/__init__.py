@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from mojodex_core.db.sqlite_writes import WriteGate, gated_connection_class
 
 
-def make_engine(database_url: str, *, pool_size: int = 20, max_overflow: int = 40) -> Engine:
+def make_engine(database_url: str, *, pool_size: int = 60, max_overflow: int = 0) -> Engine:
     if database_url.startswith("sqlite"):
         path = database_url.split("///", 1)[1] if "///" in database_url else ""
         if path and path != ":memory:":

@@ -7,10 +7,11 @@ connection used within the last second is taken as alive instead (mojodex_core.d
 from __future__ import annotations
 
 import os
+import secrets
 import time
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import event, text
 
 from mojodex_core.config import normalise_database_url
 from mojodex_core.db import make_engine
@@ -61,3 +62,28 @@ def test_an_idle_connection_killed_by_the_server_is_replaced_before_the_caller_s
         killer.dispose()
     time.sleep(0.4)
     assert backend_pid(engine) != dead  # no error: the ping found it dead and the pool reconnected
+
+
+def test_a_load_peak_leaves_its_connections_pooled():
+    # With the default settings, connections opened during a peak are kept for the next one:
+    # overflow ones (the old default, 20 + 40) were closed when returned to the full pool, and
+    # a load going above the pool's size and back opened and closed connections all along.
+    from mojodex_core.config import load_settings
+
+    settings = load_settings({"DATABASE_URL": normalise_database_url(URL),
+                              "MOJODEX_ADMIN_SECRET": secrets.token_urlsafe(32),
+                              "MOJODEX_SECRET_KEY": secrets.token_urlsafe(32)})
+    engine = make_engine(settings.database_url, pool_size=settings.db_pool_size,
+                         max_overflow=settings.db_max_overflow)
+    opened: list[int] = []
+    event.listen(engine, "connect", lambda *_: opened.append(1))
+    try:
+        for _peak in range(2):
+            held = [engine.connect() for _ in range(30)]
+            for conn in held:
+                conn.execute(text("SELECT 1"))
+            for conn in held:
+                conn.close()
+        assert len(opened) == 30  # the second peak reused the first one's connections
+    finally:
+        engine.dispose()
