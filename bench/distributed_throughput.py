@@ -130,7 +130,7 @@ def main() -> int:
     env = {"DATABASE_URL": args.database_url, "REDIS_URL": args.redis_url, "MOJODEX_LLM_BASE_URL": llm.base_url,
            "MOJODEX_LLM_API_KEY": "bench", "MOJODEX_ADMIN_SECRET": ADMIN_SECRET,
            "MOJODEX_SECRET_KEY": "bench-secret-key-0123456789", "MOJODEX_LOG_LEVEL": "WARNING",
-           "MOJODEX_DB_POOL_SIZE": "8", "MOJODEX_DB_MAX_OVERFLOW": "8"}
+           "MOJODEX_DB_POOL_SIZE": "16", "MOJODEX_DB_MAX_OVERFLOW": "0"}  # overflow: closed at return
     figures: dict[str, dict[str, float]] = {}
     logs = Path(tempfile.mkdtemp(prefix="bench-dist-"))
     try:
