@@ -13,11 +13,14 @@ Celery so it can be tested against a database alone.
 - Heartbeat: a thread renews the lease every third of it and watches the session's cancel flag;
   a renewal refused (the lease was taken over after a stall) cancels the turn, whose completion
   is then refused by the fence check (session_claims.check_fence).
-- Stop: a cancel flag stops the job that runs when it is seen if it was raised during that job,
-  or, for a message's turn, after the message was sent (a stop sent while the turn waited for a
-  worker); the job it stops consumes it, so the turns queued behind still run, as in-process. A
-  flag raised before the running message was sent is stale (a stop with nothing to stop): it is
-  dropped.
+- Stop: a stop is for the first job in the session's line, as in-process. A cancel flag is read
+  when a job starts, at each beat and when it ends. For a message's turn it is that turn's if it
+  was raised since the message was sent (the flag's time and the message's ``created_at`` both
+  come from backends' clocks): it stops the turn (even one that waited for a worker) and is
+  consumed, also when the turn ended before seeing it, so the turns queued behind still run.
+  Raised before the message was sent, it is stale (a stop with nothing to stop) and dropped. For a
+  job with no message of its own (a tool follow-up, a session job), only a flag raised since the
+  job started is its own.
 - Shutdown: between turns, ``stopping()`` ends the drain; the caller hands the rest back.
 """
 
@@ -79,6 +82,7 @@ class _Heartbeat(threading.Thread):
         self._cancel: threading.Event | None = None
         self._job: TurnJob | SessionJob | None = None
         self._job_started = 0.0
+        self._sent: tuple[TurnJob | SessionJob, float | None] | None = None  # the job, when its message was sent
         self.lost = False
 
     def current(self, cancel: threading.Event | None, job: TurnJob | SessionJob | None = None) -> None:
@@ -104,41 +108,53 @@ class _Heartbeat(threading.Thread):
                     log.warning("session %s: heartbeat failed (%s)", self._claim.session_id, type(exc).__name__)
             self.look_at_flag()
 
-    def look_at_flag(self) -> None:
-        """``_watch_flag`` at each beat, and when a job starts (a stop sent while it waited for a
-        worker must not wait for a beat: a short turn would be over by then)."""
+    def look_at_flag(self, *, ended: bool = False) -> None:
+        """``_watch_flag`` at each beat and when a job starts (a stop sent while it waited for a
+        worker must not wait for a beat: a short turn would be over by then); with ``ended``,
+        once it ended, to consume a stop that was its own but came too late to stop it (it must
+        not stop the turn queued behind)."""
         try:
-            self._watch_flag()
+            self._watch_flag(ended)
         except Exception as exc:  # Redis or the database blinked: look again at the next beat
             log.warning("session %s: cancel flag not read (%s)", self._claim.session_id, type(exc).__name__)
 
-    def _watch_flag(self) -> None:
+    def _watch_flag(self, ended: bool) -> None:
         """Stops the current job if the session's cancel flag is for it (module docstring)."""
         flags, session_id = self._drainer.cancel_flags, self._claim.session_id
         if flags is None:
             return
         with self._lock:
             cancel, job, started = self._cancel, self._job, self._job_started
-        if cancel is None:
+        if cancel is None or job is None:
             return
         raised = flags.raised_at(session_id)
         if raised is None:
             return
-        if raised < started:
-            sent = self._drainer.sent_at(job)
-            if sent is None:
-                return  # a job with no message (a tool follow-up, a session job): only a stop during it
-            if raised < sent:
-                log.info("session %s: dropping a stop raised before message_pk=%s was sent", session_id,
-                         getattr(job, "message_pk", None))
-                flags.consume(session_id, raised)
-                return
-        with self._lock:
-            if self._cancel is not cancel:
-                return  # that job ended meanwhile: the next one looks again
-            cancel.set()
-        log.info("session %s: stopping %s", session_id, job)
+        ours = self._is_for(job, started, raised)
+        if ours is None:
+            return  # raised before this job (with no message) started: not for it
+        if not ours:
+            log.info("session %s: dropping a stop raised before message_pk=%s was sent", session_id,
+                     getattr(job, "message_pk", None))
+        elif not ended:
+            with self._lock:
+                if self._cancel is not cancel:
+                    return  # that job ended meanwhile: its end looks again
+                cancel.set()
+            log.info("session %s: stopping %s", session_id, job)
         flags.consume(session_id, raised)
+
+    def _is_for(self, job: TurnJob | SessionJob, started: float, raised: float) -> bool | None:
+        """Whether a flag raised at ``raised`` is for ``job``: a stop is for the first job in the
+        session's line, so for a message's turn, one raised since its message was sent (both
+        times from backends' clocks); False: raised before, stale. For a job with no message of
+        its own, one raised since it started (the worker's clock); None otherwise."""
+        if self._sent is None or self._sent[0] is not job:
+            self._sent = (job, self._drainer.sent_at(job))
+        sent = self._sent[1]
+        if sent is not None:
+            return raised >= sent
+        return True if raised >= started else None
 
     def _cancel_current(self) -> None:
         with self._lock:
@@ -292,5 +308,6 @@ class Drainer:
         except Exception:  # handlers record their own failures; this is the last net
             log.exception("job crashed: %s", job)
         finally:
+            heartbeat.look_at_flag(ended=True)
             heartbeat.current(None)
         log.debug("ran %s in %.0f ms", job, (time.monotonic() - started) * 1000)

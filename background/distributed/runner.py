@@ -13,7 +13,7 @@ from typing import Any
 
 import redis
 from celery import Celery
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
@@ -56,6 +56,15 @@ def send_drain(celery: Celery, session_id: str, jobs: list[dict[str, Any]] | Non
         return False
 
 
+# A message of the session waiting for or getting an answer from the runner.
+_BUSY = (
+    select(Message.message_pk)
+    .where(Message.session_id == bindparam("b_session"), answered_by_runner(),
+           Message.status.in_(("pending", "processing")))
+    .limit(1)
+)
+
+
 class CeleryTurnRunner:
     """Turns and session jobs as Celery tasks; a session's messages are found by its drain."""
 
@@ -70,7 +79,18 @@ class CeleryTurnRunner:
         send_drain(self._celery, job.session_id, [] if plain else [encode_job(job)])
 
     def cancel(self, session_id: str) -> None:
-        """Raises the session's cancel flag; the worker running its turn sees it within 0.5 s."""
+        """Raises the session's cancel flag, read by the worker that runs (or next starts) its
+        turn (drain.py), when the session has a message waiting for or getting an answer: a stop
+        with nothing to stop raises nothing, as in-process (its flag would be stale)."""
+        try:
+            with self._factory() as db:
+                busy = db.scalar(_BUSY, {"b_session": session_id}) is not None
+        except Exception as exc:  # noqa: BLE001 - better a flag for nothing than a stop lost
+            log.warning("session %s: could not tell whether a turn runs (%s); stopping anyway", session_id, exc)
+            busy = True
+        if not busy:
+            log.info("session %s: nothing to stop", session_id)
+            return
         try:
             self._redis.set(cancel_key(session_id), time.time(), ex=CANCEL_FLAG_TTL_S)
         except redis.RedisError as exc:

@@ -383,20 +383,62 @@ def test_a_stop_during_a_job_with_no_message_stops_it_and_one_before_does_not(fa
     assert stopped == [True, False]
 
 
-def test_redis_cancel_flags_lower_only_the_stop_that_was_read():
+def test_a_stop_that_comes_as_a_short_turn_ends_is_its_own_not_the_next_one_s(factory, session_id):
+    # The turn ended before any beat saw the flag: its end consumes it. Before, the turn queued
+    # behind (sent before the stop) was stopped instead, which the in-process runner never does.
+    first, second = _message(factory, session_id, "a"), _message(factory, session_id, "b")
+    flags = _Flags()
+    stopped: dict[int, bool] = {}
+
+    def handler(job, cancel) -> None:  # noqa: ANN001
+        if job.message_pk == first:
+            flags.raise_now(session_id)  # the user pressed stop (twice) as the first turn ended
+            flags.raise_now(session_id)
+            stopped[first] = cancel.is_set()
+        else:
+            stopped[second] = cancel.wait(1.2)
+        _answer(factory, job)
+
+    drainer = Drainer(factory, handler, owner="w1", lease_s=30, cancel_flags=flags)
+    assert drainer.drain(session_id) == DONE
+    assert stopped == {first: False, second: False} and flags.raised == {}
+
+
+def _redis_client():  # noqa: ANN202
     import os
 
     import redis
 
-    from background.distributed.runner import CeleryTurnRunner, RedisCancelFlags
-
     url = os.environ.get("TEST_REDIS_URL")
     if not url:
         pytest.skip("needs TEST_REDIS_URL")
-    client = redis.Redis.from_url(url)
-    session_id = uuid.uuid4().hex
-    runner = CeleryTurnRunner(None, client, None)  # type: ignore[arg-type]
+    return redis.Redis.from_url(url)
+
+
+def test_a_stop_with_nothing_to_stop_raises_no_flag(factory, session_id):
+    # Its flag would be stale: a turn of a message sent before it (a retry of a failed one,
+    # whose created_at is old) would be stopped by it up to the flag's TTL later.
+    from background.distributed.runner import CeleryTurnRunner, RedisCancelFlags, cancel_key
+
+    client = _redis_client()
+    runner, flags = CeleryTurnRunner(None, client, factory), RedisCancelFlags(client)  # type: ignore[arg-type]
+    failed = _message(factory, session_id, "hi", status="failed")
+    runner.cancel(session_id)
+    assert flags.raised_at(session_id) is None
+    with transaction(factory) as db:
+        db.get(Message, failed).status = "pending"  # sent again
+    runner.cancel(session_id)
+    assert flags.raised_at(session_id) is not None
+    client.delete(cancel_key(session_id))
+
+
+def test_redis_cancel_flags_lower_only_the_stop_that_was_read(factory, session_id):
+    from background.distributed.runner import CeleryTurnRunner, RedisCancelFlags
+
+    client = _redis_client()
+    runner = CeleryTurnRunner(None, client, factory)  # type: ignore[arg-type]
     flags = RedisCancelFlags(client)
+    _message(factory, session_id, "hi")  # a message waits: there is something to stop
     runner.cancel(session_id)
     first = flags.raised_at(session_id)
     assert first is not None and abs(first - time.time()) < 5
