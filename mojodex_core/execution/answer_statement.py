@@ -5,10 +5,10 @@ after the last token: BEGIN, the claim, the execution read ``FOR UPDATE``, the a
 the user message's link to it, the event, the trace entries, COMMIT. ``answer_statement`` makes
 them one statement of data-modifying CTEs, atomic on its own:
 
-* ``locked_execution``: the execution's status, read ``FOR UPDATE`` (a deletion in progress is
-  waited for, and one that commits after it waits for this statement);
 * ``locked_fence`` (distributed mode): the session's lease fence, read ``FOR UPDATE`` as
   ``session_claims.check_fence`` does;
+* ``locked_execution``: the execution's status, read ``FOR UPDATE`` (a deletion in progress is
+  waited for, and one that commits after it waits for this statement);
 * ``answer_id``: the answer's pk, taken from its sequence first, so that
 * ``claimed``: the user message goes ``processing -> answered`` with its ``answer_message_fk`` in
   one UPDATE, only if the execution is not deleted (and the fence is current);
@@ -17,8 +17,9 @@ them one statement of data-modifying CTEs, atomic on its own:
   unless the claim was.
 
 The statement returns the answer's pk, or ``NULL`` with what the caller needs to say why (the
-fence, the message's status, the execution's). The foreign key from the user message to its
-answer is checked at the statement's end, once the answer row exists.
+fence, the execution's status, the message's as the statement's snapshot saw it: a claim refused
+by a change committed since reads "changed"). Rows are locked in the transaction's order for the
+lease row (first), then the execution, then the message (the claim).
 
 The answer's pk is known before its row is inserted; a unique violation (a trace position taken
 by a concurrent writer since the statement's snapshot, which a transaction's later statement
@@ -56,19 +57,7 @@ def answer_statement(fenced: bool, trace_entries: int):  # noqa: ANN201 - a Sele
     ``b_session``, ``b_fence`` when fenced, the answer's ``b_text``, ``b_text_with_tags``, ``b_seq``,
     ``b_created_at``, the event's ``b_payload``, and the trace's binds (``reasoning.trace_params``).
     No bind is named after a column of ``message``: SQLAlchemy would add it to the UPDATE's SET."""
-    locked = (
-        select(_execution.c.status)
-        .where(_execution.c.user_task_execution_pk == bindparam("b_pk"))
-        .with_for_update()
-        .cte("locked_execution")
-    )
-    sequence = cast(func.pg_get_serial_sequence(literal("message"), literal("message_pk")), REGCLASS)
-    answer_id = select(func.nextval(sequence).label("pk")).cte("answer_id")
-    conditions = [
-        _message.c.message_pk == bindparam("b_message"),
-        _message.c.status == "processing",
-        exists(select(locked.c.status).where(locked.c.status.is_distinct_from("deleted"))),
-    ]
+    execution = select(_execution.c.status).where(_execution.c.user_task_execution_pk == bindparam("b_pk"))
     fence = None
     if fenced:
         fence = (
@@ -77,6 +66,18 @@ def answer_statement(fenced: bool, trace_entries: int):  # noqa: ANN201 - a Sele
             .with_for_update()
             .cte("locked_fence")
         )
+        # The lease row is locked first, as check_fence does in the transaction: the execution's
+        # read waits for it (its filter), then locks its own row, then the claim the message's.
+        execution = execution.where(exists(select(fence.c.fence)))
+    locked = execution.with_for_update().cte("locked_execution")
+    sequence = cast(func.pg_get_serial_sequence(literal("message"), literal("message_pk")), REGCLASS)
+    answer_id = select(func.nextval(sequence).label("pk")).cte("answer_id")
+    conditions = [
+        _message.c.message_pk == bindparam("b_message"),
+        _message.c.status == "processing",
+        exists(select(locked.c.status).where(locked.c.status.is_distinct_from("deleted"))),
+    ]
+    if fence is not None:
         conditions.append(select(fence.c.fence).scalar_subquery() == bindparam("b_fence"))
     claimed = (
         update(_message)

@@ -124,10 +124,11 @@ def _now() -> datetime:
 
 
 def _not_answered(row: Row, message_pk: int, fence: int | None) -> Exception:
-    """Why ``answer_statement`` stored nothing, as ``_complete``'s transaction would say it (its
-    checks in the same order: the lease's fence, the claim, the execution)."""
+    """Why ``answer_statement`` stored nothing, as ``_complete``'s transaction would say it, its
+    checks in the same order (the lease's fence, the claim, the execution). The message's status
+    is the statement's snapshot's: one changed by a commit since reads "changed"."""
     if fence is not None and row.fence != fence:
-        return Superseded(f"lease fence {fence} superseded by {row.fence}")
+        return Superseded(f"session lease fence {fence} superseded by {row.fence}")
     if row.message_status != "processing":
         return Superseded(f"message {message_pk} is {row.message_status or 'gone'}")
     if row.execution_status is None or row.execution_status == "deleted":

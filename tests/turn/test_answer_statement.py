@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import event, select, text, update
 
 from mojodex_core.db import transaction
-from mojodex_core.db.models import Message, SessionEvent, UserTaskExecution
+from mojodex_core.db.models import Message, SessionEvent, SessionRunner, UserTaskExecution
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.execution.session_claims import Superseded, claim_session, holding
 from mojodex_core.execution.turn_completion import TurnFailed
@@ -122,28 +122,42 @@ def test_a_unique_violation_rolls_it_back_and_the_transaction_stores_the_answer(
     assert len({seq for seq, _ in stored}) == len(stored)
 
 
-def test_an_execution_deleted_before_it_fails_the_turn_and_stores_nothing(turns):
+def test_an_execution_deleted_before_it_fails_the_turn_and_stores_nothing(turns, engine):
     context, outcome = ready(turns)
     with transaction(turns.factory) as db:
         db.execute(update(UserTaskExecution)
                    .where(UserTaskExecution.user_task_execution_pk == context.user_task_execution_pk)
                    .values(status="deleted"))
     count = len(answers(turns, context.session_id))
-    with pytest.raises(TurnFailed, match="deleted"):
+    with statements(engine) as seen, pytest.raises(TurnFailed, match="deleted"):
         turns.turn._complete(context, outcome)
+    assert [s[:4] for s, _ in seen] == ["WITH"]  # told by the one statement
     assert len(answers(turns, context.session_id)) == count
     assert turns.row(Message, context.message_pk).status == "processing"  # the caller marks it failed
     assert len(context.trace) == 1  # not written: the caller writes it on its own
 
 
-def test_a_message_answered_elsewhere_is_superseded(turns):
+def test_a_message_answered_elsewhere_is_superseded(turns, engine):
     context, outcome = ready(turns)
     with transaction(turns.factory) as db:
         db.execute(update(Message).where(Message.message_pk == context.message_pk).values(status="answered"))
     count = len(answers(turns, context.session_id))
-    with pytest.raises(Superseded, match="is answered"):
+    with statements(engine) as seen, pytest.raises(Superseded, match="is answered"):
         turns.turn._complete(context, outcome)
+    assert [s[:4] for s, _ in seen] == ["WITH"]
     assert len(answers(turns, context.session_id)) == count
+
+
+def test_a_trace_longer_than_one_statement_s_keeps_the_transaction(turns, engine):
+    from mojodex_core.execution.answer_statement import MAX_TRACE_ENTRIES
+
+    context, outcome = ready(turns)
+    context.trace.extend((f"[DIRECT] step {n}", "INSTRUCT_TASK") for n in range(MAX_TRACE_ENTRIES))
+    with statements(engine) as seen:
+        turns.turn._complete(context, outcome)
+    assert len(seen) > 1 and not any(s.startswith("WITH") for s, _ in seen), seen
+    assert turns.row(Message, context.message_pk).status == "answered"
+    assert len(turns.trace(context.user_task_execution_pk)) == 2 + MAX_TRACE_ENTRIES
 
 
 def test_under_a_lease_the_fence_is_checked_in_the_statement(turns, engine):
@@ -160,6 +174,33 @@ def test_under_a_lease_the_fence_is_checked_in_the_statement(turns, engine):
     with holding(current), statements(engine) as seen:
         turns.turn._complete(context, outcome)
     assert len(seen) == 1 and "session_runner" in seen[0][0], seen
+
+
+def test_under_a_lease_its_row_is_locked_before_the_execution_s(turns, engine):
+    # As check_fence does in the transaction: the other order could deadlock with a transaction
+    # holding the lease row and waiting for the execution's.
+    context, outcome = ready(turns)
+    claim = claim_session(turns.factory, context.session_id, "w1", lease_s=30)
+    done: list[bool] = []
+
+    def complete() -> None:
+        with holding(claim):
+            turns.turn._complete(context, outcome)
+        done.append(True)
+
+    with engine.connect() as holder:  # another transaction holds the lease row
+        holder.execute(select(SessionRunner).where(SessionRunner.session_id == context.session_id).with_for_update())
+        completing = threading.Thread(target=complete)
+        completing.start()
+        completing.join(0.5)
+        assert completing.is_alive()  # waiting for the lease row...
+        with engine.connect() as probe:  # ...without holding the execution's
+            probe.execute(text("SELECT 1 FROM user_task_execution WHERE user_task_execution_pk = :pk"
+                               " FOR UPDATE NOWAIT"), {"pk": context.user_task_execution_pk})
+            probe.rollback()
+        holder.commit()
+    completing.join(10)
+    assert done == [True] and turns.row(Message, context.message_pk).status == "answered"
     assert turns.row(Message, context.message_pk).status == "answered"
 
 
