@@ -15,9 +15,10 @@ Celery so it can be tested against a database alone.
   is then refused by the fence check (session_claims.check_fence).
 - Stop: a stop is for the first job in the session's line, as in-process. A cancel flag is read
   when a job starts, at each beat and when it ends. For a message's turn it is that turn's if it
-  was raised since the message was sent (the flag's time and the message's ``created_at`` both
-  come from backends' clocks): it stops the turn (even one that waited for a worker) and is
-  consumed, also when the turn ended before seeing it, so the turns queued behind still run.
+  was raised since the message was sent (the flag's time and the message's ``created_at``, by
+  the clocks of the processes that took them, assumed in sync): it stops the turn (even one that
+  waited for a worker) and is consumed, also when the turn ended before seeing it, so the turns
+  queued behind still run.
   Raised before the message was sent, it is stale (a stop with nothing to stop) and dropped. For a
   job with no message of its own (a tool follow-up, a session job), only a flag raised since the
   job started is its own.
@@ -146,9 +147,10 @@ class _Heartbeat(threading.Thread):
 
     def _is_for(self, job: TurnJob | SessionJob, started: float, raised: float) -> bool | None:
         """Whether a flag raised at ``raised`` is for ``job``: a stop is for the first job in the
-        session's line, so for a message's turn, one raised since its message was sent (both
-        times from backends' clocks); False: raised before, stale. For a job with no message of
-        its own, one raised since it started (the worker's clock); None otherwise."""
+        session's line, so for a message's turn, one raised since its message was sent (the
+        platform's processes' clocks, assumed in sync); False: raised before, stale. For a job
+        with no message of its own, one raised since it started (the worker's clock); None
+        otherwise."""
         if self._sent is None or self._sent[0] is not job:
             self._sent = (job, self._drainer.sent_at(job))
         sent = self._sent[1]
