@@ -38,6 +38,7 @@ from sqlalchemy.dialects.postgresql import JSONB, REGCLASS
 from sqlalchemy.engine import Row
 
 from mojodex_core.db.models import Message, ReasoningTraceEntry, SessionEvent, SessionRunner, UserTaskExecution
+from mojodex_core.execution.events import announcing
 from mojodex_core.execution.reasoning import ENTRIES_PER_STATEMENT, trace_columns, trace_rows
 
 _message = Message.__table__
@@ -101,14 +102,11 @@ def answer_statement(fenced: bool, trace_entries: int):  # noqa: ANN201 - a Sele
         .returning(_message.c.message_pk)
         .cte("answer")
     )
-    payload = bindparam("b_payload", type_=JSONB).op("||")(
-        func.jsonb_build_object(literal("message_pk"), answer.c.message_pk)
+    announced = announcing(
+        answer, "mojo_message", session=bindparam("b_session"), seq=bindparam("b_seq"),
+        payload=bindparam("b_payload", type_=JSONB),
+        created_at=bindparam("b_created_at", type_=_event.c.created_at.type),
     )
-    announced = insert(_event).from_select(
-        ["session_id", "seq", "event_name", "payload", "created_at"],
-        select(bindparam("b_session"), bindparam("b_seq"), literal("mojo_message"), payload,
-               bindparam("b_created_at", type_=_event.c.created_at.type)).select_from(answer),
-    ).cte("announced")
     columns = [
         select(answer.c.message_pk).scalar_subquery().label("answer_pk"),
         select(locked.c.status).scalar_subquery().label("execution_status"),

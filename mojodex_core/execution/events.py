@@ -17,7 +17,7 @@ from collections import deque
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Callable, Iterator, Protocol
 
-from sqlalchemy import insert, select
+from sqlalchemy import func, insert, literal, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
@@ -54,6 +54,20 @@ class EventPublisher(Protocol):
 
 
 _INSERT_EVENT = insert(SessionEvent.__table__)
+
+
+def announcing(stored, event_name: str, *, session, seq, payload, created_at):  # noqa: ANN001, ANN201
+    """Postgres: the INSERT, as a data-modifying CTE, of the event that announces the message a
+    CTE of the same statement stores (``stored``, returning its ``message_pk``): one row if it
+    stored one, none otherwise, its ``payload`` (JSONB) completed with that ``message_pk`` in SQL.
+    ``session``, ``seq``, ``payload`` and ``created_at`` are the caller's binds. The caller sends
+    the event once the statement committed (``Publication.written``)."""
+    event = SessionEvent.__table__
+    completed = payload.op("||")(func.jsonb_build_object(literal("message_pk"), stored.c.message_pk))
+    return insert(event).from_select(
+        ["session_id", "seq", "event_name", "payload", "created_at"],
+        select(session, seq, literal(event_name), completed, created_at).select_from(stored),
+    ).cte("announced")
 
 
 class Publication:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, func, insert, literal, select, update
+from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
@@ -14,7 +14,7 @@ from sqlalchemy.orm import sessionmaker
 
 from mojodex_core.db import autocommit_connection, core_transaction, factory_engine
 from mojodex_core.db.models import Message, SessionEvent, utcnow
-from mojodex_core.execution.events import EventPublisher, Publication
+from mojodex_core.execution.events import EventPublisher, Publication, announcing
 
 MAX_TEXT_CHARS = 50_000
 # The message_id of the user message that carries a submitted form (reserved for it).
@@ -99,14 +99,10 @@ def _store_and_announce():  # noqa: ANN202
         text=bindparam("text"), status="pending", data=bindparam("data", type_=_message.c.data.type),
         created_at=bindparam("created_at", type_=_message.c.created_at.type), seq=bindparam("seq"),
     ).returning(_message.c.message_pk).cte("stored_message")
-    payload = bindparam("payload", type_=JSONB).op("||")(
-        func.jsonb_build_object(literal("message_pk"), stored.c.message_pk)
+    announced = announcing(
+        stored, "user_message_reception", session=bindparam("session_id"), seq=bindparam("seq"),
+        payload=bindparam("payload", type_=JSONB), created_at=bindparam("created_at", type_=event.c.created_at.type),
     )
-    announced = insert(event).from_select(
-        ["session_id", "seq", "event_name", "payload", "created_at"],
-        select(bindparam("session_id"), bindparam("seq"), literal("user_message_reception"), payload,
-               bindparam("created_at", type_=event.c.created_at.type)).select_from(stored),
-    ).cte("announced")
     return select(stored.c.message_pk).add_cte(announced)
 
 
