@@ -128,12 +128,22 @@ return 0
 """
 
 
+# A flag is read on the drain's thread before and after each job: an unreachable Redis must cost
+# the turn this long at most, not a TCP timeout (minutes).
+FLAG_TIMEOUT_S = 2.0
+
+
 class RedisCancelFlags:
     """The worker's view of the cancel flags ``CeleryTurnRunner.cancel`` raises (drain.CancelFlags)."""
 
     def __init__(self, redis_client: redis.Redis) -> None:
         self._redis = redis_client
         self._consume = redis_client.register_script(_CONSUME)
+
+    @classmethod
+    def from_url(cls, url: str) -> RedisCancelFlags:
+        """On a client of their own, whose reads give up after ``FLAG_TIMEOUT_S``."""
+        return cls(redis.Redis.from_url(url, socket_timeout=FLAG_TIMEOUT_S, socket_connect_timeout=FLAG_TIMEOUT_S))
 
     def raised_at(self, session_id: str) -> float | None:
         value = self._redis.get(cancel_key(session_id))

@@ -88,14 +88,13 @@ def worker_platform():  # noqa: ANN201
             platform.start_workflow_watch()  # renews the heartbeat of the workflow steps this worker runs
             emitter = SocketIO(message_queue=settings.redis_url, channel=socketio_channel(settings.redis_url))
             platform.events.set_transport(lambda session_id, name, payload: emitter.emit(name, payload, to=session_id))
-            client = redis.Redis.from_url(settings.redis_url)
             owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
             _state.update(
                 pid=os.getpid(),
                 platform=platform,
                 drainer=Drainer(platform.session_factory, platform.turn_handler, owner=owner,
-                                lease_s=settings.turn_lease_s, cancel_flags=RedisCancelFlags(client),
-                                events=platform.events),
+                                lease_s=settings.turn_lease_s,
+                                cancel_flags=RedisCancelFlags.from_url(settings.redis_url), events=platform.events),
             )
             settle_heap()
             log.info("worker %s ready: database=%s", owner, settings.database_url.split("@")[-1])

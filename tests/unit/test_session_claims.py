@@ -448,3 +448,29 @@ def test_redis_cancel_flags_lower_only_the_stop_that_was_read(factory, session_i
     assert flags.raised_at(session_id) not in (None, first)
     flags.consume(session_id, flags.raised_at(session_id))
     assert flags.raised_at(session_id) is None
+
+
+def test_an_unreachable_redis_delays_a_turn_by_the_flag_timeout_not_for_good(factory, session_id):
+    # The flag is read on the drain's thread before and after each job: a Redis that accepts and
+    # never answers (a partition) hung the turn for a TCP timeout before the flags had their own.
+    import socket
+
+    from background.distributed import runner as runner_module
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    try:
+        flags = runner_module.RedisCancelFlags.from_url(f"redis://127.0.0.1:{silent.getsockname()[1]}/0")
+        message_pk = _message(factory, session_id, "hi")
+        ran: list[int] = []
+        drainer = Drainer(factory, lambda job, _c: (ran.append(job.message_pk), _answer(factory, job)),
+                          owner="w1", lease_s=30, cancel_flags=flags)
+        draining = threading.Thread(target=lambda: drainer.drain(session_id), daemon=True)
+        started = time.monotonic()
+        draining.start()
+        draining.join(4 * runner_module.FLAG_TIMEOUT_S + 5)
+        assert not draining.is_alive(), "the drain hangs on the unreachable Redis"
+        assert ran == [message_pk] and time.monotonic() - started < 4 * runner_module.FLAG_TIMEOUT_S + 5
+    finally:
+        silent.close()
