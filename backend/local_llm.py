@@ -90,10 +90,12 @@ def local_llm_available() -> bool:
 
 def _die_with_parent() -> None:
     """In the child: ask Linux to kill it when the platform process dies, even by SIGKILL,
-    so a crashed worker never leaves an orphan model server holding memory and a port."""
+    so a crashed worker never leaves an orphan model server holding memory and a port. SIGKILL:
+    on SIGTERM the server (uvicorn) first finishes the generation in flight, which for a title
+    job whose platform was stopped by Ctrl-C went on for over a minute, with no one to read it."""
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     except OSError:  # not Linux: atexit still stops it on a normal exit
         pass
 

@@ -4,6 +4,12 @@ installed version other than the pin is refused rather than trusted."""
 from __future__ import annotations
 
 import importlib.metadata
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -56,3 +62,42 @@ def test_a_missing_install_says_how_to_install(monkeypatch):  # noqa: ANN001
 )
 def test_exit_statuses_are_named(code, text):  # noqa: ANN001
     assert local_llm.exit_description(code) == text
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_the_model_server_dies_with_its_platform_process_even_mid_generation(tmp_path):
+    # uvicorn finishes the request in flight on SIGTERM: a model server that got SIGTERM when its
+    # worker was killed (Ctrl-C during a title job) generated on, orphaned, for over a minute.
+    parent = subprocess.Popen([sys.executable, "-c", f"""
+import subprocess, sys, time
+sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
+from backend.local_llm import _die_with_parent
+busy = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); time.sleep(60)"
+child = subprocess.Popen([sys.executable, "-c", busy], preexec_fn=_die_with_parent, stdout=subprocess.PIPE, text=True)
+child.stdout.readline()
+print(child.pid, flush=True)
+time.sleep(60)
+"""], stdout=subprocess.PIPE, text=True)
+    child_pid = 0
+    try:
+        child_pid = int(parent.stdout.readline())
+        parent.kill()  # as gunicorn's master kills a worker past its graceful timeout
+        parent.wait(10)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and _alive(child_pid):
+            time.sleep(0.05)
+        assert not _alive(child_pid), "the model server outlived its platform process"
+    finally:
+        parent.kill()
+        if _alive(child_pid):
+            os.kill(child_pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    if not pid:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(")")[-1].split()[0] != "Z"  # a zombie is dead, not yet reaped
+    except FileNotFoundError:
+        return False
