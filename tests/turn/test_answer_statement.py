@@ -85,7 +85,7 @@ def test_a_tool_follow_up_s_entries_go_in_with_the_answer(turns, engine):
     user = turns.user()
     pk, session_id = turns.execution(user, "turn_prompt_tools")
     message_pk = turns.message(session_id, pk, "echo it")
-    turns.llm.script(tool_call("turn_echo", "hi", why="WHY-TOOL"), QUESTION.replace(">en<", ">en<"))
+    turns.llm.script(tool_call("turn_echo", "hi", why="WHY-TOOL"), QUESTION)
     turns.run(session_id, message_pk)  # the first turn sets the language: a transaction
     second = turns.message(session_id, pk, "again")
     turns.llm.script(tool_call("turn_echo", "ho", why="WHY-AGAIN"), QUESTION)

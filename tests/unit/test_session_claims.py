@@ -315,15 +315,17 @@ class _Flags:
             del self.raised[session_id]
 
 
-def _recording(factory, stopped: dict[int, bool], wait_s: float = 1.5):  # noqa: ANN001, ANN202
-    """A turn that waits up to ``wait_s`` for a stop (the heartbeat looks every 0.5 s), records
-    whether it came, and answers."""
+def _drained(factory, session_id: str, flags: _Flags, wait_s: float) -> dict[int, bool]:  # noqa: ANN001
+    """Drains the session with turns that each wait up to ``wait_s`` for a stop (the heartbeat
+    looks every 0.5 s) and answer: whether each turn, by message_pk, was stopped."""
+    stopped: dict[int, bool] = {}
 
     def handler(job, cancel) -> None:  # noqa: ANN001
         stopped[job.message_pk] = cancel.wait(wait_s)
         _answer(factory, job)
 
-    return handler
+    assert Drainer(factory, handler, owner="w1", lease_s=30, cancel_flags=flags).drain(session_id) == DONE
+    return stopped
 
 
 def test_a_stop_sent_while_the_turn_waits_for_a_worker_stops_it(factory, session_id):
@@ -333,11 +335,8 @@ def test_a_stop_sent_while_the_turn_waits_for_a_worker_stops_it(factory, session
     flags = _Flags()
     time.sleep(0.01)
     flags.raise_now(session_id)  # the user pressed stop; no worker has the session yet
-    stopped: dict[int, bool] = {}
-    # The turn looks at once: a short one would be over before the heartbeat's next look.
-    drainer = Drainer(factory, _recording(factory, stopped, wait_s=0), owner="w1", lease_s=30, cancel_flags=flags)
-    assert drainer.drain(session_id) == DONE
-    assert stopped == {message_pk: True}
+    # The turn looks at once (wait 0): a short one would be over before the heartbeat's next look.
+    assert _drained(factory, session_id, flags, wait_s=0) == {message_pk: True}
     assert flags.raised == {}  # consumed by the turn it stopped
 
 
@@ -346,10 +345,8 @@ def test_a_stop_is_consumed_by_one_turn_and_the_ones_queued_behind_run(factory, 
     flags = _Flags()
     time.sleep(0.01)
     flags.raise_now(session_id)
-    stopped: dict[int, bool] = {}
-    drainer = Drainer(factory, _recording(factory, stopped, wait_s=1.2), owner="w1", lease_s=30, cancel_flags=flags)
-    assert drainer.drain(session_id) == DONE
-    assert stopped == {first: True, second: False}  # as the in-process runner does
+    # as the in-process runner does
+    assert _drained(factory, session_id, flags, wait_s=1.2) == {first: True, second: False}
 
 
 def test_a_stop_raised_before_the_message_was_sent_is_dropped(factory, session_id):
@@ -357,10 +354,7 @@ def test_a_stop_raised_before_the_message_was_sent_is_dropped(factory, session_i
     flags.raise_now(session_id)  # a stop with nothing to stop (the session was idle)
     time.sleep(0.01)
     message_pk = _message(factory, session_id, "hi")
-    stopped: dict[int, bool] = {}
-    drainer = Drainer(factory, _recording(factory, stopped, wait_s=1.2), owner="w1", lease_s=30, cancel_flags=flags)
-    assert drainer.drain(session_id) == DONE
-    assert stopped == {message_pk: False}
+    assert _drained(factory, session_id, flags, wait_s=1.2) == {message_pk: False}
     assert flags.raised == {}  # stale for every later turn too
 
 
