@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import threading
 import time
 
@@ -285,6 +286,45 @@ def test_structured_valid_json(llm: ScriptedLLMServer, provider: LLMProvider, re
     assert fmt["json_schema"]["strict"] is False
     assert fmt["json_schema"]["schema"] == Order.model_json_schema()
     assert (records[0].label, records[0].user_task_execution_pk, records[0].status) == ("order", 7, "ok")
+
+
+def test_a_structured_call_with_a_cancel_is_streamed_and_a_cancel_ends_it(
+    llm: ScriptedLLMServer, provider: LLMProvider, records
+):
+    # Not streamed, the answer arrives in one piece once generated: a cancel (the process quitting
+    # during a title job) could not end the call before; the exit waited for it.
+    llm.script(Reply(json={"product": "tea", "quantity": 2}))
+    assert provider.structured(MESSAGES, Order, label="order", cancel=threading.Event()).quantity == 2
+    assert llm.last_request["stream"] is True and llm.last_request["response_format"]["type"] == "json_schema"
+    llm.script(Hang(seconds=10, after_headers=True))
+    cancel = threading.Event()
+
+    def cancel_once_held() -> None:
+        deadline = time.monotonic() + 10
+        while len(llm.requests) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.1)
+        cancel.set()
+
+    threading.Thread(target=cancel_once_held, daemon=True).start()
+    started = time.monotonic()
+    with pytest.raises(LLMCancelled):
+        provider.structured(MESSAGES, Order, label="order", cancel=cancel)
+    assert time.monotonic() - started < 5.0  # the hang lasts 10 s
+    assert records[-1].status == "error"
+    llm.script(Reply(json={"product": "tea", "quantity": 1}))
+    provider.structured(MESSAGES, Order, label="order")
+    assert "stream" not in llm.last_request  # without a cancel, as before
+
+
+def test_a_cancellable_structured_call_waits_for_its_answer_as_long_as_one_not_streamed(
+    llm: ScriptedLLMServer, llm_settings: LLMSettings
+):
+    # Streamed only to be cancellable, it keeps the call's bound on each read (timeout_s), not the
+    # first token's: a long prompt on a slow model would time out where it did not before.
+    provider = make(llm_settings, first_token_timeout_s=0.3, timeout_s=10, max_retries=0)
+    llm.script(Reply(chunks=[json.dumps({"product": "tea", "quantity": 4})], delay_s=1.0))
+    assert provider.structured(MESSAGES, Order, label="order", cancel=threading.Event()).quantity == 4
 
 
 def test_structured_tolerates_code_fences(llm: ScriptedLLMServer, provider: LLMProvider):

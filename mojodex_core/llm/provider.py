@@ -164,7 +164,12 @@ class LLMProvider:
         max_tokens: int | None = None,
         cancel: threading.Event | None = None,
     ) -> T:
-        """Ask for JSON matching ``response_model``; one corrective retry on invalid output."""
+        """Ask for JSON matching ``response_model``; one corrective retry on invalid output.
+
+        With a ``cancel`` the answer is streamed (and collected): a non-streamed answer comes in one
+        piece once it is all generated, so nothing could interrupt the call before; streamed, a
+        cancel closes the response as soon as its headers came, which a streaming server sends
+        before it generates (``CancelWatcher``). Each read is still bounded by ``timeout_s``."""
         started = time.monotonic()
         tally = CallTally(model=self.settings.model)
         try:
@@ -204,12 +209,14 @@ class LLMProvider:
                     so.with_system_message(messages, instruction),
                     tally,
                     started,
-                    stream=False,
+                    stream=cancel is not None,
                     on_token=None,
                     temperature=temperature,
                     max_tokens=max_tokens,
                     cancel=cancel,
                     options=options,
+                    # Streamed or not, the model may think for as long as the call may last.
+                    read_timeout_s=self.settings.timeout_s,
                 )
             except (LLMRequestRejected, LLMUnavailable) as exc:
                 # Some servers refuse json_schema with a 400/422, others (llama-cpp-python's) with a
@@ -255,6 +262,7 @@ class LLMProvider:
         max_tokens: int | None,
         cancel: threading.Event | None,
         options: dict[str, Any],
+        read_timeout_s: float | None = None,
     ) -> LLMResult:
         settings = self.settings
         if not settings.configured:
@@ -275,7 +283,8 @@ class LLMProvider:
                 request["max_tokens"] = max_tokens
             try:
                 if stream:
-                    return self._stream_once(client, request, tally, started, attempt, on_token, cancel)
+                    return self._stream_once(client, request, tally, started, attempt, on_token, cancel,
+                                             read_timeout_s)
                 return self._once(client, request, tally, started)
             except LLMError:
                 raise
@@ -385,10 +394,12 @@ class LLMProvider:
         attempt: _Attempt,
         on_token: Callable[[str], None] | None,
         cancel: threading.Event | None,
+        read_timeout_s: float | None = None,
     ) -> LLMResult:
         settings = self.settings
-        # connect/write/pool bounded by timeout_s; every read (headers, each chunk) by first_token_timeout_s.
-        timeout = openai.Timeout(settings.timeout_s, read=settings.first_token_timeout_s)
+        # connect/write/pool bounded by timeout_s; every read (headers, each chunk) by first_token_timeout_s,
+        # or by ``read_timeout_s`` (a structured call, streamed only to be cancellable: as when not streamed).
+        timeout = openai.Timeout(settings.timeout_s, read=read_timeout_s or settings.first_token_timeout_s)
         attempt_started = time.monotonic()
         deadline = attempt_started + settings.timeout_s
         response = client.post(
