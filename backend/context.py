@@ -158,8 +158,17 @@ class Platform:
 
         self.heartbeat.start(on_lapsed)
 
-    def close(self) -> None:
+    def quit_jobs(self) -> None:
+        """The serving process is quitting (gunicorn's worker_exit): the background job in flight
+        has its LLM call cancelled and stays claimed for the next start, instead of holding the
+        process's exit (a title on the local model takes tens of seconds; gunicorn's master killed
+        the worker after 30 s). Turns in flight go on: the process waits for them, as before."""
+        if self.jobs is not None:
+            self.jobs.shutdown(wait=False)  # first: a job cancelled before it would be retried
         self.stopping.set()
+
+    def close(self) -> None:
+        self.quit_jobs()
         if self.heartbeat is not None:
             self.heartbeat.stop()
         self.runner.shutdown(wait=False)
@@ -168,8 +177,6 @@ class Platform:
         close_store = getattr(self.order_store, "close", None)
         if close_store is not None:
             close_store()
-        if self.jobs is not None:
-            self.jobs.shutdown(wait=False)
         if self.push is not None:
             self.push.shutdown()
         if self.llm is not None:
@@ -285,7 +292,9 @@ def build_platform(
         MessageKindDispatcher(factory, HomeChatRouter(factory, home_chat, dispatcher), {TEXT_EDIT_EVENT: text_edit}),
     )
     handler = SessionJobs(transcribing)
-    handlers = job_handlers(settings, factory, events, llm)
+    stopping = threading.Event()
+    # A Celery worker's jobs are retried by Celery and handed back at its shutdown: nothing to cancel.
+    handlers = job_handlers(settings, factory, events, llm, None if settings.distributed else stopping)
     if settings.distributed:
         from background.distributed.celery_app import make_celery
         from background.distributed.runner import CeleryJobRunner, CeleryTurnRunner
@@ -305,7 +314,7 @@ def build_platform(
         audio_store=audio_store, transcribing=transcribing,
         speech=OpenAISpeech(audio) if audio.speech_model else None,
         push=PushOnFinalReplies(factory, Presence(), build_notifier(push_config(settings.extra, os.environ))),
-        llm_calls=llm_calls,
+        llm_calls=llm_calls, stopping=stopping,
     )
     # Executions started by home chat routing, and tasks' audio messages once transcribed, get named too.
     home_chat.on_routed = platform.request_title_summary
@@ -331,12 +340,14 @@ def build_workflow_turn(
 
 
 def job_handlers(
-    settings: Settings, factory: sessionmaker[DbSession], events: object, llm: LLMProvider | None
+    settings: Settings, factory: sessionmaker[DbSession], events: object, llm: LLMProvider | None,
+    stopping: threading.Event | None = None,
 ) -> dict[type, JobHandler]:
-    """The background jobs' handlers; none without an LLM or with ``extra["title_summary_jobs"]`` False."""
+    """The background jobs' handlers; none without an LLM or with ``extra["title_summary_jobs"]`` False.
+    ``stopping``: the process's (``Platform.stopping``), which cancels a job's LLM call in flight."""
     if llm is None or not settings.extra.get("title_summary_jobs", True):
         return {}
-    return {TitleSummaryJob: TitleSummaryWriter(factory, events, llm)}
+    return {TitleSummaryJob: TitleSummaryWriter(factory, events, llm, stopping)}
 
 
 def build_jobs(

@@ -89,11 +89,21 @@ def run_gunicorn(settings: Settings, worker_connections: int = 1000) -> None:
             self.cfg.set("loglevel", settings.log_level.lower())
             # The banner comes last, once the app (and the local model) is ready to answer.
             self.cfg.set("post_worker_init", lambda _worker: print(ready_banner(settings), flush=True))
+            # In the worker, once it stops serving (Ctrl-C, SIGTERM), before the interpreter waits
+            # for its threads: a background job must not hold the exit.
+            self.cfg.set("worker_exit", _quit_jobs)
 
         def load(self):  # noqa: ANN202
             return build_app(settings)
 
     _Gunicorn().run()
+
+
+def _quit_jobs(_arbiter, worker) -> None:  # noqa: ANN001 - gunicorn's worker_exit hook
+    app = getattr(worker, "wsgi", None)
+    platform = getattr(app, "extensions", {}).get("mojodex") if app is not None else None
+    if platform is not None:
+        platform.quit_jobs()
 
 
 def ready_banner(settings: Settings, webapp_dist: Path | None = None) -> str:

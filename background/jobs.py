@@ -26,6 +26,9 @@ class Job(Protocol):
 
 
 class JobHandler(Protocol):
+    """``run`` does the job; a job the process quits in the middle of must be left for the next
+    start to resume (the title job stays "pending": ``resume_title_summaries``)."""
+
     def run(self, job: Any) -> None: ...
 
     def give_up(self, job: Any, error: BaseException) -> None: ...
@@ -78,7 +81,13 @@ class ThreadJobRunner:
         try:
             handler.run(job)
         except Exception as exc:  # noqa: BLE001 - every failure is retried, then given up visibly
-            if job.attempt < self.max_attempts and not self._closed:
+            if self._closed:
+                # Quitting (its LLM call cancelled, say): not a failure of the job, which stays
+                # claimed for the next start; giving it up would mark it failed for good.
+                log.info("job %s interrupted by shutdown (%s); the next start runs it again", job, exc)
+                self._done()
+                return
+            if job.attempt < self.max_attempts:
                 delay = backoff_s(job.attempt, self._backoff_base_s, self._max_backoff_s)
                 log.warning("job %s failed (attempt %d/%d): %s; retrying in %.2f s",
                             type(job).__name__, job.attempt, self.max_attempts, exc, delay)

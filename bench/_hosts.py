@@ -177,7 +177,7 @@ class LLMHost:
         self.server: ScriptedLLMServer | None = None
 
     def _respond(self, body: dict[str, Any]) -> Reply:
-        if not body.get("stream"):  # the title/summary job's structured call
+        if "response_format" in body:  # the title/summary job's structured call (streamed: it can be cancelled)
             return Reply(json={"title": "Bench title", "summary": "A bench session."})
         last = (body.get("messages") or [{}])[-1].get("content") or ""
         self.received[last] = time.perf_counter()

@@ -51,7 +51,7 @@ from tests.support.scripted_llm import Reply, ScriptedLLMServer
 
 
 def responder(body: dict) -> Reply:
-    if not body.get("stream"):
+    if "response_format" in body:  # the title/summary job's structured call
         return Reply(json={"title": "A title", "summary": "A summary"})
     user = [m for m in body.get("messages", []) if m.get("role") == "user"]
     content = str(user[-1]["content"]) if user else ""

@@ -120,3 +120,25 @@ def test_the_job_runner_retries_then_gives_up(failures, runs, gave_up):
             assert handler.gave_up[0][0].attempt == 3 and handler.gave_up[0][1] == "failure 3"
     finally:
         runner.shutdown()
+
+
+def test_a_job_failing_once_its_runner_is_shut_down_is_left_for_the_next_start():
+    # was: given up, which marks a title "failed" for good, when the failure was only the process
+    # quitting (its LLM call cancelled): the job stays claimed and the next start runs it again.
+    started, release = threading.Event(), threading.Event()
+
+    class Quitting(Flaky):
+        def run(self, job: FlakyJob) -> None:
+            self.runs.append(job.attempt)
+            started.set()
+            release.wait(10)
+            raise RuntimeError("cancelled")
+
+    handler = Quitting(0)
+    runner = ThreadJobRunner({FlakyJob: handler}, max_attempts=3, backoff_base_s=0.0)
+    runner.submit(FlakyJob("x"))
+    assert started.wait(10)
+    runner.shutdown(wait=False)
+    release.set()
+    assert runner.wait_idle(10)
+    assert handler.runs == [1] and handler.gave_up == []  # neither retried nor given up

@@ -12,6 +12,7 @@ have given stays.
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
@@ -70,12 +71,19 @@ def unfinished_jobs(db: DbSession) -> list[TitleSummaryJob]:
 
 
 class TitleSummaryWriter:
-    """The job handler (see background.jobs.JobHandler)."""
+    """The job handler (see background.jobs.JobHandler).
 
-    def __init__(self, session_factory: sessionmaker[DbSession], events: EventPublisher, llm: LLMProvider) -> None:
+    ``stopping``: set when the process quits; the LLM call in flight is then cancelled, and the job
+    stays claimed ("pending") for the next start to submit again (``unfinished_jobs``)."""
+
+    def __init__(
+        self, session_factory: sessionmaker[DbSession], events: EventPublisher, llm: LLMProvider,
+        stopping: threading.Event | None = None,
+    ) -> None:
         self._factory = session_factory
         self._events = events
         self._llm = llm
+        self._stopping = stopping
 
     def _messages(self, job: TitleSummaryJob) -> list[dict[str, str]] | None:
         with self._factory() as db:
@@ -109,7 +117,8 @@ class TitleSummaryWriter:
             log.info("title job skipped: execution %s is gone", job.user_task_execution_pk)
             return
         result = self._llm.structured(
-            messages, TitleSummary, label=LABEL, user_task_execution_pk=job.user_task_execution_pk
+            messages, TitleSummary, label=LABEL, user_task_execution_pk=job.user_task_execution_pk,
+            cancel=self._stopping,
         )
         title, summary = result.title.strip()[:255], result.summary.strip()
         with self._events.publishing(job.session_id) as publication, transaction(self._factory) as db:

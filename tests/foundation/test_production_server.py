@@ -13,6 +13,7 @@ import time
 import uuid
 
 import pytest
+from sqlalchemy import select
 
 from backend.gevent_worker import WORKER_CLASS
 from bench._clients import new_session, run_turn
@@ -20,6 +21,8 @@ from bench._hosts import QUESTION_CHUNKS, QUESTION_TEXT
 from bench._production import ProductionServer
 from mojodex_core.db import make_engine, make_session_factory, transaction
 from mojodex_core.db.migrate import upgrade
+from mojodex_core.db.models import UserTaskExecution
+from mojodex_core.execution.title_summary import unfinished_jobs
 from mojodex_core.task_loader import store_spec
 from mojodex_core.task_spec import validate_spec
 from tests.support.live import TEST_TASK
@@ -31,10 +34,14 @@ HANG_S = 60.0
 @pytest.fixture
 def served(tmp_path):
     llm = ScriptedLLMServer().start()
-    hung = threading.Event()
+    hung, title_hung = threading.Event(), threading.Event()
+    titles = {"hang": False}
 
     def respond(body):  # noqa: ANN001, ANN202
-        if not body.get("stream"):  # the title job's structured call
+        if "response_format" in body:  # the title job's structured call
+            if titles["hang"]:
+                title_hung.set()
+                return Hang(seconds=HANG_S, after_headers=True)
             return Reply(json={"title": "A title", "summary": "A summary."})
         if "please hang" in (body["messages"][-1].get("content") or ""):
             hung.set()
@@ -53,7 +60,7 @@ def served(tmp_path):
     server = ProductionServer(database_url, llm.base_url, var_dir, start_timeout_s=90)
     sessions = []
     try:
-        yield server, factory, sessions, hung
+        yield server, factory, sessions, hung, (titles, title_hung)
     finally:
         for session in sessions:
             session.socket.close()
@@ -63,7 +70,7 @@ def served(tmp_path):
 
 
 def test_a_hung_llm_stream_holds_only_its_own_session_and_stop_ends_it(served):
-    server, factory, sessions, hung = served
+    server, factory, sessions, hung, _titles = served
     stalled, other = new_session(1, factory, server.base_url), new_session(2, factory, server.base_url)
     sessions += [stalled, other]
     # The worker and the Socket.IO mode are gevent's, patched before the app was loaded.
@@ -104,7 +111,7 @@ def test_a_hung_llm_stream_holds_only_its_own_session_and_stop_ends_it(served):
 def test_ctrl_c_stops_the_server_at_once_and_without_a_traceback(served):
     # was: gunicorn's gevent worker exits through sys.exit(0) in a greenlet of its own, which
     # gevent reports as a failure: every Ctrl-C of `make run` ended the log with a traceback
-    server, factory, sessions, _hung = served
+    server, factory, sessions, _hung, _titles = served
     session = new_session(1, factory, server.base_url)
     sessions.append(session)
     turn = run_turn(session, "question", QUESTION_TEXT, 30)
@@ -117,3 +124,30 @@ def test_ctrl_c_stops_the_server_at_once_and_without_a_traceback(served):
     log = server.log_tail(20000)
     assert "Traceback" not in log and "failed with SystemExit" not in log, log[-3000:]
     assert "Shutting down: Master" in log
+
+
+def test_ctrl_c_does_not_wait_for_a_title_job_which_the_next_start_runs(served):
+    # was: the interpreter waited for the job's thread, blocked on the LLM (a title on the local
+    # model takes tens of seconds): the exit took as long, or gunicorn's master killed the worker
+    # after 30 s ("Perhaps out of memory?"); had the job been given up, its title stayed failed.
+    server, factory, sessions, _hung, (titles, title_hung) = served
+    titles["hang"] = True
+    session = new_session(1, factory, server.base_url)
+    sessions.append(session)
+    turn = run_turn(session, "question", QUESTION_TEXT, 30)  # the first input: the title job starts
+    assert turn.ok and turn.content_ok, turn.error or turn.mismatch
+    assert title_hung.wait(20), "the title job never reached the LLM"
+    process = server.processes[0]
+    started = time.monotonic()
+    os.killpg(process.pid, signal.SIGINT)
+    assert process.wait(15) == 0
+    assert time.monotonic() - started < 10
+    log = server.log_tail(20000)
+    assert "Traceback" not in log and "Perhaps out of memory" not in log, log[-3000:]
+    assert "interrupted by shutdown" in log, log[-3000:]
+    with factory() as db:
+        status = db.scalar(select(UserTaskExecution.title_status)
+                           .where(UserTaskExecution.user_task_execution_pk == session.pk))
+    assert status == "pending"  # claimed still: resume_title_summaries submits it at the next start
+    with factory() as db:
+        assert [job.user_task_execution_pk for job in unfinished_jobs(db)] == [session.pk]

@@ -54,8 +54,9 @@ def test_title_and_summary_arrive_once_by_event_and_get_and_never_again(titled, 
     pk, session_id = new_execution(client)
     socket = client.socket(session_id)
     try:
-        # A slow title: the turn must not wait for it.
-        route(llm, [Reply(DRAFT), Reply(QUESTION), Reply(QUESTION)], Reply(json=GENERATED, delay_s=0.5))
+        # A slow title: the turn must not wait for it (one streamed chunk: one delay).
+        slow_title = Reply(chunks=[json.dumps(GENERATED)], delay_s=0.5)
+        route(llm, [Reply(DRAFT), Reply(QUESTION), Reply(QUESTION)], slow_title)
         run_form(client, pk)
         draft = socket.wait_event("draft_message")[0]
         event = socket.wait_event("user_task_execution_title")[0]
