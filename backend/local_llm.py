@@ -45,6 +45,7 @@ PR_SET_PDEATHSIG = 1
 LLAMA_CPP_VERSION = "0.3.36"
 SMOLLM2_VERSION = "0.1.2"
 RESTART_WINDOW_S = 300.0  # one restart per window: a server that keeps dying is reported, not respawned forever
+STOP_GRACE_S = 1.0  # after SIGTERM, before SIGKILL
 TAIL_LINES = 20
 
 
@@ -347,7 +348,10 @@ class LocalModelServer:
         if self.process is not None and self.process.poll() is None:
             self.process.terminate()
             try:
-                self.process.wait(timeout=10)
+                # Idle, it exits at once. Generating (a request cancelled by the platform's exit),
+                # it would finish the generation first, which the platform no longer waits for:
+                # it holds nothing worth the wait.
+                self.process.wait(timeout=STOP_GRACE_S)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(timeout=10)

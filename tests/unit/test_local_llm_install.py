@@ -101,3 +101,21 @@ def _alive(pid: int) -> bool:
             return stat.read().split(")")[-1].split()[0] != "Z"  # a zombie is dead, not yet reaped
     except FileNotFoundError:
         return False
+
+
+def test_stopping_the_model_server_does_not_wait_for_its_generation(tmp_path):
+    # was: SIGTERM, then up to 10 s for uvicorn to finish the generation in flight (a title job
+    # cancelled by the platform's exit): Ctrl-C of `make run` took that much longer
+    busy = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); "
+            "time.sleep(60)")
+    server = local_llm.LocalModelServer(tmp_path / "model.gguf", log_file=tmp_path / "llm.log", watch=False)
+    server.process = subprocess.Popen([sys.executable, "-c", busy], stdout=subprocess.PIPE, text=True)
+    try:
+        server.process.stdout.readline()
+        started = time.monotonic()
+        server.stop()
+        assert server.process.poll() is not None
+        assert time.monotonic() - started < local_llm.STOP_GRACE_S + 3
+    finally:
+        if server.process.poll() is None:
+            server.process.kill()
