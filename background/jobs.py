@@ -69,12 +69,12 @@ class ThreadJobRunner:
         self._closed = False
 
     def submit(self, job: Job) -> None:
-        with self._lock:
+        with self._lock:  # held while submitting: a shutdown in between would refuse the job
             if self._closed:
                 log.warning("job runner closed; dropping %s", job)
                 return
             self._in_flight += 1
-        self._pool.submit(self._run, job)
+            self._pool.submit(self._run, job)
 
     def _run(self, job: Job) -> None:
         handler = self._handlers[type(job)]
@@ -103,11 +103,10 @@ class ThreadJobRunner:
 
     def _retry(self, job: Job) -> None:
         with self._lock:
-            closed = self._closed
-        if closed:
-            self._done()
-            return
-        self._pool.submit(self._run, job)
+            if not self._closed:
+                self._pool.submit(self._run, job)
+                return
+        self._done()
 
     def _done(self) -> None:
         with self._lock:

@@ -142,3 +142,27 @@ def test_a_job_failing_once_its_runner_is_shut_down_is_left_for_the_next_start()
     release.set()
     assert runner.wait_idle(10)
     assert handler.runs == [1] and handler.gave_up == []  # neither retried nor given up
+
+
+def test_a_shutdown_right_after_the_closed_check_does_not_lose_the_submitted_job():
+    # was: submit() checked "closed" under the lock and submitted after releasing it: a shutdown in
+    # between (turns still run, and submit title jobs, while the process quits) made the pool raise
+    # RuntimeError and left the job counted in flight forever.
+    handler = Flaky(0)
+    runner = ThreadJobRunner({FlakyJob: handler}, max_attempts=3, backoff_base_s=0.0)
+    lock = runner._lock
+
+    class ShutdownOnRelease:  # the other thread's shutdown lands as the lock is released
+        def __enter__(self):  # noqa: ANN204
+            return lock.__enter__()
+
+        def __exit__(self, *exc):  # noqa: ANN002, ANN204
+            released = lock.__exit__(*exc)
+            runner._lock = lock
+            runner._pool.shutdown(wait=False)
+            return released
+
+    runner._lock = ShutdownOnRelease()
+    runner.submit(FlakyJob("x"))  # raised RuntimeError
+    assert runner.wait_idle(10)
+    assert handler.runs == [1]
