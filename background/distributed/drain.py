@@ -19,7 +19,10 @@ Celery so it can be tested against a database alone.
   the clocks of the processes that took them, assumed in sync): it stops the turn (even one that
   waited for a worker) and is consumed, also when the turn ended before seeing it, so the turns
   queued behind still run.
-  Raised before the message was sent, it is stale (a stop with nothing to stop) and dropped. For a
+  Raised before the message was sent, it is stale (a stop with nothing to stop) and dropped. A
+  flag names the first message waiting or running when the stop was sent (``StopFlag.first_pk``):
+  a turn of an older message (one sent again, after a failure) leaves it to that message's turn,
+  or drops it once that message is done. For a
   job with no message of its own (a tool follow-up, a session job), only a flag raised since the
   job started is its own.
 - Shutdown: between turns, ``stopping()`` ends the drain; the caller hands the rest back.
@@ -30,6 +33,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import dataclass
 from datetime import UTC
 from typing import Callable, Protocol
 
@@ -61,14 +65,23 @@ log = logging.getLogger("mojodex.drain")
 Handler = Callable[[TurnJob | SessionJob, threading.Event], None]
 
 
+@dataclass(frozen=True)
+class StopFlag:
+    """A raised cancel flag: when (epoch seconds, by the raising backend's clock), and the first
+    message of the session waiting for or getting an answer then (None: not known)."""
+
+    raised: float
+    first_pk: int | None = None
+
+
 class CancelFlags(Protocol):
     """The sessions' cancel flags (distributed/runner.py: in Redis, raised by a backend)."""
 
-    def raised_at(self, session_id: str) -> float | None:
-        """When the session's flag was raised (epoch seconds), or None."""
+    def raised_at(self, session_id: str) -> StopFlag | None:
+        """The session's raised flag, or None."""
 
-    def consume(self, session_id: str, raised: float) -> None:
-        """Lowers the flag raised at ``raised``, unless a newer stop raised it again."""
+    def consume(self, session_id: str, flag: StopFlag) -> None:
+        """Lowers ``flag``, unless a newer stop raised the session's flag again."""
 
 DONE, BUSY, MORE = "done", "busy", "more"
 
@@ -128,35 +141,42 @@ class _Heartbeat(threading.Thread):
             cancel, job, started = self._cancel, self._job, self._job_started
         if cancel is None or job is None:
             return
-        raised = flags.raised_at(session_id)
-        if raised is None:
+        flag = flags.raised_at(session_id)
+        if flag is None:
             return
-        ours = self._is_for(job, started, raised)
+        ours = self._is_for(job, started, flag)
         if ours is None:
             return  # raised before this job (with no message) started: not for it
         if not ours:
-            log.info("session %s: dropping a stop raised before message_pk=%s was sent", session_id,
-                     getattr(job, "message_pk", None))
+            log.info("session %s: dropping a stop not for message_pk=%s (raised before it was sent, or for "
+                     "message_pk=%s)", session_id, getattr(job, "message_pk", None), flag.first_pk)
         elif not ended:
             with self._lock:
                 if self._cancel is not cancel:
                     return  # that job ended meanwhile: its end looks again
                 cancel.set()
             log.info("session %s: stopping %s", session_id, job)
-        flags.consume(session_id, raised)
+        flags.consume(session_id, flag)
 
-    def _is_for(self, job: TurnJob | SessionJob, started: float, raised: float) -> bool | None:
-        """Whether a flag raised at ``raised`` is for ``job``: a stop is for the first job in the
-        session's line, so for a message's turn, one raised since its message was sent (the
-        platform's processes' clocks, assumed in sync); False: raised before, stale. For a job
-        with no message of its own, one raised since it started (the worker's clock); None
-        otherwise."""
+    def _is_for(self, job: TurnJob | SessionJob, started: float, flag: StopFlag) -> bool | None:
+        """Whether ``flag`` is for ``job``: a stop is for the first job in the session's line, so
+        for a message's turn, one raised since its message was sent (the platform's processes'
+        clocks, assumed in sync); False: stale (raised before). A turn of a message older than the
+        flag's first one (an older message sent again, whose ``created_at`` is its first
+        sending's) leaves the flag to that message's turn while it still waits or runs (None), and
+        drops it once that message is done (False). For a job with no message of its own, one
+        raised since it started (the worker's clock); None otherwise."""
         if self._sent is None or self._sent[0] is not job:
             self._sent = (job, self._drainer.sent_at(job))
         sent = self._sent[1]
         if sent is not None:
-            return raised >= sent
-        return True if raised >= started else None
+            if flag.raised < sent:
+                return False
+            message_pk = getattr(job, "message_pk", None)
+            if flag.first_pk is not None and message_pk is not None and message_pk < flag.first_pk:
+                return None if self._drainer.is_waiting(flag.first_pk) else False
+            return True
+        return True if flag.raised >= started else None
 
     def _cancel_current(self) -> None:
         with self._lock:
@@ -184,6 +204,12 @@ class Drainer:
         self.owner = owner
         self.lease_s = lease_s
         self.cancel_flags = cancel_flags
+
+    def is_waiting(self, message_pk: int) -> bool:
+        """Whether the message still waits for or is getting an answer."""
+        with self.factory() as db:
+            status = db.scalar(select(Message.status).where(Message.message_pk == message_pk))
+        return status in ("pending", "processing")
 
     def sent_at(self, job: TurnJob | SessionJob | None) -> float | None:
         """When the message a turn answers was sent (epoch seconds, the backend's clock, as the

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
 from background.distributed.celery_app import DRAIN_TASK, RUN_JOB_TASK
+from background.distributed.drain import StopFlag
 from background.distributed.events import KEY_PREFIX
 from mojodex_core.db.models import Message
 from mojodex_core.execution.jobs import SessionJob, TurnJob
@@ -56,13 +57,25 @@ def send_drain(celery: Celery, session_id: str, jobs: list[dict[str, Any]] | Non
         return False
 
 
-# A message of the session waiting for or getting an answer from the runner.
+# The session's first message waiting for or getting an answer from the runner.
 _BUSY = (
     select(Message.message_pk)
     .where(Message.session_id == bindparam("b_session"), answered_by_runner(),
            Message.status.in_(("pending", "processing")))
+    .order_by(Message.message_pk)
     .limit(1)
 )
+
+
+def encode_flag(flag: StopFlag) -> str:
+    """A flag's Redis value: its time, then ``/`` and its first message's pk when known."""
+    return repr(flag.raised) if flag.first_pk is None else f"{flag.raised!r}/{flag.first_pk}"
+
+
+def decode_flag(value: bytes | str) -> StopFlag:
+    text = value.decode() if isinstance(value, bytes) else value
+    raised, _, first = text.partition("/")
+    return StopFlag(float(raised), int(first) if first else None)
 
 
 class CeleryTurnRunner:
@@ -82,17 +95,20 @@ class CeleryTurnRunner:
         """Raises the session's cancel flag, read by the worker that runs (or next starts) its
         turn (drain.py), when the session has a message waiting for or getting an answer: a stop
         with nothing to stop raises nothing, as in-process (its flag would be stale)."""
+        first: int | None
         try:
             with self._factory() as db:
-                busy = db.scalar(_BUSY, {"b_session": session_id}) is not None
+                first = db.scalar(_BUSY, {"b_session": session_id})
+            if first is None:
+                log.info("session %s: nothing to stop", session_id)
+                return
         except Exception as exc:  # noqa: BLE001 - better a flag for nothing than a stop lost
             log.warning("session %s: could not tell whether a turn runs (%s); stopping anyway", session_id, exc)
-            busy = True
-        if not busy:
-            log.info("session %s: nothing to stop", session_id)
-            return
+            first = None
         try:
-            self._redis.set(cancel_key(session_id), time.time(), ex=CANCEL_FLAG_TTL_S)
+            # The first message names the turn the stop is for, should it end before the flag is
+            # set: an older message sent again later must not take the stop (drain.py).
+            self._redis.set(cancel_key(session_id), encode_flag(StopFlag(time.time(), first)), ex=CANCEL_FLAG_TTL_S)
         except redis.RedisError as exc:
             log.error("could not cancel session %s (%s)", session_id, exc)
 
@@ -120,8 +136,7 @@ class CeleryTurnRunner:
 
 # Deletes the flag only if it still holds the stop that was read (a newer stop stays raised).
 _CONSUME = """
-local value = redis.call('GET', KEYS[1])
-if value and tonumber(value) == tonumber(ARGV[1]) then
+if redis.call('GET', KEYS[1]) == ARGV[1] then
     return redis.call('DEL', KEYS[1])
 end
 return 0
@@ -145,12 +160,12 @@ class RedisCancelFlags:
         """On a client of their own, whose reads give up after ``FLAG_TIMEOUT_S``."""
         return cls(redis.Redis.from_url(url, socket_timeout=FLAG_TIMEOUT_S, socket_connect_timeout=FLAG_TIMEOUT_S))
 
-    def raised_at(self, session_id: str) -> float | None:
+    def raised_at(self, session_id: str) -> StopFlag | None:
         value = self._redis.get(cancel_key(session_id))
-        return float(value) if value is not None else None
+        return decode_flag(value) if value is not None else None
 
-    def consume(self, session_id: str, raised: float) -> None:
-        self._consume(keys=[cancel_key(session_id)], args=[repr(raised)])
+    def consume(self, session_id: str, flag: StopFlag) -> None:
+        self._consume(keys=[cancel_key(session_id)], args=[encode_flag(flag)])
 
 
 class CeleryJobRunner:

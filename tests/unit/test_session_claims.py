@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import select
 
-from background.distributed.drain import BUSY, DONE, MORE, Drainer
+from background.distributed.drain import BUSY, DONE, MORE, Drainer, StopFlag
 from background.distributed.sweep import sweep
 from mojodex_core.db import make_engine, make_session_factory, transaction
 from mojodex_core.db.models import Message, SessionEvent, SessionRunner
@@ -302,16 +302,16 @@ class _Flags:
     """Cancel flags in memory (drain.CancelFlags), as a backend raises them in Redis."""
 
     def __init__(self) -> None:
-        self.raised: dict[str, float] = {}
+        self.raised: dict[str, StopFlag] = {}
 
-    def raise_now(self, session_id: str) -> None:
-        self.raised[session_id] = time.time()
+    def raise_now(self, session_id: str, first_pk: int | None = None) -> None:
+        self.raised[session_id] = StopFlag(time.time(), first_pk)
 
-    def raised_at(self, session_id: str) -> float | None:
+    def raised_at(self, session_id: str) -> StopFlag | None:
         return self.raised.get(session_id)
 
-    def consume(self, session_id: str, raised: float) -> None:
-        if self.raised.get(session_id) == raised:
+    def consume(self, session_id: str, flag: StopFlag) -> None:
+        if self.raised.get(session_id) == flag:
             del self.raised[session_id]
 
 
@@ -398,6 +398,62 @@ def test_a_stop_that_comes_as_a_short_turn_ends_is_its_own_not_the_next_one_s(fa
     assert stopped == {first: False, second: False} and flags.raised == {}
 
 
+def test_a_stop_for_a_message_answered_before_its_flag_was_set_does_not_stop_an_older_one_sent_again(
+    factory, session_id
+):
+    # was: the stop's flag, set just after the turn it was for ended, stopped the next turn whose
+    # message was sent before the flag: an older failed message sent again keeps its created_at.
+    older = _message(factory, session_id, "failed once", status="failed")
+    time.sleep(0.01)
+    answered = _message(factory, session_id, "answered", status="answered")
+    time.sleep(0.01)
+    flags = _Flags()
+    flags.raise_now(session_id, first_pk=answered)  # read busy, then the turn ended, then the SET
+    with transaction(factory) as db:
+        db.get(Message, older).status = "pending"  # the user retries the failed message
+    assert _drained(factory, session_id, flags, wait_s=1.2) == {older: False}
+    assert flags.raised == {}  # stale: dropped
+
+
+def test_an_older_message_sent_again_after_a_stop_leaves_it_to_the_message_it_was_for(factory, session_id):
+    # The drain answers the older message first: it must neither take the stop nor drop it while
+    # the message the stop was for still waits (the in-process runner stops that one).
+    older = _message(factory, session_id, "failed once", status="failed")
+    waiting = _message(factory, session_id, "waiting for a worker")
+    time.sleep(0.01)
+    flags = _Flags()
+    flags.raise_now(session_id, first_pk=waiting)
+    with transaction(factory) as db:
+        db.get(Message, older).status = "pending"  # sent again after the stop
+    assert _drained(factory, session_id, flags, wait_s=1.2) == {older: False, waiting: True}
+    assert flags.raised == {}
+
+
+def test_a_flag_s_redis_value_round_trips():
+    from background.distributed.runner import decode_flag, encode_flag
+
+    for flag in (StopFlag(1764331234.123456, 42), StopFlag(time.time(), None), StopFlag(0.1 + 0.2, 7)):
+        assert decode_flag(encode_flag(flag).encode()) == flag
+    assert encode_flag(StopFlag(1764331234.5, None)) == "1764331234.5"  # the earlier form: a bare time
+
+
+def test_redis_cancel_flags_name_the_first_waiting_message_and_read_legacy_values(factory, session_id):
+    from background.distributed.runner import CeleryTurnRunner, RedisCancelFlags, cancel_key
+
+    client = _redis_client()
+    runner, flags = CeleryTurnRunner(None, client, factory), RedisCancelFlags(client)  # type: ignore[arg-type]
+    _message(factory, session_id, "answered", status="answered")
+    # The running one first: without the ORDER BY, a scan of (session, status) could give the pending one.
+    first, _second = _message(factory, session_id, "a", status="processing"), _message(factory, session_id, "b")
+    runner.cancel(session_id)
+    assert flags.raised_at(session_id).first_pk == first
+    client.set(cancel_key(session_id), 1764331234.5)  # as a backend of the eighth round raised it
+    legacy = flags.raised_at(session_id)
+    assert legacy == StopFlag(1764331234.5, None)
+    flags.consume(session_id, legacy)
+    assert flags.raised_at(session_id) is None
+
+
 def _redis_client():  # noqa: ANN202
     import os
 
@@ -432,10 +488,10 @@ def test_redis_cancel_flags_lower_only_the_stop_that_was_read(factory, session_i
     client = _redis_client()
     runner = CeleryTurnRunner(None, client, factory)  # type: ignore[arg-type]
     flags = RedisCancelFlags(client)
-    _message(factory, session_id, "hi")  # a message waits: there is something to stop
+    message_pk = _message(factory, session_id, "hi")  # a message waits: there is something to stop
     runner.cancel(session_id)
     first = flags.raised_at(session_id)
-    assert first is not None and abs(first - time.time()) < 5
+    assert first is not None and abs(first.raised - time.time()) < 5 and first.first_pk == message_pk
     time.sleep(0.01)
     runner.cancel(session_id)  # a newer stop, raised since the first was read
     flags.consume(session_id, first)
