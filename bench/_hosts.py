@@ -27,7 +27,7 @@ from backend.server import settle_heap
 from bench._measure import CpuProfiler, StackSampler
 from mojodex_core.config import normalise_database_url
 from tests.support.live import live_settings, start_live_server
-from tests.support.scripted_llm import Reply, ScriptedLLMServer
+from tests.support.scripted_llm import Reply, ScriptedLLMServer, asks_structured
 
 QUIET_LOGGERS = (
     "mojodex",
@@ -177,7 +177,7 @@ class LLMHost:
         self.server: ScriptedLLMServer | None = None
 
     def _respond(self, body: dict[str, Any]) -> Reply:
-        if "response_format" in body:  # the title/summary job's structured call (streamed: it can be cancelled)
+        if asks_structured(body):  # the title/summary job's call
             return Reply(json={"title": "Bench title", "summary": "A bench session."})
         last = (body.get("messages") or [{}])[-1].get("content") or ""
         self.received[last] = time.perf_counter()

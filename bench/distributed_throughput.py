@@ -47,11 +47,11 @@ from mojodex_core.task_loader import store_spec
 from mojodex_core.task_spec import validate_spec
 from mojodex_core.users import create_user, grant, issue_token
 from tests.support.live import ADMIN_SECRET, TEST_TASK, Client
-from tests.support.scripted_llm import Reply, ScriptedLLMServer
+from tests.support.scripted_llm import Reply, ScriptedLLMServer, asks_structured
 
 
 def responder(body: dict) -> Reply:
-    if "response_format" in body:  # the title/summary job's structured call
+    if asks_structured(body):  # the title/summary job's call
         return Reply(json={"title": "A title", "summary": "A summary"})
     user = [m for m in body.get("messages", []) if m.get("role") == "user"]
     content = str(user[-1]["content"]) if user else ""

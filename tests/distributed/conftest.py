@@ -25,7 +25,7 @@ from mojodex_core.task_loader import store_spec
 from mojodex_core.task_spec import validate_spec
 from tests.support.live import ADMIN_SECRET, TEST_TASK, LiveServer
 from tests.support.redis_server import RedisServer
-from tests.support.scripted_llm import Reply, ScriptedLLMServer
+from tests.support.scripted_llm import Reply, ScriptedLLMServer, asks_structured
 from tests.support.tcp_proxy import TcpProxy
 
 REDIS_URL = os.environ.get("TEST_REDIS_URL")
@@ -40,7 +40,7 @@ def answer_for(text: str) -> str:
 
 
 def _responder(body: dict) -> Reply:
-    if "response_format" in body:  # the title/summary job asks for structured JSON
+    if asks_structured(body):  # the title/summary job's call
         return Reply(json={"title": "A title", "summary": "A summary"})
     user = [m for m in body.get("messages", []) if m.get("role") == "user"]
     text = str(user[-1]["content"]) if user else ""

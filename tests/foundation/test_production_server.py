@@ -26,7 +26,7 @@ from mojodex_core.execution.title_summary import unfinished_jobs
 from mojodex_core.task_loader import store_spec
 from mojodex_core.task_spec import validate_spec
 from tests.support.live import TEST_TASK
-from tests.support.scripted_llm import Hang, Reply, ScriptedLLMServer
+from tests.support.scripted_llm import Hang, Reply, ScriptedLLMServer, asks_structured
 
 HANG_S = 60.0
 
@@ -38,7 +38,7 @@ def served(tmp_path):
     titles = {"hang": False}
 
     def respond(body):  # noqa: ANN001, ANN202
-        if "response_format" in body:  # the title job's structured call
+        if asks_structured(body):  # the title/summary job's call
             if titles["hang"]:
                 title_hung.set()
                 return Hang(seconds=HANG_S, after_headers=True)

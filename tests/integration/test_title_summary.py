@@ -13,7 +13,7 @@ from backend.context import build_jobs
 from mojodex_core.db.models import UserTaskExecution
 from tests.integration._helpers import DRAFT, QUESTION, TITLE, execution_row, llm_calls, new_execution, run_form, send
 from tests.support.live import live_settings, serving
-from tests.support.scripted_llm import HTTPError, Reply
+from tests.support.scripted_llm import HTTPError, Reply, asks_structured
 
 GENERATED = {"title": "Friday sync announcement", "summary": "Tell the team the weekly sync moves to Friday."}
 
@@ -37,11 +37,11 @@ def titled(titled_server, llm):
 def route(llm, turn_replies, title_step):
     """Turns get their scripted replies in order; every structured (title) request gets title_step."""
     turns = iter(turn_replies)
-    llm.responder = lambda body: title_step if "response_format" in body else next(turns)
+    llm.responder = lambda body: title_step if asks_structured(body) else next(turns)
 
 
 def title_requests(llm) -> int:
-    return sum(1 for body in llm.requests if "response_format" in body)
+    return sum(1 for body in llm.requests if asks_structured(body))
 
 
 def settle(live) -> None:
@@ -113,7 +113,7 @@ def test_a_title_the_user_set_meanwhile_is_kept(titled, llm):
         gate = threading.Event()
 
         def responder(body):
-            if "response_format" in body:
+            if asks_structured(body):  # the title/summary job's call
                 gate.wait(10)  # the user renames while the job waits for the model
                 return Reply(json=GENERATED)
             return Reply(DRAFT)
@@ -206,7 +206,7 @@ def test_a_task_started_by_an_audio_message_is_named_from_its_transcription(titl
         settle(titled)
     finally:
         socket.close()
-    title_request = next(body for body in llm.requests if "response_format" in body)
+    title_request = next(body for body in llm.requests if asks_structured(body))
     assert "an email to say the sync moves" in json.dumps(title_request["messages"])
 
 

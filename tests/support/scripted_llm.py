@@ -202,6 +202,13 @@ TranscriptionStep = Transcription | HTTPError | Hang
 Responder = Callable[[dict[str, Any]], "Step | None"]
 
 
+def asks_structured(body: dict[str, Any]) -> bool:
+    """Whether a request is a structured call (``LLMProvider.structured``: it sends a
+    response_format), streamed or not: one given a cancel (the title job's) is streamed, so a
+    responder cannot tell it by its not being streamed."""
+    return "response_format" in body
+
+
 def _estimate_tokens(text: str) -> int:
     return max(1, (len(text) + 3) // 4)
 
