@@ -18,13 +18,11 @@ Celery so it can be tested against a database alone.
   was raised since the message was sent (the flag's time and the message's ``created_at``, by
   the clocks of the processes that took them, assumed in sync): it stops the turn (even one that
   waited for a worker) and is consumed, also when the turn ended before seeing it, so the turns
-  queued behind still run.
-  Raised before the message was sent, it is stale (a stop with nothing to stop) and dropped. A
-  flag names the first message waiting or running when the stop was sent (``StopFlag.first_pk``):
-  a turn of an older message (one sent again, after a failure) leaves it to that message's turn,
-  or drops it once that message is done. For a
-  job with no message of its own (a tool follow-up, a session job), only a flag raised since the
-  job started is its own.
+  queued behind still run. Raised before the message was sent, it is stale (a stop with nothing
+  to stop) and dropped. A flag names the first message waiting or running when the stop was sent
+  (``StopFlag.first_pk``): a turn of an older message (one sent again, after a failure) leaves it
+  to that message's turn, or drops it once that message is done. For a job with no message of its
+  own (a tool follow-up, a session job), only a flag raised since the job started is its own.
 - Shutdown: between turns, ``stopping()`` ends the drain; the caller hands the rest back.
 """
 
