@@ -5,9 +5,9 @@ Celery so it can be tested against a database alone.
 
 - Order: messages are answered oldest first (message_pk), one at a time, under the session's
   lease; two workers never run one session because the claim is one conditional UPDATE.
-- One message per claim: the release and the look for the next message share a transaction;
-  a message found there is answered under a new claim, whose transaction also reads the first
-  look (orphans, oldest pending). One message costs two transactions besides its turn.
+- One message per claim: the release is followed by a look for the next message (after the
+  release has committed: session_claims.release_and_look); a message found there is answered
+  under a new claim, whose transaction also reads the first look (orphans, oldest pending).
 - A drain task that finds the session held returns: the holder answers the new message too,
   because after releasing it checks for messages that arrived meanwhile and claims again.
 - Heartbeat: a thread renews the lease every third of it and watches the session's cancel flag;
@@ -256,7 +256,7 @@ class Drainer:
             log.exception("session %s: releasing the lease failed", claim.session_id)
 
     def _release_and_look(self, claim: Claim) -> bool:
-        """Releases the lease; True when a message still waits (one transaction for both)."""
+        """Releases the lease; True when a message still waits (looked for once it is released)."""
         try:
             return release_and_look(self.factory, claim)
         except Exception:  # the lease lapses by itself; the sweep then re-runs what is left

@@ -26,7 +26,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
-from mojodex_core.db import transaction
+from mojodex_core.db import guarded_statements, transaction
 from mojodex_core.db.models import Message, SessionRunner
 
 log = logging.getLogger("mojodex.claims")
@@ -214,18 +214,21 @@ def release(factory: sessionmaker[DbSession], claim: Claim) -> None:
 
 
 def release_and_look(factory: sessionmaker[DbSession], claim: Claim) -> bool:
-    """Releases the lease and tells whether a message still waits, in one transaction.
+    """Releases the lease, then tells whether a message still waits.
 
-    The look runs after the release's UPDATE (read committed: it sees every message committed
-    before it starts): a message whose drain found the session held was committed before that
-    drain's claim, which ran before this release, so it is seen here; a drain claiming after
-    this release waits for its commit, then takes the session."""
-    with transaction(factory) as db:
+    On Postgres the release commits before the look (``guarded_statements``): a drain whose claim
+    found the session held did so before that commit, so the message it came for was committed
+    before it and the look sees it; a drain claiming after the commit takes the session. A look
+    inside the release's transaction could miss a message committed after its snapshot but before
+    the commit, whose drain found the session still held (an UPDATE skips a row whose new version
+    is not committed): both gave up, and the message waited for the sweep. On SQLite the write
+    lock held from the release to the commit makes that drain wait for it."""
+    with guarded_statements(factory) as db:
         db.execute(_RELEASE, {"b_session": claim.session_id, "b_fence": claim.fence})
         return next_pending(db, claim.session_id) is not None
 
 
-def next_pending(db: DbSession, session_id: str) -> int | None:
+def next_pending(db: DbSession | Connection, session_id: str) -> int | None:
     """The session's oldest message waiting for an answer (answered in the order accepted)."""
     return db.execute(_NEXT_PENDING, {"b_session": session_id}).scalar()
 

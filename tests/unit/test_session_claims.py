@@ -524,3 +524,36 @@ def test_an_unreachable_redis_delays_a_turn_by_the_flag_timeout_not_for_good(fac
         assert ran == [message_pk] and time.monotonic() - started < 4 * runner_module.FLAG_TIMEOUT_S + 5
     finally:
         silent.close()
+
+
+def test_a_message_accepted_as_the_holder_releases_is_never_left_to_the_sweep(factory, session_id, is_postgres):
+    """The holder's look for a next message and another drain's claim both happen as it releases.
+
+    Read inside the release's transaction, the look could miss a message committed after its
+    snapshot whose own drain, before that commit, still found the session held: both gave up, and
+    the message waited for the sweep (at least 10 s). Postgres only: SQLite's write lock makes the
+    other drain wait for the release."""
+    if not is_postgres:
+        pytest.skip("Postgres: an UPDATE skips a row whose new version is not committed, SQLite waits")
+    from sqlalchemy import event
+
+    from mojodex_core.db import factory_engine
+    from mojodex_core.execution.session_claims import release_and_look
+
+    claim = claim_session(factory, session_id, "w1", lease_s=30)
+    other: list = []
+
+    def meanwhile(conn, cursor, statement, *_args) -> None:  # noqa: ANN001
+        if other or not statement.lstrip().upper().startswith("SELECT") or "FROM message" not in statement:
+            return
+        _message(factory, session_id, "sent as the holder looked")  # its drain task then claims
+        other.append(claim_session(factory, session_id, "w2", lease_s=30))
+
+    engine = factory_engine(factory)
+    event.listen(engine, "after_cursor_execute", meanwhile)
+    try:
+        looked = release_and_look(factory, claim)
+    finally:
+        event.remove(engine, "after_cursor_execute", meanwhile)
+    assert other, "the look ran"
+    assert looked or other[0] is not None, "the holder saw the message, or its own drain took the session"
