@@ -50,6 +50,7 @@ from mojodex_core.execution.session_claims import (
     Look,
     check_fence,
     claim_and_look,
+    first_look,
     holding,
     next_pending,
     processing_message,
@@ -307,8 +308,7 @@ class Drainer:
         oldest pending one; both read by the claim's own transaction when it could (``look``)."""
         if look is None:
             with self.factory() as db:
-                orphaned = processing_message(db, claim.session_id) if self.events is not None else None
-                look = Look(orphaned, next_pending(db, claim.session_id) if orphaned is None else None)
+                look = first_look(db, claim.session_id, orphans=self.events is not None)
         if look.orphaned is None:
             return look.pending
         self._requeue_orphans(claim, look.orphaned)

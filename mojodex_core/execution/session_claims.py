@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Iterator
 
-from sqlalchemy import bindparam, or_, select, update
+from sqlalchemy import and_, bindparam, case, or_, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as DbSession
@@ -71,16 +71,26 @@ _RELEASE = (
     .where(_runner.c.session_id == bindparam("b_session"), _runner.c.fence == bindparam("b_fence"))
     .values(owner=None)
 )
+_PENDING_FOR_RUNNER = and_(
+    # answered_by_runner() with one equality per event name: an IN list is an expanding
+    # parameter, re-rendered into the SQL at every execution.
+    or_(_message.c.sender == "user", *(_message.c.event_name == name for name in RUNNER_SYSTEM_EVENTS)),
+    _message.c.status == "pending",
+)
 _NEXT_PENDING = (
     select(_message.c.message_pk)
+    .where(_message.c.session_id == bindparam("b_session"), _PENDING_FOR_RUNNER)
+    .order_by(_message.c.message_pk)
+    .limit(1)
+)
+# A message left processing first, then the oldest pending one: the first look in one read.
+_FIRST_LOOK = (
+    select(_message.c.message_pk, _message.c.status)
     .where(
         _message.c.session_id == bindparam("b_session"),
-        # answered_by_runner() with one equality per event name: an IN list is an expanding
-        # parameter, re-rendered into the SQL at every execution.
-        or_(_message.c.sender == "user", *(_message.c.event_name == name for name in RUNNER_SYSTEM_EVENTS)),
-        _message.c.status == "pending",
+        or_(_message.c.status == "processing", _PENDING_FOR_RUNNER),
     )
-    .order_by(_message.c.message_pk)
+    .order_by(case((_message.c.status == "processing", 0), else_=1), _message.c.message_pk)
     .limit(1)
 )
 _PROCESSING = (
@@ -158,24 +168,34 @@ class Look:
 def claim_and_look(
     factory: sessionmaker[DbSession], session_id: str, owner: str, lease_s: float, *, orphans: bool = True
 ) -> tuple[Claim | None, Look | None]:
-    """claim_session, and when the conditional UPDATE takes the session, the drain's first look
-    in the same transaction. The Look is None when the claim took the slow path (the session's
-    first claim): the caller looks itself."""
-    with transaction(factory) as db:
+    """claim_session, and when the conditional UPDATE takes the session, the drain's first look:
+    one statement right after the claim (on Postgres each commits itself: the claim is one
+    guarded UPDATE, and the look reads under the lease just taken). The Look is None when the
+    claim took the slow path (the session's first claim): the caller looks itself."""
+    with guarded_statements(factory) as db:
         fence = _claim(db, session_id, owner, lease_s)
         if fence is not None:
-            orphaned = processing_message(db, session_id) if orphans else None
-            pending = next_pending(db, session_id) if orphaned is None else None
-            return Claim(session_id, fence, owner), Look(orphaned, pending)
+            return Claim(session_id, fence, owner), first_look(db, session_id, orphans=orphans)
     return _first_claim(factory, session_id, owner, lease_s), None
 
 
-def processing_message(db: DbSession, session_id: str) -> int | None:
+def first_look(db: DbSession | Connection, session_id: str, *, orphans: bool) -> Look:
+    """What a new holder finds: with ``orphans``, a message left ``processing`` by a failed holder
+    (oldest first) and otherwise the oldest pending one, in one read; else the oldest pending."""
+    if not orphans:
+        return Look(None, next_pending(db, session_id))
+    row = db.execute(_FIRST_LOOK, {"b_session": session_id}).first()
+    if row is None:
+        return Look(None, None)
+    return Look(row.message_pk, None) if row.status == "processing" else Look(None, row.message_pk)
+
+
+def processing_message(db: DbSession | Connection, session_id: str) -> int | None:
     """A message of the session being answered (``processing``), if any."""
     return db.execute(_PROCESSING, {"b_session": session_id}).scalar()
 
 
-def _claim(db: DbSession, session_id: str, owner: str, lease_s: float) -> int | None:
+def _claim(db: DbSession | Connection, session_id: str, owner: str, lease_s: float) -> int | None:
     """The conditional UPDATE: the new fence when the lease was free or lapsed, else None."""
     stamp = now()
     return db.execute(_CLAIM, {

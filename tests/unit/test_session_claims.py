@@ -557,3 +557,24 @@ def test_a_message_accepted_as_the_holder_releases_is_never_left_to_the_sweep(fa
         event.remove(engine, "after_cursor_execute", meanwhile)
     assert other, "the look ran"
     assert looked or other[0] is not None, "the holder saw the message, or its own drain took the session"
+
+
+def test_the_first_look_finds_a_left_processing_message_before_the_oldest_pending_one(factory, session_id):
+    from mojodex_core.execution.session_claims import Look, claim_and_look
+
+    with transaction(factory) as db:  # a system message the runner does not answer
+        db.add(Message(session_id=session_id, sender="system", message_id=uuid.uuid4().hex, event_name="note",
+                       text="", status="pending", data={}))
+    pending = _message(factory, session_id, "waits")
+    assert claim_session(factory, session_id, "w1", lease_s=30) is not None  # the lease row exists
+    with transaction(factory) as db:
+        db.execute(SessionRunner.__table__.update().values(owner=None))
+    claim, look = claim_and_look(factory, session_id, "w2", lease_s=30)
+    assert claim is not None and look == Look(None, pending)
+    release(factory, claim)
+    left = [_message(factory, session_id, text, status="processing") for text in ("left", "left too")]
+    claim, look = claim_and_look(factory, session_id, "w3", lease_s=30)
+    assert look == Look(left[0], None), "the oldest message left processing, before any pending one"
+    release(factory, claim)
+    claim, look = claim_and_look(factory, session_id, "w4", lease_s=30, orphans=False)
+    assert look == Look(None, pending), "without orphans, the oldest pending message the runner answers"
