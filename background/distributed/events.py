@@ -43,17 +43,17 @@ SEQ_KEY_TTL_S = 7 * 24 * 3600
 LOCK_TIMEOUT_S = 30.0
 
 
-def _token_lua(k: int, a: int) -> str:
+def _token_lua(k: int, a: int, then: str = "return seq") -> str:
     """INCR the session's seq (unless it was never seeded: -1), add the token to its stream, expire
-    both. Its keys (seq, stream) and arguments (name, body, stream TTL, seq TTL) come after the
-    first ``k`` keys and ``a`` arguments of the script it is part of."""
+    both, then ``then``. Its keys (seq, stream) and arguments (name, body, stream TTL, seq TTL) come
+    after the first ``k`` keys and ``a`` arguments of the script it is part of."""
     return f"""
 if redis.call('EXISTS', KEYS[{k + 1}]) == 0 then return -1 end
 local seq = redis.call('INCR', KEYS[{k + 1}])
 redis.call('EXPIRE', KEYS[{k + 1}], ARGV[{a + 4}])
 redis.call('XADD', KEYS[{k + 2}], seq .. '-1', 'e', ARGV[{a + 1}], 'p', ARGV[{a + 2}])
 redis.call('EXPIRE', KEYS[{k + 2}], ARGV[{a + 3}])
-return seq
+{then}
 """
 
 
@@ -65,6 +65,16 @@ _TOKEN_SCRIPT = _token_lua(0, 0)
 _LOCK_LUA = "if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return -2 end\n"
 _ACQUIRE_SCRIPT = _LOCK_LUA + "return redis.call('EXISTS', KEYS[2])\n"
 _ACQUIRE_TOKEN_SCRIPT = _LOCK_LUA + _token_lua(1, 2)
+# A token event in one round trip, lock-free: run only while no one else holds the session's event
+# lock (key 1; argument 1 is this thread's token when it holds it, else ""), so it publishes in seq
+# order with the lock's holders, as if it took and released it. After the token's seq and stream
+# entry, publishes the message-queue message: argument 6 (the channel), 7 and 8 (the message's
+# text before and after its seq).
+_QUEUED_TOKEN_SCRIPT = (
+    "local holder = redis.call('GET', KEYS[1])\n"
+    "if holder and holder ~= ARGV[1] then return -2 end\n"
+    + _token_lua(1, 1, "redis.call('PUBLISH', ARGV[6], ARGV[7] .. seq .. ARGV[8])\nreturn seq")
+)
 # A final event's seq: INCR and EXPIRE in one script (a MULTI/EXEC pipeline costs more to build).
 _INCR_SCRIPT = """
 local seq = redis.call('INCR', KEYS[1])
@@ -108,6 +118,7 @@ class RedisSessionEventLog:
         self._factory = session_factory
         self._redis = redis_client
         self._transport = transport
+        self._queue = transport if isinstance(transport, SocketQueue) else None
         self._token_ttl_s = token_ttl_s
         self._floors = floors
         self._held = threading.local()  # session_id -> [lock, depth] held by this thread
@@ -116,9 +127,13 @@ class RedisSessionEventLog:
         self._acquire_token_script = redis_client.register_script(_ACQUIRE_TOKEN_SCRIPT)
         self._release_script = redis_client.register_script(_RELEASE_SCRIPT)
         self._incr_script = redis_client.register_script(_INCR_SCRIPT)
+        self._queued_token_script = redis_client.register_script(_QUEUED_TOKEN_SCRIPT)
 
     def set_transport(self, transport: Transport | None) -> None:
+        """Where events go once published. A ``SocketQueue`` (a worker's) also takes token events
+        in one round trip (``_publish_queued``)."""
         self._transport = transport
+        self._queue = transport if isinstance(transport, SocketQueue) else None
 
     def set_floors(self, floors: ReplayAwareRedisManager | None) -> None:
         self._floors = floors
@@ -202,6 +217,9 @@ class RedisSessionEventLog:
         body = json.dumps(payload)
         keys = [self._seq_key(session_id), self._stream_key(session_id)]
         args = [event_name, body, self._token_ttl_s, SEQ_KEY_TTL_S]
+        around = self._queue.around_seq(session_id, event_name, payload) if self._queue is not None else None
+        if around is not None:
+            return self._publish_queued(session_id, keys, [*args, self._queue.channel, *around])
         with self._locked(session_id, self._acquire_token_script, keys, args) as seq:
             if seq is None or seq < 0:  # re-entrant (nothing run yet), or the counter was never seeded
                 seq = int(self._token_script(keys=keys, args=args))
@@ -210,6 +228,26 @@ class RedisSessionEventLog:
                     seq = int(self._token_script(keys=keys, args=args))
             self._send(session_id, event_name, {**payload, "seq": seq})
             return seq
+
+    def _publish_queued(self, session_id: str, keys: list[str], args: list[Any]) -> int:
+        """A token event in one script: its seq, its stream entry and its message-queue message,
+        run only while no other thread or process holds the session's event lock (so it reaches
+        the queue in seq order, as under the lock). Three round trips fewer than taking the lock,
+        publishing and releasing it; a worker streaming a reply sends one per token event."""
+        held = self._held.__dict__.get("locks", {}).get(session_id)
+        keys = [self._lock_key(session_id), *keys]
+        argv = [held[0] if held is not None else "", *args]
+        deadline = time.monotonic() + LOCK_TIMEOUT_S
+        while True:
+            seq = int(self._queued_token_script(keys=keys, args=argv))
+            if seq >= 0:
+                return seq
+            if seq == -1:  # the counter was never seeded (or Redis restarted)
+                self._seed(session_id)
+                continue
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"session {session_id}: event lock not acquired in {LOCK_TIMEOUT_S:.0f} s")
+            time.sleep(LOCK_RETRY_SLEEP_S)
 
     def _send(self, session_id: str, event_name: str, payload: dict[str, Any]) -> None:
         if self._transport is None:
@@ -250,6 +288,62 @@ class RedisSessionEventLog:
             for _seq, name, payload in events:
                 send(name, payload)
         return len(events)
+
+
+# Stands for the seq in a message built before the seq is known (SocketQueue.around_seq).
+_SEQ_MARK = "\x00mojodex-seq\x00"
+
+
+class _QueueMessages(socketio.PubSubManager):
+    """python-socketio's message-queue messages, built by its own ``emit`` and kept, not published."""
+
+    name = "mojodex-queue-messages"
+
+    def __init__(self, channel: str) -> None:
+        super().__init__(channel=channel, write_only=True)
+        self._built = threading.local()
+
+    def build(self, room: str, event_name: str, payload: dict[str, Any]) -> dict[str, Any] | None:
+        """The message ``emit`` publishes; None if it published none (then the caller publishes
+        as for any event)."""
+        self._built.message = None
+        self.emit(event_name, payload, namespace="/", room=room)
+        return self._built.message
+
+    def _publish(self, data: dict[str, Any]) -> None:
+        self._built.message = data
+
+    def _listen(self) -> Iterator[Any]:  # write-only: never listens
+        return iter(())
+
+
+class SocketQueue:
+    """A worker's transport: Flask-SocketIO's Redis message queue (the worker has no sockets of its
+    own). For token events it also gives the queue message as text around the seq
+    (``around_seq``), so that the script taking the seq publishes it (RedisSessionEventLog)."""
+
+    def __init__(self, redis_url: str, channel: str) -> None:
+        from flask_socketio import SocketIO
+
+        self.channel = channel
+        self._emitter = SocketIO(message_queue=redis_url, channel=channel)
+        self._messages = _QueueMessages(channel)
+
+    def __call__(self, session_id: str, event_name: str, payload: dict[str, Any]) -> None:
+        self._emitter.emit(event_name, payload, to=session_id)
+
+    def around_seq(self, session_id: str, event_name: str, payload: dict[str, Any]) -> tuple[str, str] | None:
+        """The event's queue message (payload and seq, to the session's room), split where its
+        seq goes; None when the text cannot be split there unambiguously (the caller then takes
+        the lock and publishes as for any event)."""
+        dumps = self._messages.json.dumps
+        built = self._messages.build(session_id, event_name, {**payload, "seq": _SEQ_MARK})
+        if built is None:
+            return None
+        before, mark, after = dumps(built).partition(dumps(_SEQ_MARK))
+        if not mark or mark in after:
+            return None
+        return before, after
 
 
 class ReplayAwareRedisManager(socketio.RedisManager):

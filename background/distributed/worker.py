@@ -29,12 +29,11 @@ import uuid
 
 import redis
 from celery.signals import beat_init, worker_process_shutdown, worker_shutting_down
-from flask_socketio import SocketIO
 from sqlalchemy.exc import OperationalError
 
 from background.distributed.celery_app import DRAIN_TASK, RESUME_TASK, RUN_JOB_TASK, SWEEP_TASK, make_celery
 from background.distributed.drain import BUSY, MORE, Drainer
-from background.distributed.events import socketio_channel
+from background.distributed.events import SocketQueue, socketio_channel
 from background.distributed.runner import RedisCancelFlags, decode_job, send_drain
 from background.distributed.sweep import sweep
 from background.jobs import backoff_s
@@ -86,8 +85,7 @@ def worker_platform():  # noqa: ANN201
             configure_logging(settings.log_level)
             platform = build_platform(settings)
             platform.start_workflow_watch()  # renews the heartbeat of the workflow steps this worker runs
-            emitter = SocketIO(message_queue=settings.redis_url, channel=socketio_channel(settings.redis_url))
-            platform.events.set_transport(lambda session_id, name, payload: emitter.emit(name, payload, to=session_id))
+            platform.events.set_transport(SocketQueue(settings.redis_url, socketio_channel(settings.redis_url)))
             owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
             _state.update(
                 pid=os.getpid(),

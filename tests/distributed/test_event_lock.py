@@ -3,9 +3,11 @@ under it (background/distributed/events.py), on the suite's database and TEST_RE
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -111,3 +113,114 @@ def test_a_final_events_seq_keeps_the_counter_alive(parts):
     client.expire(f"mojodex:seq:{sid}", 5)
     assert events.publish(sid, "second", {}) == 2
     assert client.ttl(f"mojodex:seq:{sid}") > 3600, "every seq renews the counter's expiry"
+
+
+class _Counting(redis.Redis):
+    """A Redis client that lists the commands it sends."""
+
+    def __init__(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003
+        super().__init__(*args, **kwargs)
+        self.commands: list[str] = []
+
+    def execute_command(self, *args, **options):  # noqa: ANN002, ANN003, ANN201
+        self.commands.append(str(args[0]).upper())
+        return super().execute_command(*args, **options)
+
+
+@pytest.fixture
+def queue(parts) -> Iterator[tuple]:
+    """A worker's log (its transport the Socket.IO message queue), and the queue's messages."""
+    from background.distributed.events import SocketQueue
+
+    factory, _client, sid = parts
+    channel = f"mojodex-test-{uuid.uuid4().hex[:8]}"
+    client = _Counting.from_url(REDIS_URL)
+    listener = redis.Redis.from_url(REDIS_URL).pubsub(ignore_subscribe_messages=True)
+    listener.subscribe(channel)
+
+    def received(count: int) -> list[dict]:
+        messages: list[dict] = []
+        deadline = time.monotonic() + 5
+        while len(messages) < count and time.monotonic() < deadline:
+            message = listener.get_message(timeout=0.2)
+            if message is not None:
+                messages.append(json.loads(message["data"]))
+        return messages
+
+    yield RedisSessionEventLog(factory, client, SocketQueue(REDIS_URL, channel)), client, channel, received
+    listener.close()
+
+
+def test_a_token_event_on_a_worker_is_one_round_trip_and_the_queue_message_socketio_sends(parts, queue):
+    from flask_socketio import SocketIO
+
+    _factory, _client, sid = parts
+    events, client, channel, received = queue
+    assert events.publish(sid, "first", {}) == 1
+    assert events.publish(sid, "draft_token", {"text": "a"}, durable=False) == 2  # loads the script
+    client.commands.clear()
+    seqs = [events.publish(sid, "draft_token", {"text": t, "n": 1.5}, durable=False) for t in ("é\n", '"}')]
+    assert seqs == [3, 4]
+    assert client.commands == ["EVALSHA", "EVALSHA"], "seq, stream entry and publish in one script"
+    SocketIO(message_queue=REDIS_URL, channel=channel).emit("draft_token", {"text": '"}', "n": 1.5, "seq": 4}, to=sid)
+    *ours, socketio_own = received(5)
+    assert [m["data"][0]["seq"] for m in ours] == [1, 2, 3, 4]
+    assert ours[2]["data"] == [{"text": "é\n", "n": 1.5, "seq": 3}] and ours[2]["room"] == sid
+    assert {**ours[3], "host_id": None} == {**socketio_own, "host_id": None}, "the library's own message"
+    assert [n for _s, n, _p in events.events_after(sid, 0)] == ["first"] + ["draft_token"] * 3
+
+
+def test_a_token_event_waits_for_the_lock_held_elsewhere_not_for_its_own_thread(parts, queue):
+    factory, client, sid = parts
+    events, _counting, _channel, received = queue
+    other = _log(factory, client, [])
+    events.publish(sid, "first", {})
+    done: list[float] = []
+
+    def stream() -> None:
+        events.publish(sid, "draft_token", {"text": "x"}, durable=False)
+        done.append(time.monotonic())
+
+    with other.session_lock(sid):  # another process's publisher
+        thread = threading.Thread(target=stream)
+        thread.start()
+        time.sleep(0.3)
+        assert not done, "a token event must wait while the lock is held elsewhere"
+        with other.publishing(sid) as publication, transaction(factory) as db:
+            publication.add(db, "held", {})
+        released_at = time.monotonic()
+    thread.join(5)
+    assert done and done[0] >= released_at
+    with events.session_lock(sid):  # its own thread holds it: no wait
+        events.publish(sid, "draft_token", {"text": "mine"}, durable=False)
+    assert [(m["event"], m["data"][0]["seq"]) for m in received(3)] == [("first", 1), ("draft_token", 3),
+                                                                        ("draft_token", 4)]
+
+
+def test_a_token_event_seeds_its_counter_and_one_carrying_the_mark_takes_the_lock(parts, queue):
+    from background.distributed.events import _SEQ_MARK
+
+    factory, client, sid = parts
+    events, counting, _channel, received = queue
+    with transaction(factory) as db, _log(factory, client, []).publishing(sid) as publication:
+        publication.add(db, "stored", {})
+    client.delete(f"mojodex:seq:{sid}")  # Redis restarted
+    assert events.publish(sid, "draft_token", {"text": "a"}, durable=False) == 2, "seeded past the stored event"
+    counting.commands.clear()
+    assert events.publish(sid, "draft_token", {"text": _SEQ_MARK}, durable=False) == 3
+    assert counting.commands[0] == "EVALSHA" and len(counting.commands) == 2, "the lock, then its release"
+    assert [(m["data"][0]["text"], m["data"][0]["seq"]) for m in received(2)] == [("a", 2), (_SEQ_MARK, 3)]
+    assert client.get(f"mojodex:evlock:{sid}") is None
+
+
+def test_a_token_event_takes_the_lock_when_socketio_builds_no_message_to_split(parts, queue, monkeypatch):
+    from background.distributed.events import _QueueMessages
+
+    _factory, client, sid = parts
+    events, counting, _channel, received = queue
+    monkeypatch.setattr(_QueueMessages, "_publish", lambda self, data: None)  # a python-socketio that changed
+    events.publish(sid, "first", {})
+    counting.commands.clear()
+    assert events.publish(sid, "draft_token", {"text": "a"}, durable=False) == 2
+    assert len(counting.commands) == 2, "the lock with the seq, then its release"
+    assert [(m["event"], m["data"][0]["seq"]) for m in received(2)] == [("first", 1), ("draft_token", 2)]
