@@ -48,6 +48,7 @@ from mojodex_core.execution.jobs import SessionJob, TurnJob
 from mojodex_core.execution.session_claims import (
     Claim,
     Look,
+    Waiting,
     check_fence,
     claim_and_look,
     first_look,
@@ -280,22 +281,23 @@ class Drainer:
                         self._requeue_orphans(claim, self._processing(claim))
                     for job in jobs:
                         self._run(job, heartbeat)
-                    message_pk = self._next_pending(claim)
+                    waiting = self._next_pending(claim)
                 else:
-                    message_pk = self._first_look(claim, look)
-                while message_pk is not None and message_pk in attempted:  # left pending: never spin on it
+                    waiting = self._first_look(claim, look)
+                while waiting is not None and waiting.message_pk in attempted:  # left pending: never spin on it
                     log.error("session %s: message_pk=%s still pending after its turn; failing it",
-                              claim.session_id, message_pk)
-                    mark_failed(self.factory, message_pk, "The assistant failed to answer. Please retry.")
-                    message_pk = self._next_pending(claim)
-                if message_pk is None or stopping() or heartbeat.lost:
+                              claim.session_id, waiting.message_pk)
+                    mark_failed(self.factory, waiting.message_pk, "The assistant failed to answer. Please retry.")
+                    waiting = self._next_pending(claim)
+                if waiting is None or stopping() or heartbeat.lost:
                     return
-                attempted.add(message_pk)
-                self._run(TurnJob(session_id=claim.session_id, message_pk=message_pk), heartbeat)
+                attempted.add(waiting.message_pk)
+                self._run(TurnJob(session_id=claim.session_id, message_pk=waiting.message_pk,
+                                  event_name=waiting.event_name), heartbeat)
         finally:
             heartbeat.stop()
 
-    def _next_pending(self, claim: Claim) -> int | None:
+    def _next_pending(self, claim: Claim) -> Waiting | None:
         with self.factory() as db:
             return next_pending(db, claim.session_id)
 
@@ -303,7 +305,7 @@ class Drainer:
         with self.factory() as db:
             return processing_message(db, claim.session_id)
 
-    def _first_look(self, claim: Claim, look: Look | None) -> int | None:
+    def _first_look(self, claim: Claim, look: Look | None) -> Waiting | None:
         """After a claim: re-queues the messages a failed holder left processing, then returns the
         oldest pending one; both read by the claim's own transaction when it could (``look``)."""
         if look is None:

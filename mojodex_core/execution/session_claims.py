@@ -18,7 +18,7 @@ import logging
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 from sqlalchemy import and_, bindparam, case, or_, select, update
 from sqlalchemy.engine import Connection
@@ -78,14 +78,14 @@ _PENDING_FOR_RUNNER = and_(
     _message.c.status == "pending",
 )
 _NEXT_PENDING = (
-    select(_message.c.message_pk)
+    select(_message.c.message_pk, _message.c.event_name)
     .where(_message.c.session_id == bindparam("b_session"), _PENDING_FOR_RUNNER)
     .order_by(_message.c.message_pk)
     .limit(1)
 )
 # A message left processing first, then the oldest pending one: the first look in one read.
 _FIRST_LOOK = (
-    select(_message.c.message_pk, _message.c.status)
+    select(_message.c.message_pk, _message.c.status, _message.c.event_name)
     .where(
         _message.c.session_id == bindparam("b_session"),
         or_(_message.c.status == "processing", _PENDING_FOR_RUNNER),
@@ -156,13 +156,21 @@ def claim_session(factory: sessionmaker[DbSession], session_id: str, owner: str,
     return Claim(session_id, fence, owner) if fence is not None else _first_claim(factory, session_id, owner, lease_s)
 
 
+class Waiting(NamedTuple):
+    """A message waiting for the runner, and its event_name (which handler answers it: the
+    drain's job carries it, so the handler need not read it)."""
+
+    message_pk: int
+    event_name: str | None
+
+
 @dataclass(frozen=True)
 class Look:
-    """What a claim found, read in its transaction: a message a failed holder left processing
-    (looked for only when asked) and, when there is none, the oldest pending message."""
+    """What a claim found, read right after it: a message a failed holder left processing (looked
+    for only when asked) and, when there is none, the oldest pending message."""
 
     orphaned: int | None
-    pending: int | None
+    pending: Waiting | None
 
 
 def claim_and_look(
@@ -187,7 +195,9 @@ def first_look(db: DbSession | Connection, session_id: str, *, orphans: bool) ->
     row = db.execute(_FIRST_LOOK, {"b_session": session_id}).first()
     if row is None:
         return Look(None, None)
-    return Look(row.message_pk, None) if row.status == "processing" else Look(None, row.message_pk)
+    if row.status == "processing":
+        return Look(row.message_pk, None)
+    return Look(None, Waiting(row.message_pk, row.event_name))
 
 
 def processing_message(db: DbSession | Connection, session_id: str) -> int | None:
@@ -248,9 +258,10 @@ def release_and_look(factory: sessionmaker[DbSession], claim: Claim) -> bool:
         return next_pending(db, claim.session_id) is not None
 
 
-def next_pending(db: DbSession | Connection, session_id: str) -> int | None:
+def next_pending(db: DbSession | Connection, session_id: str) -> Waiting | None:
     """The session's oldest message waiting for an answer (answered in the order accepted)."""
-    return db.execute(_NEXT_PENDING, {"b_session": session_id}).scalar()
+    row = db.execute(_NEXT_PENDING, {"b_session": session_id}).first()
+    return Waiting(row.message_pk, row.event_name) if row is not None else None
 
 
 def stalled_sessions(db: DbSession, lease_s: float) -> list[tuple[str, int]]:

@@ -223,9 +223,11 @@ def test_release_and_look_frees_the_lease_and_sees_a_message_accepted_while_held
 def test_a_drain_takes_one_message_per_claim_and_fails_one_its_turn_left_pending(factory, session_id):
     fences: list[int] = []
     runs: list[int] = []
+    kinds: list[str | None] = []
 
     def handler(job, _cancel) -> None:  # noqa: ANN001
         runs.append(job.message_pk)
+        kinds.append(job.event_name)
         with factory() as db:
             fences.append(db.get(SessionRunner, session_id).fence)
         if job.message_pk != stuck:
@@ -236,6 +238,7 @@ def test_a_drain_takes_one_message_per_claim_and_fails_one_its_turn_left_pending
     last = _message(factory, session_id, "c")
     assert Drainer(factory, handler, owner="w1", lease_s=30).drain(session_id) == DONE
     assert runs == [first, stuck, last], "in order, the stuck message run once"
+    assert kinds == ["user_message"] * 3, "each job carries its message's kind: the handler need not read it"
     assert fences == sorted(set(fences)) and len(fences) == 3, "the lease is released and claimed again per turn"
     with factory() as db:
         statuses = db.scalars(select(Message.status).where(Message.session_id == session_id)
@@ -244,8 +247,8 @@ def test_a_drain_takes_one_message_per_claim_and_fails_one_its_turn_left_pending
     assert statuses == ["answered", "failed", "answered"]
 
 
-def test_a_claim_reads_the_first_look_in_its_own_transaction(factory, session_id):
-    from mojodex_core.execution.session_claims import Look, claim_and_look
+def test_a_claim_reads_the_first_look_right_after_it(factory, session_id):
+    from mojodex_core.execution.session_claims import Look, Waiting, claim_and_look
 
     claim, look = claim_and_look(factory, session_id, "w1", lease_s=30)
     assert claim.fence == 1 and look is None, "the first claim creates the lease row: the caller looks"
@@ -253,7 +256,7 @@ def test_a_claim_reads_the_first_look_in_its_own_transaction(factory, session_id
     first = _message(factory, session_id, "a")
     _message(factory, session_id, "b")
     claim, look = claim_and_look(factory, session_id, "w1", lease_s=30)
-    assert claim.fence == 2 and look == Look(orphaned=None, pending=first)
+    assert claim.fence == 2 and look == Look(orphaned=None, pending=Waiting(first, "user_message"))
     assert claim_and_look(factory, session_id, "w2", lease_s=30) == (None, None), "held"
     release(factory, claim)
     left = _message(factory, session_id, "c", status="processing")
@@ -261,7 +264,7 @@ def test_a_claim_reads_the_first_look_in_its_own_transaction(factory, session_id
     assert look == Look(orphaned=left, pending=None)
     release(factory, claim)
     claim, look = claim_and_look(factory, session_id, "w1", lease_s=30, orphans=False)
-    assert look == Look(orphaned=None, pending=first)
+    assert look == Look(orphaned=None, pending=Waiting(first, "user_message"))
 
 
 def test_a_claim_of_a_held_session_tries_its_update_once(factory, session_id):
@@ -560,7 +563,7 @@ def test_a_message_accepted_as_the_holder_releases_is_never_left_to_the_sweep(fa
 
 
 def test_the_first_look_finds_a_left_processing_message_before_the_oldest_pending_one(factory, session_id):
-    from mojodex_core.execution.session_claims import Look, claim_and_look
+    from mojodex_core.execution.session_claims import Look, Waiting, claim_and_look
 
     with transaction(factory) as db:  # a system message the runner does not answer
         db.add(Message(session_id=session_id, sender="system", message_id=uuid.uuid4().hex, event_name="note",
@@ -570,11 +573,11 @@ def test_the_first_look_finds_a_left_processing_message_before_the_oldest_pendin
     with transaction(factory) as db:
         db.execute(SessionRunner.__table__.update().values(owner=None))
     claim, look = claim_and_look(factory, session_id, "w2", lease_s=30)
-    assert claim is not None and look == Look(None, pending)
+    assert claim is not None and look == Look(None, Waiting(pending, "user_message"))
     release(factory, claim)
     left = [_message(factory, session_id, text, status="processing") for text in ("left", "left too")]
     claim, look = claim_and_look(factory, session_id, "w3", lease_s=30)
     assert look == Look(left[0], None), "the oldest message left processing, before any pending one"
     release(factory, claim)
     claim, look = claim_and_look(factory, session_id, "w4", lease_s=30, orphans=False)
-    assert look == Look(None, pending), "without orphans, the oldest pending message the runner answers"
+    assert look == Look(None, Waiting(pending, "user_message")), "without orphans, the oldest pending one"
