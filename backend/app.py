@@ -22,7 +22,7 @@ from backend.socket_events import register_socket_events
 from backend.validation import init_validation
 from mojodex_core.concurrency import cooperative
 from mojodex_core.config import PROJECT_ROOT
-from mojodex_core.db.models import Message
+from mojodex_core.db.models import MESSAGE_UNANSWERED, Message
 from mojodex_core.execution.events import RETRYING_EVENT
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.order_runtime import ORDER_EVENT
@@ -155,7 +155,7 @@ def _resume(platform: Platform, booted_at: datetime) -> None:
                     # user messages, and the global events of order conversations (system messages)
                     # and the workflow_run messages that ask a workflow execution to advance
                     or_(Message.sender == "user", Message.event_name.in_((ORDER_EVENT, WORKFLOW_RUN_EVENT))),
-                    Message.status.in_(("pending", "processing")),
+                    Message.status.in_(MESSAGE_UNANSWERED),
                     Message.created_at < booted_at,
                 )
                 .order_by(Message.message_pk)

@@ -41,7 +41,7 @@ from sqlalchemy.orm import sessionmaker
 
 from background.distributed.sweep import requeue_orphans
 from mojodex_core.db import transaction
-from mojodex_core.db.models import Message
+from mojodex_core.db.models import MESSAGE_UNANSWERED, Message
 from mojodex_core.execution.events import EventPublisher
 from mojodex_core.execution.failures import mark_failed
 from mojodex_core.execution.jobs import SessionJob, TurnJob
@@ -209,7 +209,7 @@ class Drainer:
         """Whether the message still waits for or is getting an answer."""
         with self.factory() as db:
             status = db.scalar(select(Message.status).where(Message.message_pk == message_pk))
-        return status in ("pending", "processing")
+        return status in MESSAGE_UNANSWERED
 
     def sent_at(self, job: TurnJob | SessionJob | None) -> float | None:
         """When the message a turn answers was sent (epoch seconds, the backend's clock, as the

@@ -20,7 +20,7 @@ from sqlalchemy.orm import sessionmaker
 from background.distributed.celery_app import DRAIN_TASK, RUN_JOB_TASK
 from background.distributed.drain import StopFlag
 from background.distributed.events import KEY_PREFIX
-from mojodex_core.db.models import Message
+from mojodex_core.db.models import MESSAGE_UNANSWERED, Message
 from mojodex_core.execution.jobs import SessionJob, TurnJob
 from mojodex_core.execution.session_claims import answered_by_runner
 
@@ -61,7 +61,7 @@ def send_drain(celery: Celery, session_id: str, jobs: list[dict[str, Any]] | Non
 _BUSY = (
     select(Message.message_pk)
     .where(Message.session_id == bindparam("b_session"), answered_by_runner(),
-           Message.status.in_(("pending", "processing")))
+           Message.status.in_(MESSAGE_UNANSWERED))
     .order_by(Message.message_pk)
     .limit(1)
 )
@@ -126,7 +126,7 @@ class CeleryTurnRunner:
         with self._factory() as db:
             return list(db.scalars(
                 select(Message.session_id)
-                .where(answered_by_runner(), Message.status.in_(("pending", "processing")))
+                .where(answered_by_runner(), Message.status.in_(MESSAGE_UNANSWERED))
                 .distinct()
             ))
 

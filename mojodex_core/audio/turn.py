@@ -20,7 +20,7 @@ from sqlalchemy.orm import sessionmaker
 from mojodex_core.audio.store import AudioStore
 from mojodex_core.audio.transcription import Transcriber, TranscriptionError
 from mojodex_core.db import transaction
-from mojodex_core.db.models import Message
+from mojodex_core.db.models import MESSAGE_UNANSWERED, Message
 from mojodex_core.execution.events import EventPublisher
 from mojodex_core.execution.failures import fail_or_mark
 from mojodex_core.execution.jobs import TurnJob
@@ -66,7 +66,7 @@ class TranscribingHandler:
             with self._factory() as db:
                 sessions = db.scalars(
                     select(Message.session_id).where(Message.sender == "user", Message.text == "",
-                                                     Message.status.in_(("pending", "processing")))
+                                                     Message.status.in_(MESSAGE_UNANSWERED))
                 ).all()
         except Exception:
             log.exception("could not look for audio messages waiting since before start-up")

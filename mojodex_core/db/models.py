@@ -58,6 +58,9 @@ EXECUTION_STATUSES = ("created", "started", "completed", "deleted")
 SENDERS = ("user", "assistant", "system")
 # user messages: pending -> processing -> answered | failed; others: final | error
 MESSAGE_STATUSES = ("pending", "processing", "answered", "failed", "final", "error")
+# A message the runner still owes an answer (a user message, or an order or workflow system
+# message): waiting for it, or getting it.
+MESSAGE_UNANSWERED = ("pending", "processing")
 LLM_CALL_STATUSES = ("ok", "error")
 # pending -> running -> done | failed; with approval: awaiting_approval -> approved -> running -> ...
 # or awaiting_approval -> declined.

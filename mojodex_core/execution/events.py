@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
 from mojodex_core.db import transaction
-from mojodex_core.db.models import Message, SessionEvent
+from mojodex_core.db.models import MESSAGE_UNANSWERED, Message, SessionEvent
 
 log = logging.getLogger("mojodex.events")
 
@@ -142,7 +142,7 @@ def resume_seq(factory: sessionmaker[DbSession], session_id: str) -> int:
             .where(
                 Message.session_id == session_id,
                 Message.sender == "user",
-                Message.status.in_(("pending", "processing")),
+                Message.status.in_(MESSAGE_UNANSWERED),
             )
             .limit(1)
         )

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
 from mojodex_core.db import transaction
-from mojodex_core.db.models import Message
+from mojodex_core.db.models import MESSAGE_UNANSWERED, Message
 from mojodex_core.execution.events import EventPublisher
 from mojodex_core.execution.session_claims import Superseded, check_fence
 from mojodex_core.llm import LLMCancelled, LLMError, LLMNotConfigured
@@ -71,7 +71,7 @@ def mark_failed(factory: sessionmaker[DbSession], message_pk: int, reason: str) 
             message = db.get(Message, message_pk)
             if message is not None:
                 check_fence(db, message.session_id)
-            if message is not None and message.status in ("pending", "processing"):
+            if message is not None and message.status in MESSAGE_UNANSWERED:
                 message.status = "failed"
                 message.error = reason
     except Superseded as exc:

@@ -18,6 +18,7 @@ from sqlalchemy.orm import sessionmaker
 
 from mojodex_core.db import transaction
 from mojodex_core.db.models import (
+    MESSAGE_UNANSWERED,
     Message,
     ProducedText,
     ProducedTextVersion,
@@ -250,6 +251,6 @@ class TextEditTurn:
             log.exception("could not record the failure of text edit message_pk=%s", context.message_pk)
             with transaction(self._factory) as db:
                 message = db.get(Message, context.message_pk)
-                if message is not None and message.status in ("pending", "processing"):
+                if message is not None and message.status in MESSAGE_UNANSWERED:
                     message.status, message.error = "failed", reason
         log.warning("text edit failed session=%s message_pk=%s: %s", context.session_id, context.message_pk, reason)
