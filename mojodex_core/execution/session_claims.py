@@ -26,7 +26,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
-from mojodex_core.db import guarded_statements, transaction
+from mojodex_core.db import factory_engine, guarded_statements, transaction
 from mojodex_core.db.models import Message, SessionRunner
 
 log = logging.getLogger("mojodex.claims")
@@ -179,12 +179,30 @@ def claim_and_look(
     """claim_session, and when the conditional UPDATE takes the session, the drain's first look:
     one statement right after the claim (on Postgres each commits itself: the claim is one
     guarded UPDATE, and the look reads under the lease just taken). The Look is None when the
-    claim took the slow path (the session's first claim): the caller looks itself."""
-    with guarded_statements(factory) as db:
-        fence = _claim(db, session_id, owner, lease_s)
-        if fence is not None:
-            return Claim(session_id, fence, owner), first_look(db, session_id, orphans=orphans)
+    claim took the slow path (the session's first claim): the caller looks itself. A look that
+    fails releases the claim (committed by then on Postgres) before the error goes on: the lease
+    would otherwise stay held, with no heartbeat, until it lapses."""
+    claim = None
+    try:
+        with guarded_statements(factory) as db:
+            fence = _claim(db, session_id, owner, lease_s)
+            if fence is not None:
+                claim = Claim(session_id, fence, owner)
+                return claim, first_look(db, session_id, orphans=orphans)
+    except BaseException:
+        # After the connection is back. Postgres: the claim committed by itself, release it.
+        # SQLite: the transaction rolled it back, and its fence may already be another claim's.
+        if claim is not None and factory_engine(factory).dialect.name != "sqlite":
+            _release_after_failure(factory, claim)
+        raise
     return _first_claim(factory, session_id, owner, lease_s), None
+
+
+def _release_after_failure(factory: sessionmaker[DbSession], claim: Claim) -> None:
+    try:
+        release(factory, claim)
+    except Exception:  # the lease lapses by itself; the sweep then re-runs what is left
+        log.exception("session %s: releasing the lease after a failed look failed", claim.session_id)
 
 
 def first_look(db: DbSession | Connection, session_id: str, *, orphans: bool) -> Look:

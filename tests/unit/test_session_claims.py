@@ -581,3 +581,49 @@ def test_the_first_look_finds_a_left_processing_message_before_the_oldest_pendin
     release(factory, claim)
     claim, look = claim_and_look(factory, session_id, "w4", lease_s=30, orphans=False)
     assert look == Look(None, Waiting(pending, "user_message")), "without orphans, the oldest pending one"
+
+
+def test_a_claim_whose_look_fails_leaves_the_session_free(factory, session_id, monkeypatch):
+    """On Postgres the claim commits before its look: a look that fails (the connection reset, a
+    statement timeout) must not leave the lease held until it lapses (30 s and a sweep)."""
+    from mojodex_core.execution import session_claims
+
+    first = claim_session(factory, session_id, "w1", lease_s=30)  # the lease row exists
+    release(factory, first)
+    _message(factory, session_id, "waits")
+
+    def failing(*_args, **_kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise ConnectionResetError("the look failed")
+
+    monkeypatch.setattr(session_claims, "first_look", failing)
+    with pytest.raises(ConnectionResetError):
+        session_claims.claim_and_look(factory, session_id, "w2", lease_s=30)
+    monkeypatch.undo()
+    claim = claim_session(factory, session_id, "w3", lease_s=30)
+    assert claim is not None, "the failed claim was released"
+
+
+def test_a_failed_look_never_releases_a_lease_another_worker_took_since(factory, session_id, monkeypatch):
+    """SQLite rolls the failed claim back, fence included: a worker claiming before the release
+    gets the same fence, so releasing by fence would free that worker's lease."""
+    from mojodex_core.execution import session_claims
+
+    release(factory, claim_session(factory, session_id, "w1", lease_s=30))
+    between: list = []
+    release_after_failure = session_claims._release_after_failure
+
+    def another_worker_first(factory_, claim) -> None:  # noqa: ANN001
+        between.append(claim_session(factory, session_id, "w3", lease_s=30))
+        release_after_failure(factory_, claim)
+
+    def failing(*_args, **_kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise ConnectionResetError("the look failed")
+
+    monkeypatch.setattr(session_claims, "_release_after_failure", another_worker_first)
+    monkeypatch.setattr(session_claims, "first_look", failing)
+    with pytest.raises(ConnectionResetError):
+        session_claims.claim_and_look(factory, session_id, "w2", lease_s=30)
+    with factory() as db:
+        owner = db.get(SessionRunner, session_id).owner
+    taken = [claim for claim in between if claim is not None]
+    assert owner == (taken[0].owner if taken else None), "a lease taken since is kept, the failed one freed"
