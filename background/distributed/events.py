@@ -9,7 +9,9 @@ join_and_replay, session_lock), so turns and routes run unchanged on backends an
 - Token events go to a per-session Redis Stream, entry id ``<seq>-1``, expiring after
   ``token_ttl_s`` of silence; any backend replays them, whichever process streamed them.
 - Every publisher of a session holds a Redis lock from seq allocation to the Socket.IO publish,
-  so a session's events reach the message queue in seq order.
+  so a session's events reach the message queue in seq order; a worker's token event instead
+  runs one script that does all of it while no one else holds the lock (``_publish_queued``).
+  (A lock that expires while held, after 30 s, no longer orders its holder's events.)
 - Exactly once on reconnect: a backend joining a socket to a session first *holds* that socket's
   live events of the session (the message-queue listener skips them), joins the room, then under
   the session lock reads the stored and streamed events after last_seq, sets the socket's floor
@@ -232,22 +234,27 @@ class RedisSessionEventLog:
     def _publish_queued(self, session_id: str, keys: list[str], args: list[Any]) -> int:
         """A token event in one script: its seq, its stream entry and its message-queue message,
         run only while no other thread or process holds the session's event lock (so it reaches
-        the queue in seq order, as under the lock). Three round trips fewer than taking the lock,
-        publishing and releasing it; a worker streaming a reply sends one per token event."""
+        the queue in seq order, as under the lock). One round trip instead of three (take the
+        lock, publish, release it); a worker streaming a reply sends one per token event. Gives
+        up after the lock's timeout, whether the lock stays held or the counter stays unseeded."""
         held = self._held.__dict__.get("locks", {}).get(session_id)
         keys = [self._lock_key(session_id), *keys]
         argv = [held[0] if held is not None else "", *args]
         deadline = time.monotonic() + LOCK_TIMEOUT_S
+        seeded = False
         while True:
             seq = int(self._queued_token_script(keys=keys, args=argv))
             if seq >= 0:
                 return seq
-            if seq == -1:  # the counter was never seeded (or Redis restarted)
+            if seq == -1 and not seeded:  # the counter was never seeded (or Redis restarted)
                 self._seed(session_id)
+                seeded = True
                 continue
             if time.monotonic() >= deadline:
-                raise TimeoutError(f"session {session_id}: event lock not acquired in {LOCK_TIMEOUT_S:.0f} s")
-            time.sleep(LOCK_RETRY_SLEEP_S)
+                raise TimeoutError(f"session {session_id}: token event not published in {LOCK_TIMEOUT_S:.0f} s")
+            time.sleep(LOCK_RETRY_SLEEP_S)  # -2: held elsewhere; -1 again: seeded, then gone at once
+            if seq == -1:
+                self._seed(session_id)
 
     def _send(self, session_id: str, event_name: str, payload: dict[str, Any]) -> None:
         if self._transport is None:

@@ -224,3 +224,17 @@ def test_a_token_event_takes_the_lock_when_socketio_builds_no_message_to_split(p
     assert events.publish(sid, "draft_token", {"text": "a"}, durable=False) == 2
     assert len(counting.commands) == 2, "the lock with the seq, then its release"
     assert [(m["event"], m["data"][0]["seq"]) for m in received(2)] == [("first", 1), ("draft_token", 2)]
+
+
+def test_a_token_event_whose_counter_cannot_be_seeded_gives_up(parts, queue, monkeypatch):
+    from background.distributed import events as events_module
+
+    _factory, client, sid = parts
+    events, _counting, _channel, _received = queue
+    client.delete(f"mojodex:seq:{sid}")
+    monkeypatch.setattr(events_module, "LOCK_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(events, "_seed", lambda _session_id: None)  # e.g. Redis evicting the key at once
+    started = time.monotonic()
+    with pytest.raises(TimeoutError):
+        events.publish(sid, "draft_token", {"text": "a"}, durable=False)
+    assert time.monotonic() - started < 5
