@@ -7,7 +7,7 @@ Celery so it can be tested against a database alone.
   lease; two workers never run one session because the claim is one conditional UPDATE.
 - One message per claim: the release is followed by a look for the next message (after the
   release has committed: session_claims.release_and_look); a message found there is answered
-  under a new claim, whose transaction also reads the first look (orphans, oldest pending).
+  under a new claim, followed at once by the first look (orphans, oldest pending) in one read.
 - A drain task that finds the session held returns: the holder answers the new message too,
   because after releasing it checks for messages that arrived meanwhile and claims again.
 - Heartbeat: a thread renews the lease every third of it and watches the session's cancel flag;
@@ -270,7 +270,7 @@ class Drainer:
         look: Look | None = None,
     ) -> None:
         """Runs the carried jobs, then the session's oldest pending message: one per claim, as
-        the release that follows looks for the next one anyway (in its own transaction), and a
+        the release that follows looks for the next one anyway (once it has committed), and a
         look between turns under the lease would be a second one."""
         heartbeat = _Heartbeat(self, claim)
         heartbeat.start()
@@ -307,7 +307,7 @@ class Drainer:
 
     def _first_look(self, claim: Claim, look: Look | None) -> Waiting | None:
         """After a claim: re-queues the messages a failed holder left processing, then returns the
-        oldest pending one; both read by the claim's own transaction when it could (``look``)."""
+        oldest pending one; both read right after the claim when it could (``look``)."""
         if look is None:
             with self.factory() as db:
                 look = first_look(db, claim.session_id, orphans=self.events is not None)
