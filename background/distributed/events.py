@@ -90,6 +90,13 @@ return 0
 LOCK_RETRY_SLEEP_S = 0.1  # redis-py Lock's default
 
 
+def _wait_or_give_up(deadline: float, what: str) -> None:
+    """Between two tries at the session's event lock: a pause, or TimeoutError past ``deadline``."""
+    if time.monotonic() >= deadline:
+        raise TimeoutError(f"{what} in {LOCK_TIMEOUT_S:.0f} s")
+    time.sleep(LOCK_RETRY_SLEEP_S)
+
+
 def socketio_channel(redis_url: str) -> str:
     """The Socket.IO message-queue channel: Redis pub/sub ignores database numbers, so the
     channel names the database, keeping deployments that share one Redis apart."""
@@ -119,8 +126,7 @@ class RedisSessionEventLog:
     ) -> None:
         self._factory = session_factory
         self._redis = redis_client
-        self._transport = transport
-        self._queue = transport if isinstance(transport, SocketQueue) else None
+        self.set_transport(transport)
         self._token_ttl_s = token_ttl_s
         self._floors = floors
         self._held = threading.local()  # session_id -> [lock, depth] held by this thread
@@ -181,9 +187,7 @@ class RedisSessionEventLog:
             result = int(acquire(keys=[lock_key, *keys], args=argv))
             if result != -2:
                 break
-            if time.monotonic() >= deadline:
-                raise TimeoutError(f"session {session_id}: event lock not acquired in {LOCK_TIMEOUT_S:.0f} s")
-            time.sleep(LOCK_RETRY_SLEEP_S)
+            _wait_or_give_up(deadline, f"session {session_id}: event lock not acquired")
         held[session_id] = [token, 1]
         try:
             yield result
@@ -250,9 +254,8 @@ class RedisSessionEventLog:
                 self._seed(session_id)
                 seeded = True
                 continue
-            if time.monotonic() >= deadline:
-                raise TimeoutError(f"session {session_id}: token event not published in {LOCK_TIMEOUT_S:.0f} s")
-            time.sleep(LOCK_RETRY_SLEEP_S)  # -2: held elsewhere; -1 again: seeded, then gone at once
+            # -2: held elsewhere; -1 again: seeded, then gone at once
+            _wait_or_give_up(deadline, f"session {session_id}: token event not published")
             if seq == -1:
                 self._seed(session_id)
 
@@ -335,6 +338,7 @@ class SocketQueue:
         self.channel = channel
         self._emitter = SocketIO(message_queue=redis_url, channel=channel)
         self._messages = _QueueMessages(channel)
+        self._mark = self._messages.json.dumps(_SEQ_MARK)  # the mark as the message's text holds it
 
     def __call__(self, session_id: str, event_name: str, payload: dict[str, Any]) -> None:
         self._emitter.emit(event_name, payload, to=session_id)
@@ -343,11 +347,10 @@ class SocketQueue:
         """The event's queue message (payload and seq, to the session's room), split where its
         seq goes; None when the text cannot be split there unambiguously (the caller then takes
         the lock and publishes as for any event)."""
-        dumps = self._messages.json.dumps
         built = self._messages.build(session_id, event_name, {**payload, "seq": _SEQ_MARK})
         if built is None:
             return None
-        before, mark, after = dumps(built).partition(dumps(_SEQ_MARK))
+        before, mark, after = self._messages.json.dumps(built).partition(self._mark)
         if not mark or mark in after:
             return None
         return before, after
