@@ -149,11 +149,10 @@ def check_fence(db: DbSession | Connection, session_id: str) -> None:
 def claim_session(factory: sessionmaker[DbSession], session_id: str, owner: str, lease_s: float) -> Claim | None:
     """Takes the session if it is free or its holder stopped heart-beating; None if it is held.
 
-    The conditional UPDATE comes first: a session is claimed once per drain, its lease row is
-    created only at its first one."""
-    with transaction(factory) as db:
-        fence = _claim(db, session_id, owner, lease_s)
-    return Claim(session_id, fence, owner) if fence is not None else _first_claim(factory, session_id, owner, lease_s)
+    ``claim_and_look``'s claim (the drain's), without the look's answer. The conditional UPDATE
+    comes first: a session is claimed once per drain, its lease row is created only at its first
+    one."""
+    return claim_and_look(factory, session_id, owner, lease_s, orphans=False)[0]
 
 
 class Waiting(NamedTuple):

@@ -545,10 +545,12 @@ def test_a_message_accepted_as_the_holder_releases_is_never_left_to_the_sweep(fa
 
     claim = claim_session(factory, session_id, "w1", lease_s=30)
     other: list = []
+    fired: list[bool] = []
 
     def meanwhile(conn, cursor, statement, *_args) -> None:  # noqa: ANN001
-        if other or not statement.lstrip().upper().startswith("SELECT") or "FROM message" not in statement:
+        if fired or not statement.lstrip().upper().startswith("SELECT") or "FROM message" not in statement:
             return
+        fired.append(True)  # once: the other drain's own statements come through here too
         _message(factory, session_id, "sent as the holder looked")  # its drain task then claims
         other.append(claim_session(factory, session_id, "w2", lease_s=30))
 
