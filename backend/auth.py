@@ -53,6 +53,44 @@ def require_user(token: str):  # noqa: ANN201
     return user
 
 
+def token_checked_by_route(fn: Callable) -> Callable:
+    """``user_required`` for a route that reads its caller's token in its own first statement
+    (PUT /user_message: the token and the route's check in one round trip). The lockout is
+    checked here as for every user route; the token waits in ``g`` for ``settle_user``. A body
+    that fails validation authenticates first (backend/validation.py): a bad token still answers
+    401 before a bad body's 400."""
+
+    @wraps(fn)
+    def wrapper(*args, **kwargs):  # noqa: ANN002, ANN003
+        token = token_from_header(request.headers.get("Authorization"))
+        rate_limits().before_authentication(client_address(), token)
+        g.deferred_token = token
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+def deferred_token() -> str | None:
+    """The token a ``token_checked_by_route`` route has not settled yet (None: none waits)."""
+    return g.get("deferred_token")
+
+
+def settle_user(holder: TokenHolder | None) -> TokenHolder:
+    """The deferred token's holder as read by the route (None: not a valid token), or 401,
+    counted as a failed authentication as in ``require_user``."""
+    token = g.pop("deferred_token", "")
+    if holder is None:
+        rate_limits().authentication_failed(client_address(), token)
+        raise ApiError(401, "missing or invalid token")
+    g.user = holder
+    return holder
+
+
+def authenticate_deferred() -> TokenHolder:
+    """The deferred token's holder, read on its own (a route's path that has no statement to share)."""
+    return settle_user(authenticate_token(deferred_token() or ""))
+
+
 def require_admin(given: str) -> None:
     """Every admin request counts against the admin limit; a wrong secret is a failed authentication."""
     limits, address = rate_limits(), client_address()

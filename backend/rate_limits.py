@@ -14,10 +14,9 @@ import math
 import threading
 import time
 import weakref
-from functools import wraps
 from typing import Callable
 
-from flask import Flask, current_app, g, request
+from flask import Flask, current_app, request
 from flask_limiter import Limiter
 from limits import RateLimitItem, parse_many
 from limits.storage import MemoryStorage
@@ -225,14 +224,3 @@ def install_rate_limits(app: Flask, settings: Settings) -> RateLimits:
 
 def rate_limits(app: Flask | None = None) -> RateLimits:
     return (app or current_app).extensions[EXTENSION]
-
-
-def limit_message_sends(fn: Callable) -> Callable:
-    """A route method's limit per signed-in user (goes inside user_required, which sets g.user)."""
-
-    @wraps(fn)
-    def wrapper(*args, **kwargs):  # noqa: ANN002, ANN003
-        rate_limits().message_sent(g.user.user_id)
-        return fn(*args, **kwargs)
-
-    return wrapper

@@ -19,6 +19,7 @@ from spectree.models import SecuritySchemeData
 from spectree.plugins.flask_plugin import FlaskPlugin
 from werkzeug.exceptions import BadRequest
 
+from backend.auth import authenticate_deferred, deferred_token
 from backend.errors import ApiError
 
 # Every pk, seq and index is a 32-bit INTEGER column: a larger value can name no row, and the
@@ -95,6 +96,8 @@ def validation_error(exc: Any, where: str = "") -> ApiError:
 
 def _before(req, resp, req_validation_error, instance, model_adapter) -> None:  # noqa: ANN001, ARG001
     if req_validation_error is not None:
+        if deferred_token() is not None:
+            authenticate_deferred()  # a route that reads its token itself: 401 comes before 400
         raise validation_error(req_validation_error)
 
 

@@ -62,7 +62,7 @@ class TokenHolder:
     timezone_offset_minutes: int
 
 
-_TOKEN_HOLDER = (
+TOKEN_HOLDER = (
     select(User.user_id, User.name, User.email, User.language_code, User.timezone_offset_minutes)
     .join(ApiToken, ApiToken.user_id == User.user_id)
     .where(ApiToken.token_hash == bindparam("b_hash"), ApiToken.revoked_at.is_(None))
@@ -73,7 +73,7 @@ def token_holder(conn: Connection, token: str) -> TokenHolder | None:
     """The holder of a valid (not revoked) token, on a Core connection: the per-request check."""
     if not token:
         return None
-    row = conn.execute(_TOKEN_HOLDER, {"b_hash": hash_token(token)}).first()
+    row = conn.execute(TOKEN_HOLDER, {"b_hash": hash_token(token)}).first()
     return TokenHolder(*row) if row is not None else None
 
 

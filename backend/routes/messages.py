@@ -9,11 +9,11 @@ from flask_restful import Resource
 from sqlalchemy import and_, bindparam, select
 
 from backend import api_models as m
-from backend.auth import user_required
+from backend.auth import authenticate_deferred, deferred_token, settle_user, token_checked_by_route, user_required
 from backend.context import platform
 from backend.errors import ApiError, bad_request, not_found
-from backend.rate_limits import limit_message_sends
-from backend.routes._input import current_user_id, field, json_body, message_text_and_id, owned_session, query_int
+from backend.rate_limits import rate_limits
+from backend.routes._input import field, json_body, message_text_and_id, owned_session, query_int
 from backend.routes.audio import is_audio_upload, put_audio_message
 from backend.routes.home_chat import accept_home_chat_message
 from backend.validation import USER, api
@@ -22,26 +22,31 @@ from mojodex_core.db.models import Message, OrderSession, Session, Task, UserTas
 from mojodex_core.execution.dispatch import UnsupportedTaskType
 from mojodex_core.execution.intake import MessageIdTaken, accept_user_message
 from mojodex_core.execution.jobs import TurnJob
+from mojodex_core.users import TOKEN_HOLDER, TokenHolder, hash_token
 from mojodex_core.workflow import store
 from mojodex_core.workflow.runner import NOT_CHATTING
 
 log = logging.getLogger("mojodex.messages")
 
-# Ownership, task type and order state in one read. The execution side is left-joined with its
-# conditions in the ON clauses, so the row exists whenever the session does: the caller tells
-# "no such session (or not yours)" from "no such execution (or not yours, or deleted)" from
+# The caller's token, and then ownership, task type and order state, in one read: no row when
+# the token is not a valid one. The session and execution sides are left-joined with their
+# conditions in the ON clauses, so the row exists whenever the token does: the caller tells "no
+# such session (or not yours)" from "no such execution (or not yours, or deleted)" from
 # "execution of another session", in that order of precedence.
-_CHECK = (
-    select(Session.user_id, UserTaskExecution.session_id.label("execution_session_id"), Task.type,
-           OrderSession.state, Message.message_pk.label("existing_message_pk"))
-    .select_from(Session)
+_HOLDER = TOKEN_HOLDER.subquery("holder")
+_AUTH_AND_CHECK = (
+    select(*_HOLDER.c, Session.user_id.label("session_user_id"),
+           UserTaskExecution.session_id.label("execution_session_id"), Task.type, OrderSession.state,
+           Message.message_pk.label("existing_message_pk"))
+    .select_from(_HOLDER)
+    .outerjoin(Session, Session.session_id == bindparam("b_session"))
     .outerjoin(
         UserTaskExecution,
         and_(UserTaskExecution.user_task_execution_pk == bindparam("b_pk"), UserTaskExecution.status != "deleted"),
     )
     .outerjoin(
         UserTask,
-        and_(UserTask.user_task_pk == UserTaskExecution.user_task_fk, UserTask.user_id == bindparam("b_user")),
+        and_(UserTask.user_task_pk == UserTaskExecution.user_task_fk, UserTask.user_id == _HOLDER.c.user_id),
     )
     .outerjoin(Task, Task.task_pk == UserTask.task_fk)
     .outerjoin(OrderSession, OrderSession.user_task_execution_fk == UserTaskExecution.user_task_execution_pk)
@@ -49,8 +54,8 @@ _CHECK = (
     # without looking it up again.
     .outerjoin(Message, and_(Message.session_id == Session.session_id,
                              Message.message_id == bindparam("b_message_id")))
-    .where(Session.session_id == bindparam("b_session"))
 )
+_HOLDER_FIELDS = len(_HOLDER.c)
 
 
 def message_view(message: Message) -> dict:
@@ -72,28 +77,40 @@ def message_view(message: Message) -> dict:
 
 
 class UserMessageResource(Resource):
-    method_decorators = [user_required]
+    # The token is read in the route's own first statement, with its check (``_AUTH_AND_CHECK``).
+    method_decorators = [token_checked_by_route]
 
     @api.validate(json=m.UserMessageBody, resp=m.answers(m.AcceptedMessageOut), security=USER, tags=["messages"])
-    @limit_message_sends  # after validation: a malformed request is refused without being counted
     def put(self):  # noqa: ANN201
         if is_audio_upload():
+            _authenticate_and_count()
             return put_audio_message()
         body = json_body()
         if body.get("origin") == "home_chat":
+            _authenticate_and_count()
             return accept_home_chat_message(body)
-        session_id = field(body, "session_id", str)
-        pk = field(body, "user_task_execution_pk", int)
-        text, message_id = message_text_and_id(body)
+        try:
+            session_id = field(body, "session_id", str)
+            pk = field(body, "user_task_execution_pk", int)
+            text, message_id = message_text_and_id(body)
+        except ApiError:
+            authenticate_deferred()  # a bad token answers 401 before a bad field's 400
+            raise
         current = platform()
-        user_id = current_user_id()
+        token = deferred_token() or ""
 
         # One read on a pooled connection (no ORM session, nothing to commit), released before the
         # session's stream is held: nothing of a foreign session is touched.
-        with read_connection(current.engine) as conn:
-            found = conn.execute(_CHECK, {"b_session": session_id, "b_pk": pk, "b_user": user_id,
-                                          "b_message_id": message_id}).first()
-        if found is None or found.user_id != user_id:
+        found = None
+        if token:
+            with read_connection(current.engine) as conn:
+                found = conn.execute(_AUTH_AND_CHECK, {
+                    "b_hash": hash_token(token), "b_session": session_id, "b_pk": pk, "b_message_id": message_id,
+                }).first()
+        user_id = settle_user(TokenHolder(*found[:_HOLDER_FIELDS]) if found is not None else None).user_id
+        # After the token (a malformed or unauthenticated request is not counted), before anything is stored.
+        rate_limits().message_sent(user_id)
+        if found.session_user_id != user_id:
             raise not_found("session")
         if found.type is None:
             raise not_found("user_task_execution")
@@ -158,3 +175,8 @@ class MessageResource(Resource):
                 "has_more": has_more,
                 "last_seq": rows[-1].seq if rows else after_seq,
             }, 200
+
+
+def _authenticate_and_count() -> None:
+    """The paths of PUT /user_message that read their token on its own: audio, home chat."""
+    rate_limits().message_sent(authenticate_deferred().user_id)

@@ -54,3 +54,28 @@ def test_refusals_come_in_order_and_store_nothing(live, llm):
     # The same pair is accepted once it matches.
     response = _put(owner, session_id, pk)
     assert response.status_code == 200, response.text
+
+
+def test_the_token_is_read_in_the_checks_statement(live, llm):
+    """One statement answers who the caller is and whether the message may be stored: a refused
+    send runs nothing else, nor does a bad token (401 from the same statement)."""
+    from sqlalchemy import event
+
+    owner = live.new_user()
+    pk, _session_id = new_execution(owner)
+    statements: list[str] = []
+
+    def count(_conn, _cursor, statement, *_args):  # noqa: ANN001, ANN002
+        statements.append(statement)
+
+    event.listen(live.platform.engine, "before_cursor_execute", count)
+    try:
+        refused = _put(owner, "no-such-session", pk)
+        owner.http.headers["Authorization"] = "Bearer not-a-token"
+        unknown = _put(owner, "no-such-session", pk)
+    finally:
+        event.remove(live.platform.engine, "before_cursor_execute", count)
+    assert (refused.status_code, refused.json()["error"]) == (404, "session not found")
+    assert (unknown.status_code, unknown.json()["error"]) == (401, "missing or invalid token")
+    assert len(statements) == 2, statements
+    assert all("api_token" in s and "md_session" in s for s in statements), statements
