@@ -65,7 +65,10 @@ def token_checked_by_route(fn: Callable) -> Callable:
         token = token_from_header(request.headers.get("Authorization"))
         rate_limits().before_authentication(client_address(), token)
         g.deferred_token = token
-        return fn(*args, **kwargs)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            g.pop("deferred_token", None)  # settled or not, it is this request's only
 
     return wrapper
 

@@ -85,17 +85,21 @@ class UserMessageResource(Resource):
         if is_audio_upload():
             _authenticate_and_count()
             return put_audio_message()
-        body = json_body()
-        if body.get("origin") == "home_chat":
+        try:
+            body = json_body()
+            home_chat = body.get("origin") == "home_chat"
+            if not home_chat:
+                session_id = field(body, "session_id", str)
+                pk = field(body, "user_task_execution_pk", int)
+                text, message_id = message_text_and_id(body)
+        except ApiError:
+            # A bad token answers 401 before a bad body's 400 (spectree validates JSON bodies only),
+            # and a good one is counted against the send limit first, as with user_required.
+            _authenticate_and_count()
+            raise
+        if home_chat:
             _authenticate_and_count()
             return accept_home_chat_message(body)
-        try:
-            session_id = field(body, "session_id", str)
-            pk = field(body, "user_task_execution_pk", int)
-            text, message_id = message_text_and_id(body)
-        except ApiError:
-            authenticate_deferred()  # a bad token answers 401 before a bad field's 400
-            raise
         current = platform()
         token = deferred_token() or ""
 
@@ -108,7 +112,8 @@ class UserMessageResource(Resource):
                     "b_hash": hash_token(token), "b_session": session_id, "b_pk": pk, "b_message_id": message_id,
                 }).first()
         user_id = settle_user(TokenHolder(*found[:_HOLDER_FIELDS]) if found is not None else None).user_id
-        # After the token (a malformed or unauthenticated request is not counted), before anything is stored.
+        # Counted once the token is known and before anything is stored (a body that fails validation
+        # is not counted), as when user_required and the send limit's decorator came first.
         rate_limits().message_sent(user_id)
         if found.session_user_id != user_id:
             raise not_found("session")

@@ -79,3 +79,29 @@ def test_the_token_is_read_in_the_checks_statement(live, llm):
     assert (unknown.status_code, unknown.json()["error"]) == (401, "missing or invalid token")
     assert len(statements) == 2, statements
     assert all("api_token" in s and "md_session" in s for s in statements), statements
+
+
+
+def test_a_bad_token_answers_401_before_any_other_refusal(live, llm):
+    """Authentication runs in the route for PUT /user_message: every body (JSON that fails the
+    route's own checks, a form or multipart body that spectree does not validate, home chat,
+    audio) still answers 401 for a bad token first, and stores nothing."""
+    owner = live.new_user()
+    pk, session_id = new_execution(owner)
+    owner.http.headers["Authorization"] = "Bearer not-a-valid-token"
+    bodies = [
+        {"data": {}},
+        {"data": "", "headers": {"Content-Type": "application/x-www-form-urlencoded"}},
+        {"data": "--b--\r\n", "headers": {"Content-Type": "multipart/form-data; boundary=b"}},
+        {"data": {}, "files": {"file": ("a.webm", b"", "audio/webm")}},
+        {"data": {"session_id": session_id}},
+        {"json": {"session_id": session_id, "user_task_execution_pk": pk, "text": "   "}},
+        {"json": {"session_id": session_id, "user_task_execution_pk": pk, "text": "hi", "message_id": "form_start"}},
+        {"json": {"origin": "home_chat", "session_id": session_id, "text": "hi"}},
+        {"json": {"session_id": session_id, "user_task_execution_pk": pk, "text": "hi"}},
+    ]
+    for kwargs in bodies:
+        response = owner.call("PUT", "/user_message", **kwargs)
+        assert (response.status_code, response.json()["error"]) == (401, "missing or invalid token"), (
+            kwargs, response.status_code, response.text)
+    assert messages(live, session_id) == [] and event_count(live, session_id) == 0

@@ -94,6 +94,36 @@ def test_message_sends_are_limited_per_user(database_url):
             assert db.query(Message).filter_by(session_id=session_id, sender="user").count() == 3
 
 
+
+def test_bad_tokens_on_message_sends_count_as_failed_authentications(database_url):
+    """PUT /user_message reads its token in the route: a bad token with a body the route itself
+    refuses (a form spectree does not validate) still counts, and the lockout answers first."""
+    with _server(database_url, auth_failures_per_address="3/minute") as live:
+        wrong = {"Authorization": f"Bearer {secrets.token_urlsafe(32)}",
+                 "Content-Type": "application/x-www-form-urlencoded"}
+        statuses = [requests.put(live.base_url + "/user_message", data="", headers=wrong, timeout=30).status_code
+                    for _ in range(4)]
+        assert statuses == [401] * 3 + [429]
+        _assert_throttled(live.new_user().call("PUT", "/user_message", json={}),
+                          "too many failed authentications from this address")
+
+
+def test_message_sends_refused_by_the_route_are_counted(database_url):
+    """As under the decorator the route's own authentication replaced: a send the route refuses
+    after its token (blank text) counts against the send limit, which then answers first."""
+    with _server(database_url, message_sends="2/minute") as live:
+        client = live.new_user()
+        pk, session_id = new_execution(client)
+        body = {"session_id": session_id, "user_task_execution_pk": pk, "text": "   "}
+        statuses = [client.call("PUT", "/user_message", json=body).status_code for _ in range(3)]
+        assert statuses == [400, 400, 429]
+        other = live.new_user()  # a form body the route refuses (spectree validates JSON only), a reserved id
+        form = {"data": "", "headers": {"Content-Type": "application/x-www-form-urlencoded"}}
+        reserved = {"json": {**body, "text": "hi", "message_id": "form_start"}}
+        statuses = [other.call("PUT", "/user_message", **kwargs).status_code for kwargs in (form, reserved, reserved)]
+        assert statuses == [400, 400, 429]
+
+
 def test_socket_handshakes_with_bad_tokens_count_as_failures(database_url):
     with _server(database_url, auth_failures_per_address="3/minute") as live:
         refusals = []
