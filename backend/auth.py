@@ -44,13 +44,16 @@ def is_admin_secret(given: str) -> bool:
 
 def require_user(token: str):  # noqa: ANN201
     """The token's user, or 401 (counted as a failed authentication), or 429 past the limit."""
-    limits, address = rate_limits(), client_address()
-    limits.before_authentication(address, token)
-    user = authenticate_token(token)
-    if user is None:
-        limits.authentication_failed(address, token)
+    rate_limits().before_authentication(client_address(), token)
+    return _holder_or_401(authenticate_token(token), token)
+
+
+def _holder_or_401(holder: TokenHolder | None, token: str) -> TokenHolder:
+    """The token's holder as read (None: not a valid token), or 401, counted as a failed authentication."""
+    if holder is None:
+        rate_limits().authentication_failed(client_address(), token)
         raise ApiError(401, "missing or invalid token")
-    return user
+    return holder
 
 
 def token_checked_by_route(fn: Callable) -> Callable:
@@ -81,12 +84,8 @@ def deferred_token() -> str | None:
 def settle_user(holder: TokenHolder | None) -> TokenHolder:
     """The deferred token's holder as read by the route (None: not a valid token), or 401,
     counted as a failed authentication as in ``require_user``."""
-    token = g.pop("deferred_token", "")
-    if holder is None:
-        rate_limits().authentication_failed(client_address(), token)
-        raise ApiError(401, "missing or invalid token")
-    g.user = holder
-    return holder
+    g.user = _holder_or_401(holder, g.pop("deferred_token", ""))
+    return g.user
 
 
 def authenticate_deferred() -> TokenHolder:
