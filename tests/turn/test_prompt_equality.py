@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import event
 
 from mojodex_core.db import transaction
-from mojodex_core.db.models import Message, UserTaskExecution
+from mojodex_core.db.models import Message, ProducedText, UserTaskExecution
 from mojodex_core.execution import turn as turn_module
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.task_loader import store_spec
@@ -281,3 +281,37 @@ def test_the_home_chat_view_of_a_long_session_is_the_one_read_whole(turns, engin
         event.remove(engine, "before_cursor_execute", record)
     assert [m["content"] for m in messages[1:]] == [m.content for m in new]
     assert len(reads) == 1 and "LIMIT" in reads[0]
+
+
+def test_the_fenced_context_read_is_the_joined_one(turns, engine, is_postgres):
+    # Postgres reads a turn's context through two fenced lateral subqueries (cheaper to plan); it
+    # must return what the nine-table join returns, column for column, in every case it meets.
+    if not is_postgres:
+        pytest.skip("LATERAL: the fenced form is Postgres's (SQLite reads the joined one)")
+    plain = turn_module._CONTEXT
+    fenced = turn_module._CONTEXT_FENCED
+    user = turns.user(profile=PROFILE)
+    pk, session_id = turns.execution(user, inputs=INPUTS)
+    bare, bare_session = turns.execution(turns.user(), language=None)
+    turns.version(pk, user, "First", "first body")
+    turns.version(pk, user, "Second", "second body")
+    unversioned, unversioned_session = turns.execution(user)
+    with transaction(turns.factory) as db:
+        db.add(ProducedText(user_task_execution_fk=unversioned, user_id=user))
+    messages = [
+        turns.message(session_id, pk, "with a profile and two versions"),
+        turns.message(bare_session, bare, "no profile, no version, no session language"),
+        turns.message(unversioned_session, unversioned, "a produced text with no version yet"),
+        turns.message(session_id, None, "no execution"),
+        turns.message(session_id, pk, "answered already", status="answered"),
+        987654321,  # no such message
+    ]
+    with transaction(turns.factory) as db:
+        db.execute(UserTaskExecution.__table__.update()
+                   .where(UserTaskExecution.user_task_execution_pk == bare).values(status="deleted"))
+    with engine.connect() as conn:
+        assert list(conn.execute(fenced, {"b_pk": 1}).keys()) == list(conn.execute(plain, {"b_pk": 1}).keys())
+        for message_pk in messages:
+            expected = conn.execute(plain, {"b_pk": message_pk}).all()
+            assert conn.execute(fenced, {"b_pk": message_pk}).all() == expected, message_pk
+        assert conn.execute(fenced, {"b_pk": messages[0]}).one().version_title == "Second"
