@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 import pytest
-from sqlalchemy import create_engine, event, func, select
+from sqlalchemy import create_engine, event, func, select, text
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import OperationalError
 
 from backend.context import build_platform
 from mojodex_core.db import make_engine, make_session_factory, transaction
@@ -91,6 +92,23 @@ def spool_lines(spool: Path) -> list[dict]:
 
 
 @contextmanager
+def inserts(engine: Engine) -> Iterator[list[str]]:
+    """The llm_call INSERTs the engine sends during the block, each as "one" (a statement with one
+    set of parameters, of one row or of several) or "many" (a DB-API executemany: a statement per row)."""
+    sent: list[str] = []
+
+    def on_execute(_conn, _cursor, statement, params, _context, _executemany) -> None:  # noqa: ANN001
+        if statement.startswith("INSERT INTO llm_call"):
+            sent.append("many" if isinstance(params, list) else "one")
+
+    event.listen(engine, "before_cursor_execute", on_execute)
+    try:
+        yield sent
+    finally:
+        event.remove(engine, "before_cursor_execute", on_execute)
+
+
+@contextmanager
 def commits(engine: Engine) -> Iterator[list[int]]:
     """Counts the engine's committed transactions during the block (in counter[0])."""
     counter = [0]
@@ -109,7 +127,7 @@ def commits(engine: Engine) -> Iterator[list[int]]:
 
 
 def test_records_cost_no_transaction_and_are_stored_in_one_batch_with_every_field(
-    engine, label, tmp_path, recorders
+    engine, label, tmp_path, recorders, is_postgres
 ):
     with transaction(make_session_factory(engine)) as db:
         execution = execution_pk(db)
@@ -117,7 +135,7 @@ def test_records_cost_no_transaction_and_are_stored_in_one_batch_with_every_fiel
     recorders.append(recorder)
     records = [call(label, i, user_task_execution_pk=execution if i % 2 else None) for i in range(249)]
     records.append(call(label, 249, status="error", attempts=3, error="The assistant is unavailable.\n[é 500]"))
-    with commits(engine) as transactions:
+    with commits(engine) as transactions, inserts(engine) as sent:
         for record in records:
             recorder(record)
         # On the turn's side: a line in the spool and a queued row, no database at all.
@@ -126,10 +144,11 @@ def test_records_cost_no_transaction_and_are_stored_in_one_batch_with_every_fiel
         assert [line["prompt_tokens"] for line in lines] == [r.prompt_tokens for r in records]
         assert len({line["call_id"] for line in lines}) == 250
 
-        recorder.start()  # 250 rows wait, more than a batch: stored at once, in one transaction
+        recorder.start()  # 250 rows wait, more than a batch: stored at once
         wait_until(lambda: recorder.pending == 0 and count(engine, label) == 250)
         wait_until(lambda: not list(tmp_path.iterdir()))  # the flushed spool file is deleted
-    assert transactions[0] == 1
+    # Postgres: one multi-row INSERT in autocommit; SQLite: an executemany in one transaction.
+    assert (sent, transactions[0]) == ((["one"], 0) if is_postgres else (["many"], 1))
     rows = stored(engine, label)
     for record, row, line in zip(records, rows, lines, strict=True):
         assert (row.model, row.prompt_tokens, row.completion_tokens, row.status, row.attempts, row.error) == (
@@ -140,6 +159,41 @@ def test_records_cost_no_transaction_and_are_stored_in_one_batch_with_every_fiel
         assert row.user_task_execution_fk == record.user_task_execution_pk
         assert row.call_id == line["call_id"] and row.created_at is not None
     assert rows[-1].error == "The assistant is unavailable.\n[é 500]"
+
+
+def test_a_stored_batch_holds_no_lock_on_the_executions_it_names(engine, label, tmp_path, recorders, is_postgres):
+    # was: an executemany in one transaction, one round trip per row; under gevent each round trip
+    # let every other ready greenlet run first, so with 50 turns streaming a batch stayed open for
+    # seconds, and its foreign-key locks held up the final statement (FOR UPDATE of the execution)
+    # of every turn it named, up to 3.3 s in the bench, until its COMMIT
+    if not is_postgres:
+        pytest.skip("row locks: SQLite writes hold the whole database, in-process, without a wait")
+    with transaction(make_session_factory(engine)) as db:
+        execution = execution_pk(db)
+    recorder = SpooledLLMCallRecorder(engine, tmp_path, start=False)
+    recorders.append(recorder)
+    seen: list[str] = []
+
+    def answer_meanwhile(_conn, _cursor, statement, *_rest) -> None:  # noqa: ANN001
+        if not statement.startswith("INSERT INTO llm_call"):
+            return
+        with engine.connect() as other:  # a turn's final statement, once the rows are sent
+            try:
+                other.execute(text("SELECT 1 FROM user_task_execution WHERE user_task_execution_pk = :pk "
+                                   "FOR UPDATE NOWAIT"), {"pk": execution})
+                seen.append("free")
+            except OperationalError:
+                seen.append("locked")
+            other.rollback()
+
+    event.listen(engine, "after_cursor_execute", answer_meanwhile)
+    try:
+        for i in range(3):
+            recorder(call(label, i, user_task_execution_pk=execution))
+        assert recorder.flush()
+    finally:
+        event.remove(engine, "after_cursor_execute", answer_meanwhile)
+    assert seen == ["free"] and count(engine, label) == 3
 
 
 def test_a_few_rows_are_stored_within_the_flush_interval(engine, label, tmp_path, recorders):
@@ -156,11 +210,11 @@ def test_a_few_rows_are_stored_within_the_flush_interval(engine, label, tmp_path
 def test_flush_stores_the_queued_rows_at_once_and_costs_nothing_when_none_wait(engine, label, tmp_path, recorders):
     recorder = SpooledLLMCallRecorder(engine, tmp_path, flush_interval_s=3600)
     recorders.append(recorder)
-    with commits(engine) as transactions:
-        assert recorder.flush() is True and transactions[0] == 0
+    with inserts(engine) as sent:
+        assert recorder.flush() is True and sent == []
         recorder(call(label))
         assert recorder.flush() is True
-        assert transactions[0] == 1
+        assert len(sent) == 1
     assert count(engine, label) == 1
 
 

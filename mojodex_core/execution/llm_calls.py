@@ -3,8 +3,9 @@
 ``SpooledLLMCallRecorder`` (the platform's) keeps the row off the turn's path: ``record`` appends
 it, as one JSON line, to this process's spool file (``llm_call_spool``: the files, their locks
 and the replay of a crashed process's rows) and to an in-memory queue, and returns. A background
-thread inserts the queued rows in batches (one transaction each, an executemany) every
-``flush_interval_s`` or as soon as ``batch_size`` rows wait, then deletes the spool files whose
+thread inserts the queued rows in batches every ``flush_interval_s`` or as soon as ``batch_size``
+rows wait (on Postgres one multi-row statement in autocommit; elsewhere one transaction, an
+executemany), then deletes the spool files whose
 rows are all stored. Each row carries a unique ``call_id``; inserts skip ids already stored (ON
 CONFLICT DO NOTHING), so a row read twice is stored once. The thread's first act, and every
 ``rescan_s`` after, replays the spool files of stopped processes.
@@ -33,7 +34,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
-from mojodex_core.db import transaction
+from mojodex_core.db import autocommit_connection, transaction
 from mojodex_core.db.models import LLMCall, UserTaskExecution, utcnow
 from mojodex_core.execution.llm_call_spool import LLMCallSpool, SpoolSegment, encode_row, one_line
 
@@ -117,6 +118,17 @@ class SpooledLLMCallRecorder:
         self.retry_max_s = retry_max_s
         self.rescan_s = rescan_s
         self._insert = _insert_statement(engine.dialect.name)
+        # Postgres: the batch as one statement that commits itself. An executemany in a transaction
+        # (psycopg's pipeline) waited once per row, then sent its COMMIT apart, and under gevent each
+        # wait let every other ready greenlet run first: with 50 turns streaming, a batch of 40 rows
+        # stayed open for seconds, and its foreign-key locks on the executions held up every turn's
+        # final statement (its FOR UPDATE of the execution) until the COMMIT. Its locks now last as
+        # long as the statement, which may still wait for an execution's lock (a turn's completion)
+        # while holding those of the rows it checked before. With RETURNING, SQLAlchemy sends an
+        # executemany as multi-row INSERTs ("insertmanyvalues", up to 1,000 rows each: a batch).
+        self._insert_many = (
+            self._insert.returning(_TABLE.c.call_id) if engine.dialect.name == "postgresql" else None
+        )
         # Also guards the spool's files (LLMCallSpool is not thread-safe). Re-entrant for the
         # Condition: on a plain Lock its notify yields under gevent, with the lock held (see runner).
         self._lock = threading.RLock()
@@ -215,13 +227,18 @@ class SpooledLLMCallRecorder:
             self._spool.delete(segment)
 
     def _store(self, rows: list[dict[str, Any]]) -> None:
-        """Inserts the rows in one transaction, skipping call_ids stored already."""
+        """Inserts the rows (on Postgres one statement, elsewhere one transaction), skipping call_ids
+        stored already."""
         try:
             self._insert_rows(rows)
         except IntegrityError:
             self._store_one_by_one(rows)
 
     def _insert_rows(self, rows: list[dict[str, Any]]) -> None:
+        if self._insert_many is not None:
+            with autocommit_connection(self._engine) as conn:
+                conn.execute(self._insert_many, rows).close()  # the stored call_ids are not needed
+            return
         with self._engine.begin() as conn:
             if self._insert is not None:
                 conn.execute(self._insert, rows)
