@@ -42,7 +42,7 @@ def make_engine(database_url: str, *, pool_size: int = 60, max_overflow: int = 0
         return engine
     # A bounded connect: a database host that drops packets must not hang /health for minutes.
     # LIFO: the most recently used connection is reused, so its server-side prepared statements
-    # (psycopg prepares a statement at its 5th execution on a connection) serve the next request,
+    # (psycopg prepares a statement at its 6th execution on a connection) serve the next request,
     # instead of the pool rotating through every connection; idle ones age at the bottom.
     engine = create_engine(
         database_url, pool_size=pool_size, max_overflow=max_overflow, pool_use_lifo=True,
