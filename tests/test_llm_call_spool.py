@@ -371,6 +371,27 @@ def test_a_line_cut_short_by_the_crash_is_skipped_and_the_rest_stored(engine, la
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_line_of_another_release_lacking_a_column_is_stored_with_its_default(engine, label, tmp_path):
+    # was: a batch takes its columns from its first row, so a line without one of them (written by a
+    # release before that column existed) failed the whole batch, at every retry, forever
+    full = {"call_id": uuid.uuid4().hex, "label": label, "model": "m", "prompt_tokens": 1, "completion_tokens": 0,
+            "latency_ms": 1.0, "cost": 0.0, "attempts": 2, "status": "error", "error": "boom",
+            "user_task_execution_fk": None, "created_at": "2026-01-02T03:04:05+00:00"}
+    older = {k: v for k, v in full.items() if k not in ("attempts", "status", "error")}
+    older["call_id"] = uuid.uuid4().hex
+    (tmp_path / "llm_call.h.1.x.1.jsonl").write_text(json.dumps(full) + "\n" + json.dumps(older) + "\n")
+    recorder = SpooledLLMCallRecorder(engine, tmp_path, start=False)
+    try:
+        assert recorder.replay_orphans() == 2
+    finally:
+        recorder.close()
+    rows = {row.call_id: row for row in stored(engine, label)}
+    assert (rows[full["call_id"]].attempts, rows[full["call_id"]].status) == (2, "error")
+    assert (rows[older["call_id"]].attempts, rows[older["call_id"]].status, rows[older["call_id"]].error) == (
+        1, "ok", None)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_row_naming_a_deleted_execution_is_stored_without_it_and_holds_no_other_back(
     engine, label, tmp_path
 ):

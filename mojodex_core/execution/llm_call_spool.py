@@ -35,6 +35,12 @@ from mojodex_core.db.models import LLMCall
 
 log = logging.getLogger("mojodex.llm_calls")
 _COLUMNS = frozenset(c.name for c in LLMCall.__table__.columns) - {"llm_call_pk"}
+# Every row carries every column: a batch takes its columns from its first row, so a line of a
+# release that had not some column yet takes its default (a scalar one, or NULL).
+_DEFAULTS = {
+    c.name: c.default.arg if c.default is not None and c.default.is_scalar else None
+    for c in LLMCall.__table__.columns if c.name in _COLUMNS
+}
 _PREFIX = "llm_call."
 _SUFFIX = ".jsonl"
 
@@ -59,7 +65,7 @@ def encode_row(row: dict[str, Any]) -> bytes:
 
 def _decode(line: bytes) -> dict[str, Any]:
     data = json.loads(line)
-    row = {k: v for k, v in data.items() if k in _COLUMNS}
+    row = {**_DEFAULTS, **{k: v for k, v in data.items() if k in _COLUMNS}}
     if not isinstance(row.get("call_id"), str) or not row.get("label"):
         raise ValueError("not an llm_call row")
     row["created_at"] = datetime.fromisoformat(row["created_at"])
