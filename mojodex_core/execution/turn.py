@@ -97,33 +97,35 @@ def _around_execution(statement):  # noqa: ANN001, ANN202
     )
 
 
-def _context(fenced: bool):  # noqa: ANN202
-    """The context read. Fenced (Postgres): the execution's side and the latest version are each a
-    lateral subquery fenced by ``OFFSET 0`` (``LIMIT 1``), so that the planner orders three items,
-    then six tables and two apart, instead of nine tables at once: the same plan (index scans by
-    key, one row). Planning the
-    claim took 1.8-2.4 ms joined and 0.8 ms fenced (EXPLAIN, a 2-core VM). Postgres plans it at a
-    connection's first ten or so executions (psycopg prepares a statement at its 6th; a prepared
-    one is planned anew at each of its first five): 2.4-5.0 ms each in the bench's statement log.
-    SQLite has no LATERAL."""
-    message_columns = (_message.c.status.label("message_status"), _message.c.message_id)
-    if not fenced:
-        statement = select(
-            *message_columns, *_EXECUTION_COLUMNS,
-            _version.c.version_index, _version.c.title.label("version_title"), _version.c.production,
-        ).select_from(_message).outerjoin(
-            _execution, _execution.c.user_task_execution_pk == _message.c.user_task_execution_fk)
-        return (
-            _around_execution(statement)
-            .outerjoin(_produced, _produced.c.user_task_execution_fk == _execution.c.user_task_execution_pk)
-            .outerjoin(_version, and_(
-                _version.c.produced_text_fk == _produced.c.produced_text_pk,
-                _version.c.version_index == select(func.max(_latest.c.version_index))
-                .where(_latest.c.produced_text_fk == _produced.c.produced_text_pk)
-                .scalar_subquery(),
-            ))
-            .where(_message.c.message_pk == bindparam("b_pk"))
-        )
+_MESSAGE_COLUMNS = (_message.c.status.label("message_status"), _message.c.message_id)
+
+# SQLite (no LATERAL): one join of the nine tables.
+_CONTEXT = (
+    _around_execution(
+        select(*_MESSAGE_COLUMNS, *_EXECUTION_COLUMNS,
+               _version.c.version_index, _version.c.title.label("version_title"), _version.c.production)
+        .select_from(_message)
+        .outerjoin(_execution, _execution.c.user_task_execution_pk == _message.c.user_task_execution_fk)
+    )
+    .outerjoin(_produced, _produced.c.user_task_execution_fk == _execution.c.user_task_execution_pk)
+    .outerjoin(_version, and_(
+        _version.c.produced_text_fk == _produced.c.produced_text_pk,
+        _version.c.version_index == select(func.max(_latest.c.version_index))
+        .where(_latest.c.produced_text_fk == _produced.c.produced_text_pk)
+        .scalar_subquery(),
+    ))
+    .where(_message.c.message_pk == bindparam("b_pk"))
+)
+
+
+def _fenced_context():  # noqa: ANN202
+    """Postgres: the same row, the execution's side and the latest version each a lateral subquery
+    fenced by ``OFFSET 0`` (``LIMIT 1``), so that the planner orders three items, then six tables
+    and two apart, instead of nine tables at once, for the same plan (index scans by key, one row).
+    Planning the claim took 1.8-2.4 ms joined and 0.8 ms fenced (EXPLAIN, a 2-core VM). Postgres
+    plans it at a connection's first ten or so executions (psycopg prepares a statement at its 6th;
+    a prepared one is planned anew at each of its first five): 2.4-5.0 ms each in the bench's
+    statement log."""
     execution = (
         _around_execution(select(*_EXECUTION_COLUMNS).select_from(_execution))
         .where(_execution.c.user_task_execution_pk == _message.c.user_task_execution_fk)
@@ -140,7 +142,7 @@ def _context(fenced: bool):  # noqa: ANN202
         .lateral("latest_version")
     )
     return (
-        select(*message_columns, *execution.c, *latest.c)
+        select(*_MESSAGE_COLUMNS, *execution.c, *latest.c)
         .select_from(_message)
         .outerjoin(execution, true())
         .outerjoin(latest, true())
@@ -148,8 +150,7 @@ def _context(fenced: bool):  # noqa: ANN202
     )
 
 
-_CONTEXT = _context(fenced=False)
-_CONTEXT_FENCED = _context(fenced=True)
+_CONTEXT_FENCED = _fenced_context()
 # The turn's writes, guarded: a message is taken from "pending" once (Postgres: the UPDATE waits
 # for a concurrent one's commit, then finds the status changed), a tool follow-up takes its
 # (answered) message unless another run is processing it.
