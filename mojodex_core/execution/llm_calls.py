@@ -1,18 +1,18 @@
 """Stores one llm_call row per provider call (label, model, tokens, latency, cost).
 
 ``SpooledLLMCallRecorder`` (the platform's) keeps the row off the turn's path: ``record`` appends
-it, as one JSON line, to this process's spool file (``llm_call_spool``: the files, their locks
-and the replay of a crashed process's rows) and to an in-memory queue, and returns. A background
-thread inserts the queued rows in batches every ``flush_interval_s`` or as soon as ``batch_size``
-rows wait (on Postgres one multi-row statement in autocommit; elsewhere one transaction, an
-executemany), then deletes the spool files whose
-rows are all stored. Each row carries a unique ``call_id``; inserts skip ids already stored (ON
-CONFLICT DO NOTHING), so a row read twice is stored once. The thread's first act, and every
-``rescan_s`` after, replays the spool files of stopped processes.
+it, as one JSON line, to this process's spool file (``llm_call_spool``: the files, their locks and
+the replay of a crashed process's rows) and to an in-memory queue, and returns. A background thread
+inserts the queued rows in batches every ``flush_interval_s`` or as soon as ``batch_size`` rows
+wait (on Postgres one multi-row statement in autocommit; elsewhere one transaction, an
+executemany), then deletes the spool files whose rows are all stored. Each row carries a unique
+``call_id``; inserts skip ids already stored (ON CONFLICT DO NOTHING), so a row read twice is
+stored once. The thread's first act, and every ``rescan_s`` after, replays the spool files of
+stopped processes.
 
-A failed flush (database down) keeps the rows queued and spooled, logs one line, and retries
-with a backoff; ``close`` flushes what is left, and a row it cannot store stays in the spool for
-the next start. ``DbLLMCallRecorder`` is the synchronous variant: one transaction per call.
+A failed flush (database down) keeps the rows queued and spooled, logs one line, and retries with a
+backoff; ``close`` flushes what is left, and a row it cannot store stays in the spool for the next
+start. ``DbLLMCallRecorder`` is the synchronous variant: one transaction per call.
 """
 
 from __future__ import annotations

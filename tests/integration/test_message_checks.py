@@ -81,7 +81,6 @@ def test_the_token_is_read_in_the_checks_statement(live, llm):
     assert all("api_token" in s and "md_session" in s for s in statements), statements
 
 
-
 def test_a_bad_token_answers_401_before_any_other_refusal(live, llm):
     """Authentication runs in the route for PUT /user_message: every body (JSON that fails the
     route's own checks, a form or multipart body that spectree does not validate, home chat,

@@ -94,7 +94,6 @@ def test_message_sends_are_limited_per_user(database_url):
             assert db.query(Message).filter_by(session_id=session_id, sender="user").count() == 3
 
 
-
 def test_bad_tokens_on_message_sends_count_as_failed_authentications(database_url):
     """PUT /user_message reads its token in the route: a bad token with a body the route itself
     refuses (a form spectree does not validate) still counts, and the lockout answers first."""
