@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from types import MappingProxyType
 from typing import Iterator
 
 from sqlalchemy import create_engine, event, text
@@ -13,6 +14,16 @@ from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
 
 from mojodex_core.db.sqlite_writes import WriteGate, gated_connection_class
+
+# The lock a writer of a user_task_execution row takes on it before deciding (Postgres; SQLite
+# ignores it, its writes hold the database): FOR NO KEY UPDATE. Every UPDATE that leaves the
+# row's key alone takes that lock too, so the row's writers (a completion, a deletion, a rename,
+# append_version's touch) are serialised; the rows that only name the execution (the spool's
+# llm_call rows, messages, trace entries, tool runs) take FOR KEY SHARE for their foreign key,
+# which FOR UPDATE waited for until their commit, and made wait. A writer of such rows that
+# counts on the execution's lock to order them (the trace's positions) takes it first.
+# `Select.with_for_update(**EXECUTION_LOCK)`, `Session.get(..., with_for_update=EXECUTION_LOCK)`.
+EXECUTION_LOCK = MappingProxyType({"key_share": True})
 
 
 def make_engine(database_url: str, *, pool_size: int = 60, max_overflow: int = 0) -> Engine:

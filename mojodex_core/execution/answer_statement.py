@@ -1,14 +1,16 @@
 """Postgres: a turn's plain answer stored by one statement, in autocommit.
 
 A question turn's completion (``turn_completion.TurnCompletion._complete``) was eight round trips
-after the last token: BEGIN, the claim, the execution read ``FOR UPDATE``, the answer's INSERT,
+after the last token: BEGIN, the claim, the execution read under a row lock, the answer's INSERT,
 the user message's link to it, the event, the trace entries, COMMIT. ``answer_statement`` makes
 them one statement of data-modifying CTEs, atomic on its own:
 
 * ``locked_fence`` (distributed mode): the session's lease fence, read ``FOR UPDATE`` as
   ``session_claims.check_fence`` does;
-* ``locked_execution``: the execution's status, read ``FOR UPDATE`` (a deletion in progress is
-  waited for, and one that commits after it waits for this statement);
+* ``locked_execution``: the execution's status, read ``FOR NO KEY UPDATE`` (a deletion in progress
+  is waited for, and one that commits after it waits for this statement; a row that only names the
+  execution, such as the spool's ``llm_call``, neither waits nor is waited for: see
+  ``mojodex_core.db.EXECUTION_LOCK``);
 * ``answer_id``: the answer's pk, taken from its sequence first, so that
 * ``claimed``: the user message goes ``processing -> answered`` with its ``answer_message_fk`` in
   one UPDATE, only if the execution is not deleted (and the fence is current);
@@ -37,6 +39,7 @@ from sqlalchemy import bindparam, cast, exists, func, insert, literal, select, u
 from sqlalchemy.dialects.postgresql import JSONB, REGCLASS
 from sqlalchemy.engine import Row
 
+from mojodex_core.db import EXECUTION_LOCK
 from mojodex_core.db.models import Message, ReasoningTraceEntry, SessionEvent, SessionRunner, UserTaskExecution
 from mojodex_core.execution.events import announcing
 from mojodex_core.execution.reasoning import ENTRIES_PER_STATEMENT, trace_columns, trace_rows
@@ -70,7 +73,7 @@ def answer_statement(fenced: bool, trace_entries: int):  # noqa: ANN201 - a Sele
         # The lease row is locked first, as check_fence does in the transaction: the execution's
         # read waits for it (its filter), then locks its own row, then the claim the message's.
         execution = execution.where(exists(select(fence.c.fence)))
-    locked = execution.with_for_update().cte("locked_execution")
+    locked = execution.with_for_update(**EXECUTION_LOCK).cte("locked_execution")  # FOR NO KEY UPDATE
     sequence = cast(func.pg_get_serial_sequence(literal("message"), literal("message_pk")), REGCLASS)
     answer_id = select(func.nextval(sequence).label("pk")).cte("answer_id")
     conditions = [

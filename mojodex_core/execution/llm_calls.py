@@ -123,8 +123,8 @@ class SpooledLLMCallRecorder:
         # wait let every other ready greenlet run first: with 50 turns streaming, a batch of 40 rows
         # stayed open for seconds, and its foreign-key locks on the executions held up every turn's
         # final statement (its FOR UPDATE of the execution) until the COMMIT. Its locks now last as
-        # long as the statement, which may still wait for an execution's lock (a turn's completion)
-        # while holding those of the rows it checked before. With RETURNING, SQLAlchemy sends an
+        # long as the statement, and a turn's completion locks the execution FOR NO KEY UPDATE, which
+        # neither waits for them nor makes the batch wait. With RETURNING, SQLAlchemy sends an
         # executemany as multi-row INSERTs ("insertmanyvalues", up to 1,000 rows each: a batch).
         self._insert_many = (
             self._insert.returning(_TABLE.c.call_id) if engine.dialect.name == "postgresql" else None

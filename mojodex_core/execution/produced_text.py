@@ -146,7 +146,7 @@ def oversized(
 
 # --- The assistant's draft, in Core (the instruct turn's completion; see execution/turn_completion.py).
 # Every other writer appends through append_version above (ORM). Both serialise on the execution
-# row: append_version's first statement is an UPDATE of it, the turn holds it FOR UPDATE (and on
+# row: append_version's first statement is an UPDATE of it, the turn holds it FOR NO KEY UPDATE (and on
 # SQLite the database write lock) before these statements run, so the index read below cannot be
 # raced by another appender and needs neither a savepoint nor a retry.
 _PRODUCED_AND_LAST = (

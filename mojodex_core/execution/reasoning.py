@@ -30,7 +30,8 @@ from sqlalchemy import Integer, String, Text, bindparam, func, insert, select, u
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session as DbSession
 
-from mojodex_core.db.models import REASONING_KINDS, ReasoningTraceEntry, utcnow
+from mojodex_core.db import EXECUTION_LOCK
+from mojodex_core.db.models import REASONING_KINDS, ReasoningTraceEntry, UserTaskExecution, utcnow
 
 log = logging.getLogger("mojodex.reasoning")
 
@@ -170,19 +171,45 @@ def log_written(user_task_execution_pk: int, written: Iterable[tuple[int, str, s
         log.log(level, "reasoning execution=%s #%d %s", user_task_execution_pk, position, text[:200])
 
 
-def append_trace(db: DbSession | Connection, user_task_execution_pk: int, entries: Iterable[str], source: str) -> None:
-    """Append entries to the execution's trace, in order, in the caller's transaction."""
-    append_trace_entries(db, user_task_execution_pk, [(entry, source) for entry in entries])
+_execution = UserTaskExecution.__table__
+_LOCK_EXECUTION = (
+    select(_execution.c.user_task_execution_pk)
+    .where(_execution.c.user_task_execution_pk == bindparam("b_pk"))
+    .with_for_update(**EXECUTION_LOCK)
+)
+
+
+def _dialect(db: DbSession | Connection) -> str:
+    return (db if isinstance(db, Connection) else db.get_bind(ReasoningTraceEntry)).dialect.name
+
+
+def append_trace(
+    db: DbSession | Connection, user_task_execution_pk: int, entries: Iterable[str], source: str, *, lock: bool = False
+) -> None:
+    """Append entries to the execution's trace, in order, in the caller's transaction (``lock``:
+    see ``append_trace_entries``)."""
+    append_trace_entries(db, user_task_execution_pk, [(entry, source) for entry in entries], lock=lock)
 
 
 def append_trace_entries(
-    db: DbSession | Connection, user_task_execution_pk: int, entries: Iterable[tuple[str, str]]
+    db: DbSession | Connection, user_task_execution_pk: int, entries: Iterable[tuple[str, str]], *,
+    lock: bool = False,
 ) -> None:
     """Append ``(entry, source)`` pairs to the execution's trace, in order, in the caller's transaction
-    (an instruct turn's calls each have their source: the first call, then its tool follow-ups)."""
+    (an instruct turn's calls each have their source: the first call, then its tool follow-ups).
+
+    Each entry's position is the last one + 1, read by its INSERT: two transactions appending to
+    one execution at once would read the same last position, and the unique index would refuse
+    the second. A turn's completion and an order turn's record append under the execution's row
+    lock (EXECUTION_LOCK); a caller in a transaction of its own that may run beside them (a turn
+    that stored no answer) passes ``lock``, and the lock is taken first (Postgres; SQLite's
+    writes hold the whole database). Other callers: home chat's routing appends to the execution
+    it creates, the workflow engine and its review under the session's publication lock."""
     entries = kept_entries(entries)
     if not entries:
         return
+    if lock and _dialect(db) == "postgresql":
+        db.execute(_LOCK_EXECUTION, {"b_pk": user_task_execution_pk}).first()
     now = utcnow()
     for start in range(0, len(entries), ENTRIES_PER_STATEMENT):
         # Each statement reads the last position after the rows of the ones before it (same transaction).

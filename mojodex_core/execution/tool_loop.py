@@ -262,7 +262,7 @@ class ReplyGenerator:
 
     def _trace(self, user_task_execution_pk: int, entry: str, source: str) -> None:
         try:
-            with transaction(self._factory) as db:
-                append_trace(db, user_task_execution_pk, [entry], source)
+            with transaction(self._factory) as db:  # a transaction of its own: see append_trace_entries
+                append_trace(db, user_task_execution_pk, [entry], source, lock=True)
         except Exception:  # observability must never break the user's turn
             log.exception("could not append to the reasoning trace of execution %s", user_task_execution_pk)

@@ -2,11 +2,11 @@
 
 ``TurnCompletion`` is phase 3 of ``turn.InstructTurn`` (its base class): in one transaction,
 the claim ``processing -> answered`` (``Superseded`` when another run answered), the execution
-re-read ``FOR UPDATE``, the session's language, the answer inserted with its event's seq (a
-question, an approval request, or a draft with its produced text version and the execution
-completed and named), the event, and the reasoning trace the turn's calls collected; the trace of
-a turn that stored no answer goes in on its own (``_write_trace``). Prebuilt Core statements: no
-ORM object on the turn's path.
+re-read under its row lock (``mojodex_core.db.EXECUTION_LOCK``), the session's language, the
+answer inserted with its event's seq (a question, an approval request, or a draft with its
+produced text version and the execution completed and named), the event, and the reasoning trace
+the turn's calls collected; the trace of a turn that stored no answer goes in on its own
+(``_write_trace``). Prebuilt Core statements: no ORM object on the turn's path.
 
 Also here, as set-up and completion both use them: ``TurnContext``, what the set-up hands to the
 rest of the turn, and ``TurnFailed``.
@@ -25,7 +25,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
-from mojodex_core.db import autocommit_connection, core_transaction, factory_engine
+from mojodex_core.db import EXECUTION_LOCK, autocommit_connection, core_transaction, factory_engine
 from mojodex_core.db.models import Message, Session, UserTaskExecution
 from mojodex_core.execution.answer_statement import MAX_TRACE_ENTRIES, answer_binds, answer_statement, trace_written
 from mojodex_core.execution.events import EventPublisher
@@ -81,10 +81,12 @@ _CLAIM_ANSWERED = (
     .values(status="answered")
 )
 _MESSAGE_STATUS = select(_message.c.status).where(_message.c.message_pk == bindparam("b_pk"))
-_EXECUTION_FOR_UPDATE = (
+# The execution's row lock (EXECUTION_LOCK: FOR NO KEY UPDATE), which every other writer of the
+# row takes too, and rows that only name the execution (the spool's llm_call rows) do not wait for.
+_EXECUTION_LOCKED = (
     select(_execution.c.status, _execution.c.title)
     .where(_execution.c.user_task_execution_pk == bindparam("b_pk"))
-    .with_for_update()
+    .with_for_update(**EXECUTION_LOCK)
 )
 _SET_LANGUAGE = (
     update(_session)
@@ -105,7 +107,7 @@ _SET_DATA = (
 
 
 # A draft completes its execution (unless it is already) and names it (unless it has a title):
-# decided on the row read FOR UPDATE, as the ORM code did.
+# decided on the row read under its lock (_EXECUTION_LOCKED), as the ORM code did.
 _FINISH = (
     update(_execution)
     .where(_execution.c.user_task_execution_pk == bindparam("b_pk"))
@@ -157,9 +159,10 @@ class TurnCompletion:
                 status = db.execute(_MESSAGE_STATUS, {"b_pk": context.message_pk}).scalar()
                 raise Superseded(f"message {context.message_pk} is {status or 'gone'}")
             # Write first, then read the status under a row lock: on SQLite the write takes the
-            # database lock, on Postgres FOR UPDATE waits for a concurrent DELETE to commit, so
-            # a deletion can no longer slip in between this check and the draft's "completed".
-            execution = db.execute(_EXECUTION_FOR_UPDATE, {"b_pk": pk}).first()
+            # database lock, on Postgres the row lock waits for a deletion in progress (an UPDATE of
+            # the status) to commit, so a deletion can no longer slip in between this check and the
+            # draft's "completed".
+            execution = db.execute(_EXECUTION_LOCKED, {"b_pk": pk}).first()
             if execution is None or execution.status == "deleted":
                 # Deleted while the reply was generated: storing a draft would mark it "completed"
                 # and bring it back into the user's list.
@@ -263,7 +266,7 @@ class TurnCompletion:
         self, db: Connection, context: TurnContext, execution: Row, reply: ParsedReply, seq: int
     ) -> tuple[int, dict[str, Any], dict[str, Any]]:
         """The draft's answer and version, Core statements (the execution row is held since
-        _EXECUTION_FOR_UPDATE, see produced_text.append_draft_version); (answer pk, payload, answer
+        _EXECUTION_LOCKED, see produced_text.append_draft_version); (answer pk, payload, answer
         data)."""
         title = (reply.title or "").strip()
         draft = (reply.draft or "").strip()
@@ -289,8 +292,8 @@ class TurnCompletion:
         if not context.trace:
             return
         try:
-            with core_transaction(self._factory) as db:
-                append_trace_entries(db, context.user_task_execution_pk, context.trace)
+            with core_transaction(self._factory) as db:  # locked: a completion may append at once
+                append_trace_entries(db, context.user_task_execution_pk, context.trace, lock=True)
             context.trace.clear()
         except Exception:  # observability must never break the user's turn
             log.exception("could not append to the reasoning trace of execution %s", context.user_task_execution_pk)
