@@ -20,7 +20,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
-from mojodex_core.db import transaction
+from mojodex_core.db import EXECUTION_LOCK, transaction
 from mojodex_core.db.models import Message, Session, Task, User, UserTask, UserTaskExecution
 from mojodex_core.execution.events import EventPublisher
 from mojodex_core.execution.produced_text import latest_version
@@ -122,7 +122,9 @@ class TitleSummaryWriter:
         )
         title, summary = result.title.strip()[:255], result.summary.strip()
         with self._events.publishing(job.session_id) as publication, transaction(self._factory) as db:
-            execution = db.get(UserTaskExecution, job.user_task_execution_pk, with_for_update=True)
+            # Serialised with the row's writers (an edit, a rename, a deletion), not with the rows
+            # that only name it (the spool's llm_call rows, a turn's messages): see EXECUTION_LOCK.
+            execution = db.get(UserTaskExecution, job.user_task_execution_pk, with_for_update=EXECUTION_LOCK)
             if execution is None:
                 return
             # A title the user chose (POST /user_task_execution_title) wins; one copied from a draft does not.

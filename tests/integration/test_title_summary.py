@@ -8,6 +8,7 @@ import logging
 import threading
 
 import pytest
+from sqlalchemy import text
 
 from backend.context import build_jobs
 from mojodex_core.db.models import UserTaskExecution
@@ -240,4 +241,30 @@ def test_later_inputs_do_not_claim_the_title_job_again(titled, llm):
     finally:
         if event.contains(engine, "before_cursor_execute", count):
             event.remove(engine, "before_cursor_execute", count)
+        socket.close()
+
+
+def test_a_row_naming_the_execution_does_not_hold_the_job(titled, llm, is_postgres):
+    # was: the job locked the execution FOR UPDATE, which waits for the key-share lock of every
+    # uncommitted row that names it (an llm_call of the spool, a message): in the bench a spool
+    # batch waited 177 ms behind it. FOR NO KEY UPDATE serialises it with the row's writers only.
+    if not is_postgres:
+        pytest.skip("row locks: SQLite writes hold the whole database")
+    client = titled.new_user()
+    pk, session_id = new_execution(client)
+    socket = client.socket(session_id)
+    try:
+        route(llm, [Reply(DRAFT)], Reply(json=GENERATED))
+        with titled.platform.engine.connect() as other:  # a row naming the execution, uncommitted
+            other.execute(text(
+                "INSERT INTO llm_call (label, model, prompt_tokens, completion_tokens, latency_ms, cost, attempts, "
+                "status, user_task_execution_fk, created_at) VALUES ('held', 'm', 0, 0, 0, 0, 1, 'ok', :pk, now())"),
+                {"pk": pk})
+            run_form(client, pk)
+            event = socket.wait_event("user_task_execution_title")[0]
+            other.rollback()
+        assert event["title"] == GENERATED["title"]
+        settle(titled)
+        assert execution_row(titled, pk).title_status == "done"
+    finally:
         socket.close()
