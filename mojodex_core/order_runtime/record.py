@@ -23,6 +23,7 @@ from typing import Any
 from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.orm import Session as DbSession
 
+from mojodex_core.db import EXECUTION_LOCK
 from mojodex_core.db.models import Message, OrderAudit, OrderSession, UserTaskExecution
 from mojodex_core.execution.events import Publication
 from mojodex_core.execution.reasoning import append_trace
@@ -50,8 +51,9 @@ _STORE_CONVERSATION = (
         updated_at=bindparam("b_now", type_=_session.c.updated_at.type),
     )
 )
-_EXECUTION_STATUS = (
-    select(_execution.c.status).where(_execution.c.user_task_execution_pk == bindparam("b_pk")).with_for_update()
+_EXECUTION_STATUS = (  # under the execution's row lock, which rows naming it (llm_call, messages) do not wait for
+    select(_execution.c.status).where(_execution.c.user_task_execution_pk == bindparam("b_pk"))
+    .with_for_update(**EXECUTION_LOCK)
 )
 _COMPLETE_EXECUTION = (
     update(_execution)

@@ -14,7 +14,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
-from mojodex_core.db import transaction
+from mojodex_core.db import EXECUTION_LOCK, transaction
 from mojodex_core.db.models import Message, OrderAudit, OrderSession, OrderTicket, Task, UserTaskExecution
 from mojodex_core.execution.events import EventPublisher
 from mojodex_core.order.conversation import Conversation, affected_by, order_view, start_conversation
@@ -75,7 +75,7 @@ def start_order(
         execution = db.get(UserTaskExecution, user_task_execution_pk)
         session_id = execution.session_id
     with events.publishing(session_id) as publication, transaction(factory) as db:
-        execution = db.get(UserTaskExecution, user_task_execution_pk, with_for_update=True)
+        execution = db.get(UserTaskExecution, user_task_execution_pk, with_for_update=EXECUTION_LOCK)
         row = db.get(OrderSession, user_task_execution_pk)
         greeted = db.scalar(select(Message.message_pk).where(
             Message.user_task_execution_fk == user_task_execution_pk,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 from sqlalchemy import event, select, text, update
 
 from mojodex_core.db import transaction
@@ -124,3 +125,30 @@ def test_the_answer_row_is_inserted_with_its_event_seq(orders):
         replies = {e.payload["message_pk"]: e.seq for e in db.scalars(select(SessionEvent).where(
             SessionEvent.session_id == chat.session_id, SessionEvent.event_name == "mojo_message"))}
     assert answers and all(replies[pk] == seq for pk, seq in answers)
+
+
+_ROW_NAMING = ("INSERT INTO llm_call (label, model, prompt_tokens, completion_tokens, latency_ms, cost, attempts, "
+               "status, user_task_execution_fk, created_at) VALUES ('held', 'm', 0, 0, 0, 0, 1, 'ok', :pk, now())")
+
+
+def test_a_row_naming_the_execution_does_not_hold_a_turn_or_the_start(orders, is_postgres):
+    # was: the start and each turn's record locked the execution FOR UPDATE, which waits for the
+    # foreign key's lock of every uncommitted row naming it (an llm_call of the spool, a message)
+    if not is_postgres:
+        pytest.skip("row locks: SQLite writes hold the whole database")
+    chat = open_order(customer(orders), start=False)
+    engine = orders.platform.engine
+    try:
+        with engine.connect() as other:
+            other.execute(text(_ROW_NAMING), {"pk": chat.pk})
+            started: list[int] = []
+            starting = threading.Thread(target=lambda: started.append(chat.client.call(
+                "POST", "/user_task_execution_run", json={"user_task_execution_pk": chat.pk}).status_code), daemon=True)
+            starting.start()
+            starting.join(15)
+            assert started == [200], f"the start waited for a row that only names its execution: {started}"
+            chat.socket.wait_event("order_state")
+            assert chat.say("an everything bagel")  # answered meanwhile (waits up to 15 s)
+            other.rollback()
+    finally:
+        chat.close()
