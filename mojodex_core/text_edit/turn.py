@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
-from mojodex_core.db import transaction
+from mojodex_core.db import EXECUTION_LOCK, transaction
 from mojodex_core.db.models import (
     MESSAGE_UNANSWERED,
     Message,
@@ -196,7 +196,7 @@ class TextEditTurn:
             user_message = db.get(Message, context.message_pk)
             user_message.status = "answered"
             db.flush()
-            execution = db.get(UserTaskExecution, context.user_task_execution_pk, with_for_update=True)
+            execution = db.get(UserTaskExecution, context.user_task_execution_pk, with_for_update=EXECUTION_LOCK)
             if execution is None or execution.status == "deleted":
                 raise EditFailed("The task execution was deleted.")
             answer = Message(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 
 from mojodex_core.db.models import ProducedTextVersion
 from tests.integration._edits import SHIPPED_ACTIONS, edited, load_edit_actions
@@ -207,3 +207,29 @@ def test_an_edit_that_streams_past_the_turn_timeout_fails_and_stores_no_version(
         llm.reset()
     assert message(live, accepted["message_pk"]).status == "failed"
     assert version_count(live, draft["produced_text_pk"]) == 1
+
+
+def test_a_row_naming_the_execution_does_not_hold_an_edit(live, llm, is_postgres):
+    # was: the edit's completion locked the execution FOR UPDATE, which waits for the foreign key's
+    # lock of every uncommitted row naming it (an llm_call of the spool, a message)
+    if not is_postgres:
+        pytest.skip("row locks: SQLite writes hold the whole database")
+    client = live.new_user()
+    pk, _sid, socket, draft = drafted(live, llm, client)
+    try:
+        action = actions_of(client, draft["produced_text_version_pk"])[0]
+        llm.script(Reply(edited("Held", "Edited while a row names the execution")))
+        with live.platform.engine.connect() as other:
+            other.execute(text(
+                "INSERT INTO llm_call (label, model, prompt_tokens, completion_tokens, latency_ms, cost, attempts, "
+                "status, user_task_execution_fk, created_at) VALUES ('held', 'm', 0, 0, 0, 0, 1, 'ok', :pk, now())"),
+                {"pk": pk})
+            client.ok("POST", "/text_edit_action", json={
+                "produced_text_version_pk": draft["produced_text_version_pk"],
+                "text_edit_action_pk": action["text_edit_action_pk"], "message_id": "edit-held"})
+            final = socket.wait_event("draft_message", 2)[-1]
+            other.rollback()
+        assert final["produced_text_title"] == "Held"
+        assert version_count(live, draft["produced_text_pk"]) == 2
+    finally:
+        socket.close()
