@@ -20,8 +20,10 @@ them one statement of data-modifying CTEs, atomic on its own:
 
 The statement returns the answer's pk, or ``NULL`` with what the caller needs to say why (the
 fence, the execution's status, the message's as the statement's snapshot saw it: a claim refused
-by a change committed since reads "changed"). Rows are locked in the transaction's order for the
-lease row (first), then the execution, then the message (the claim).
+by a change committed since reads "changed"). It locks the lease row first, as the transaction
+does, then the execution, then the message (the claim); the transaction locks the message before
+the execution. The two orders never meet: both run under the session's publication lock
+(``events.publishing``), one completion at a time.
 
 The answer's pk is known before its row is inserted; a unique violation (a trace position taken
 by a concurrent writer since the statement's snapshot, which a transaction's later statement
