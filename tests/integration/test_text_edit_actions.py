@@ -5,12 +5,13 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from sqlalchemy import func, select, text
+from sqlalchemy import func, select
 
 from mojodex_core.db.models import ProducedTextVersion
 from tests.integration._edits import SHIPPED_ACTIONS, edited, load_edit_actions
 from tests.integration._helpers import BODY, DRAFT, TITLE, message, new_execution, run_form, send, turn_deltas
 from tests.support.live import live_settings, serving
+from tests.support.row_locks import row_naming_the_execution
 from tests.support.scripted_llm import HTTPError, Reply
 
 
@@ -219,16 +220,11 @@ def test_a_row_naming_the_execution_does_not_hold_an_edit(live, llm, is_postgres
     try:
         action = actions_of(client, draft["produced_text_version_pk"])[0]
         llm.script(Reply(edited("Held", "Edited while a row names the execution")))
-        with live.platform.engine.connect() as other:
-            other.execute(text(
-                "INSERT INTO llm_call (label, model, prompt_tokens, completion_tokens, latency_ms, cost, attempts, "
-                "status, user_task_execution_fk, created_at) VALUES ('held', 'm', 0, 0, 0, 0, 1, 'ok', :pk, now())"),
-                {"pk": pk})
+        with row_naming_the_execution(live.platform.engine, pk):
             client.ok("POST", "/text_edit_action", json={
                 "produced_text_version_pk": draft["produced_text_version_pk"],
                 "text_edit_action_pk": action["text_edit_action_pk"], "message_id": "edit-held"})
             final = socket.wait_event("draft_message", 2)[-1]
-            other.rollback()
         assert final["produced_text_title"] == "Held"
         assert version_count(live, draft["produced_text_pk"]) == 2
     finally:

@@ -8,12 +8,12 @@ import logging
 import threading
 
 import pytest
-from sqlalchemy import text
 
 from backend.context import build_jobs
 from mojodex_core.db.models import UserTaskExecution
 from tests.integration._helpers import DRAFT, QUESTION, TITLE, execution_row, llm_calls, new_execution, run_form, send
 from tests.support.live import live_settings, serving
+from tests.support.row_locks import row_naming_the_execution
 from tests.support.scripted_llm import HTTPError, Reply, asks_structured
 
 GENERATED = {"title": "Friday sync announcement", "summary": "Tell the team the weekly sync moves to Friday."}
@@ -255,14 +255,9 @@ def test_a_row_naming_the_execution_does_not_hold_the_job(titled, llm, is_postgr
     socket = client.socket(session_id)
     try:
         route(llm, [Reply(DRAFT)], Reply(json=GENERATED))
-        with titled.platform.engine.connect() as other:  # a row naming the execution, uncommitted
-            other.execute(text(
-                "INSERT INTO llm_call (label, model, prompt_tokens, completion_tokens, latency_ms, cost, attempts, "
-                "status, user_task_execution_fk, created_at) VALUES ('held', 'm', 0, 0, 0, 0, 1, 'ok', :pk, now())"),
-                {"pk": pk})
+        with row_naming_the_execution(titled.platform.engine, pk):
             run_form(client, pk)
             event = socket.wait_event("user_task_execution_title")[0]
-            other.rollback()
         assert event["title"] == GENERATED["title"]
         settle(titled)
         assert execution_row(titled, pk).title_status == "done"

@@ -13,6 +13,7 @@ from mojodex_core.db.models import Message, OrderSession, SessionEvent
 from mojodex_core.execution.intake import accept_user_message
 from mojodex_core.execution.jobs import TurnJob
 from tests.order_platform._helpers import audit_count, customer, message_count, open_order
+from tests.support.row_locks import row_naming_the_execution
 
 
 def _accept(live, chat, text_: str) -> int:  # noqa: ANN001
@@ -127,20 +128,14 @@ def test_the_answer_row_is_inserted_with_its_event_seq(orders):
     assert answers and all(replies[pk] == seq for pk, seq in answers)
 
 
-_ROW_NAMING = ("INSERT INTO llm_call (label, model, prompt_tokens, completion_tokens, latency_ms, cost, attempts, "
-               "status, user_task_execution_fk, created_at) VALUES ('held', 'm', 0, 0, 0, 0, 1, 'ok', :pk, now())")
-
-
 def test_a_row_naming_the_execution_does_not_hold_a_turn_or_the_start(orders, is_postgres):
     # was: the start and each turn's record locked the execution FOR UPDATE, which waits for the
     # foreign key's lock of every uncommitted row naming it (an llm_call of the spool, a message)
     if not is_postgres:
         pytest.skip("row locks: SQLite writes hold the whole database")
     chat = open_order(customer(orders), start=False)
-    engine = orders.platform.engine
     try:
-        with engine.connect() as other:
-            other.execute(text(_ROW_NAMING), {"pk": chat.pk})
+        with row_naming_the_execution(orders.platform.engine, chat.pk):
             started: list[int] = []
             starting = threading.Thread(target=lambda: started.append(chat.client.call(
                 "POST", "/user_task_execution_run", json={"user_task_execution_pk": chat.pk}).status_code), daemon=True)
@@ -149,6 +144,5 @@ def test_a_row_naming_the_execution_does_not_hold_a_turn_or_the_start(orders, is
             assert started == [200], f"the start waited for a row that only names its execution: {started}"
             chat.socket.wait_event("order_state")
             assert chat.say("an everything bagel")  # answered meanwhile (waits up to 15 s)
-            other.rollback()
     finally:
         chat.close()

@@ -12,8 +12,6 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pytest
 from sqlalchemy import event, text
@@ -22,6 +20,7 @@ from sqlalchemy.exc import OperationalError
 from mojodex_core.db.models import Message, UserTaskExecution
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.execution.turn_completion import TurnFailed
+from tests.support.row_locks import ROW_NAMING_THE_EXECUTION, row_naming_the_execution
 from tests.turn._harness import DRAFT, QUESTION, Turns
 
 
@@ -41,17 +40,6 @@ def ready(turns: Turns, reply: str):  # noqa: ANN201
     context = turns.turn._begin(TurnJob(session_id=session_id, message_pk=message_pk))
     turns.llm.script(reply)
     return context, turns.turn._generate(context, threading.Event())
-
-
-@contextmanager
-def held(engine, statement: str, pk: int) -> Iterator[None]:  # noqa: ANN001
-    """Another transaction, open until the block ends, that ran ``statement`` on the execution."""
-    with engine.connect() as other:
-        other.execute(text(statement), {"pk": pk})
-        try:
-            yield
-        finally:
-            other.rollback()
 
 
 def completing(turns: Turns, context, outcome) -> tuple[threading.Thread, list[object]]:  # noqa: ANN001
@@ -89,16 +77,12 @@ def waiting_for_a_lock(engine, blocker_pid: int, timeout: float = 10.0) -> bool:
     return False
 
 
-SPOOLED_ROW = ("INSERT INTO llm_call (label, model, prompt_tokens, completion_tokens, latency_ms, cost, attempts, "
-               "status, user_task_execution_fk, created_at) VALUES ('spooled', 'm', 0, 0, 0, 0, 1, 'ok', :pk, now())")
-
-
 @pytest.mark.parametrize("reply", [QUESTION, DRAFT], ids=["answer", "draft"])
 def test_a_row_naming_the_execution_does_not_hold_its_completion(turns, engine, reply):
     # was: FOR UPDATE of the execution, which waits for the foreign key's lock of every
     # uncommitted row that names it: the completion stayed blocked until that row's commit
     context, outcome = ready(turns, reply)
-    with held(engine, SPOOLED_ROW, context.user_task_execution_pk):
+    with row_naming_the_execution(engine, context.user_task_execution_pk):
         thread, done = completing(turns, context, outcome)
         thread.join(15)
         stored_meanwhile = list(done)
@@ -123,7 +107,7 @@ def test_a_completion_does_not_hold_a_row_naming_its_execution(turns, engine):
         with engine.connect() as other:
             other.execute(text("SET lock_timeout = '2s'"))
             try:
-                other.execute(text(SPOOLED_ROW), {"pk": pk})
+                other.execute(ROW_NAMING_THE_EXECUTION, {"pk": pk})
                 inserted.append("free")
             except OperationalError as exc:
                 if getattr(exc.orig, "sqlstate", None) != "55P03":  # lock_not_available: the timeout
