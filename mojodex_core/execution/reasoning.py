@@ -179,10 +179,6 @@ _LOCK_EXECUTION = (
 )
 
 
-def _dialect(db: DbSession | Connection) -> str:
-    return (db if isinstance(db, Connection) else db.get_bind(ReasoningTraceEntry)).dialect.name
-
-
 def append_trace(
     db: DbSession | Connection, user_task_execution_pk: int, entries: Iterable[str], source: str, *, lock: bool = False
 ) -> None:
@@ -202,13 +198,13 @@ def append_trace_entries(
     one execution at once would read the same last position, and the unique index would refuse
     the second. A turn's completion and an order turn's record append under the execution's row
     lock (EXECUTION_LOCK); a caller in a transaction of its own that may run beside them (a turn
-    that stored no answer) passes ``lock``, and the lock is taken first (Postgres; SQLite's
-    writes hold the whole database). Other callers: home chat's routing appends to the execution
+    that stored no answer) passes ``lock``, and the lock is taken first (on SQLite a plain read:
+    its writes hold the whole database). Other callers: home chat's routing appends to the execution
     it creates, the workflow engine and its review under the session's publication lock."""
     entries = kept_entries(entries)
     if not entries:
         return
-    if lock and _dialect(db) == "postgresql":
+    if lock:
         db.execute(_LOCK_EXECUTION, {"b_pk": user_task_execution_pk}).first()
     now = utcnow()
     for start in range(0, len(entries), ENTRIES_PER_STATEMENT):
