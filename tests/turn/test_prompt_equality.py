@@ -14,9 +14,10 @@ from mojodex_core.db import transaction
 from mojodex_core.db.models import Message, ProducedText, UserTaskExecution
 from mojodex_core.execution import turn as turn_module
 from mojodex_core.execution.jobs import TurnJob
+from mojodex_core.execution.tool_runs import decide
 from mojodex_core.task_loader import store_spec
 from mojodex_core.task_spec import validate_spec
-from tests.turn._harness import PROMPT_TASK, Turns
+from tests.turn._harness import PROMPT_TASK, Turns, tool_call
 from tests.turn._legacy_prompt import legacy_home_chat_conversation, legacy_llm_messages
 
 NOW = datetime(2026, 11, 27, 9, 41, 7, tzinfo=UTC)
@@ -233,6 +234,27 @@ def test_a_long_history_is_read_only_as_far_as_the_window(make_turns, engine):
     assert 20 < len(messages) < 60
     assert history_reads and all("b_limit" in params for params in history_reads)
     assert sum(params["b_limit"] for params in history_reads) <= 96  # a page or two, of 300 exchanges
+
+
+def test_a_tool_follow_up_reads_the_prompt_of_its_message(turns):
+    # The follow-up after an approval reads its context (not claiming: the message is answered)
+    # and its conversation again, up to its own message.
+    user = turns.user()
+    pk, session_id = turns.execution(user, "turn_prompt_tools")
+    for n in range(3):
+        turns.answered(session_id, pk, f"question {n}", f"answer {n}")
+    message_pk = turns.message(session_id, pk, "echo it")
+    turns.llm.script(tool_call("turn_guarded", "hi"))
+    turns.run(session_id, message_pk)
+    tool_pk = turns.sent.named("mojo_message")[-1]["task_tool_execution_pk"]
+    turns.answered(session_id, pk, "sent while it waited", "its answer")  # after the message: left out
+    with transaction(turns.factory) as db:
+        decide(db, user, tool_pk, True)
+    with turns.factory() as db:
+        expected = legacy_llm_messages(db, turns.turn, message_pk, NOW)
+    context = turns.turn._begin(TurnJob(session_id=session_id, message_pk=message_pk, task_tool_execution_pk=tool_pk))
+    assert context is not None and context.llm_messages == expected
+    assert [m["content"] for m in expected[1:]][-3:] == ["question 2", "answer 2", "echo it"]
 
 
 @pytest.mark.parametrize("scoped", [True, False])
