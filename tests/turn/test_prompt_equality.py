@@ -237,8 +237,9 @@ def test_a_long_history_is_read_only_as_far_as_the_window(make_turns, engine):
 
 
 def test_a_tool_follow_up_reads_the_prompt_of_its_message(turns):
-    # The follow-up after an approval reads its context (not claiming: the message is answered)
-    # and its conversation again, up to its own message.
+    # The follow-up after an approval reads its context with a plain read (its message was answered
+    # with the approval request, so the claiming read does not apply) and claims it after, then
+    # reads its conversation again, up to its own message.
     user = turns.user()
     pk, session_id = turns.execution(user, "turn_prompt_tools")
     for n in range(3):
@@ -252,8 +253,10 @@ def test_a_tool_follow_up_reads_the_prompt_of_its_message(turns):
         decide(db, user, tool_pk, True)
     with turns.factory() as db:
         expected = legacy_llm_messages(db, turns.turn, message_pk, NOW)
+    assert turns.row(Message, message_pk).status == "answered"
     context = turns.turn._begin(TurnJob(session_id=session_id, message_pk=message_pk, task_tool_execution_pk=tool_pk))
     assert context is not None and context.llm_messages == expected
+    assert turns.row(Message, message_pk).status == "processing"
     assert [m["content"] for m in expected[1:]][-3:] == ["question 2", "answer 2", "echo it"]
 
 
