@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Callable
 
-from sqlalchemy import select, update
+from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
@@ -113,8 +113,9 @@ class WorkflowTurn:
             if message is None or message.status != "pending":
                 return
             event_name, execution_pk = message.event_name, message.user_task_execution_fk
+            message_id = message.message_id
         if event_name in ADVANCING_EVENTS:
-            self._advance_for(job, execution_pk, event_name, cancel)
+            self._advance_for(job, execution_pk, event_name, message_id, cancel)
             return
         kind = self._chat_kind(execution_pk)
         if kind == "review" and self._review is not None:
@@ -122,8 +123,6 @@ class WorkflowTurn:
         elif kind == "result" and self._result_chat is not None:
             self._result_chat(job, cancel)
         else:
-            with self._factory() as db:
-                message_id = db.scalar(select(Message.message_id).where(Message.message_pk == job.message_pk))
             fail_or_mark(self._factory, self._events, session_id=job.session_id, message_pk=job.message_pk,
                          message_id=message_id, user_task_execution_pk=execution_pk, reason=NOT_CHATTING,
                          retryable=False)
@@ -134,7 +133,9 @@ class WorkflowTurn:
             return None if execution is None else store.chat_kind(db, execution)
 
     # --- advancing the engine -------------------------------------------------------------
-    def _advance_for(self, job: TurnJob, execution_pk: int, event_name: str, cancel: threading.Event) -> None:
+    def _advance_for(
+        self, job: TurnJob, execution_pk: int, event_name: str, message_id: str, cancel: threading.Event
+    ) -> None:
         with self._events.publishing(job.session_id) as publication, transaction(self._factory) as db:
             claimed = db.execute(
                 update(Message).where(Message.message_pk == job.message_pk, Message.status == "pending")
@@ -143,11 +144,17 @@ class WorkflowTurn:
             if not claimed:
                 return
             execution = db.get(UserTaskExecution, execution_pk)
-            if event_name == "form_input" and execution is not None and execution.start_date is None:
+            gone = execution is None or execution.status == "deleted"
+            if event_name == "form_input" and not gone and execution.start_date is None:
                 execution.start_date = datetime.now(UTC)
                 execution.status = "started"
                 publication.add(db, "user_task_execution_start", {
                     "session_id": job.session_id, "user_task_execution_pk": execution_pk})
+        if gone:  # deleted before its run was claimed: it stays deleted, as an instruct turn's does
+            fail_or_mark(self._factory, self._events, session_id=job.session_id, message_pk=job.message_pk,
+                         message_id=message_id, user_task_execution_pk=execution_pk,
+                         reason="The task execution was deleted.", retryable=False)
+            return
         try:
             self.advance(job.session_id, execution_pk, cancel)
         except Exception:

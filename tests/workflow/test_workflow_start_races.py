@@ -1,0 +1,47 @@
+"""A workflow's form start while it is still on its way to the runner: the execution deleted, or
+started again with other inputs, before the runner claims the form message."""
+
+from __future__ import annotations
+
+import threading
+
+from sqlalchemy import select
+
+from mojodex_core.db.models import Message, SessionEvent, UserTaskExecution
+from mojodex_core.execution.intake import FORM_MESSAGE_ID
+from mojodex_core.execution.jobs import TurnJob
+from mojodex_core.workflow.runner import WorkflowTurn
+from tests.workflow._helpers import POEM, poem_user
+
+
+def _form_on_its_way(wf, pk: int, session_id: str, topic: str) -> int:  # noqa: ANN001
+    """The state between a form start's commit and the runner's claim: inputs stored, the form
+    message pending, the execution not started."""
+    with wf.db() as db:
+        db.get(UserTaskExecution, pk).json_input_values = {"poem_topic": topic}
+        message = Message(session_id=session_id, user_task_execution_fk=pk, sender="user", message_id=FORM_MESSAGE_ID,
+                          event_name="form_input", text=f"poem_topic: {topic}", status="pending", data={})
+        db.add(message)
+        db.flush()
+        return message.message_pk
+
+
+def test_an_execution_deleted_before_its_form_is_claimed_stays_deleted(wf):  # noqa: ANN001
+    user = poem_user(wf)
+    created = user.new_execution(POEM)
+    pk, session_id = created["user_task_execution_pk"], created["session_id"]
+    message_pk = _form_on_its_way(wf, pk, session_id, "the sea at night")
+    user.ok("DELETE", "/user_task_execution", params={"user_task_execution_pk": pk})
+    platform = wf.platform
+    turn = WorkflowTurn(platform.session_factory, platform.events, None, platform.heartbeat)
+
+    turn(TurnJob(session_id=session_id, message_pk=message_pk), threading.Event())
+
+    with wf.db() as db:
+        execution = db.get(UserTaskExecution, pk)
+        assert (execution.status, execution.start_date) == ("deleted", None)
+        message = db.get(Message, message_pk)
+        assert (message.status, message.error) == ("failed", "The task execution was deleted.")
+        events = list(db.scalars(select(SessionEvent.event_name).where(SessionEvent.session_id == session_id)))
+    assert "user_task_execution_start" not in events
+    assert user.call("GET", "/user_task_execution", params={"user_task_execution_pk": pk}).status_code == 404
