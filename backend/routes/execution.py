@@ -17,7 +17,6 @@ from backend.errors import ApiError, bad_request, not_found
 from backend.routes._input import current_user_id, execution_task, field, json_body, owned_execution, query_int
 from backend.validation import USER, api
 from mojodex_core.db.models import (
-    Message,
     OrderSession,
     ProducedText,
     ProducedTextVersion,
@@ -28,7 +27,13 @@ from mojodex_core.db.models import (
 )
 from mojodex_core.execution.chaining import ChainError, check_chain
 from mojodex_core.execution.dispatch import UnsupportedTaskType
-from mojodex_core.execution.intake import FORM_MESSAGE_ID, InputError, accept_user_message, validate_inputs
+from mojodex_core.execution.intake import (
+    FORM_MESSAGE_ID,
+    InputError,
+    accept_user_message,
+    inputs_settled,
+    validate_inputs,
+)
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.execution.produced_text import oversized
 from mojodex_core.execution.prompt import render
@@ -261,15 +266,7 @@ class UserTaskExecutionRunResource(Resource):
                 values = validate_inputs(json_input, inputs)
             except InputError as exc:
                 raise bad_request(str(exc), field=exc.field) from exc
-            form_sent = db.scalar(
-                select(Message.status).where(
-                    Message.session_id == execution.session_id, Message.message_id == FORM_MESSAGE_ID
-                )
-            )
-            # Started (from chat, or from a form still on its way) with other inputs: refuse
-            # rather than change the inputs under a running turn.
-            started = execution.start_date is not None or form_sent not in (None, "failed")
-            if started and execution.json_input_values != values:
+            if inputs_settled(db, execution) and execution.json_input_values != values:
                 raise ApiError(409, "this execution has already started")
             execution.json_input_values = values
             # The form message is part of the conversation the user reads: their own labels.

@@ -16,7 +16,14 @@ from backend.context import Platform, platform
 from backend.errors import ApiError, bad_request, not_found
 from backend.routes._input import current_user_id, execution_task, field, json_body, owned_execution, query_int
 from backend.validation import USER, api
-from mojodex_core.execution.intake import FORM_MESSAGE_ID, MEDIA_TYPES, InputError, accept_user_message, validate_inputs
+from mojodex_core.execution.intake import (
+    FORM_MESSAGE_ID,
+    MEDIA_TYPES,
+    InputError,
+    accept_user_message,
+    inputs_settled,
+    validate_inputs,
+)
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.execution.prompt import render
 from mojodex_core.execution.turn import execution_inputs
@@ -78,9 +85,10 @@ def start_workflow(current: Platform, pk: int, session_id: str, body: dict[str, 
             execution = owned_execution(db, pk)
             task = execution_task(db, execution)
             values = _checked_inputs(db, execution, task, inputs, files)
-            if execution.start_date is not None and execution.json_input_values != values:
+            settled = inputs_settled(db, execution)
+            if settled and execution.json_input_values != values:
                 raise ApiError(409, "this execution has already started (restart it with new inputs instead)")
-            if execution.start_date is None:
+            if not settled:
                 for name, file in files.items():
                     store.save_file(db, pk, name, file)
                 execution.json_input_values = values

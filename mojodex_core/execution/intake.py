@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
 from mojodex_core.db import autocommit_connection, core_transaction, factory_engine
-from mojodex_core.db.models import Message, SessionEvent, utcnow
+from mojodex_core.db.models import Message, SessionEvent, UserTaskExecution, utcnow
 from mojodex_core.execution.events import EventPublisher, Publication, announcing
 
 MAX_TEXT_CHARS = 50_000
@@ -60,6 +60,17 @@ def validate_inputs(json_input: list[dict[str, Any]], inputs: Any) -> dict[str, 
             raise InputError(f"inputs.{name}", f"must be at most {MAX_TEXT_CHARS} characters")
         values[name] = value
     return values
+
+
+def inputs_settled(db: DbSession, execution: UserTaskExecution) -> bool:
+    """Whether the execution's inputs may no longer change: it has started (from chat, or by its
+    form), or its form is on its way to the runner (the form message stored and not failed). A
+    form start with other inputs is then refused rather than changing them under its turn."""
+    if execution.start_date is not None:
+        return True
+    form = db.scalar(select(Message.status).where(
+        Message.session_id == execution.session_id, Message.message_id == FORM_MESSAGE_ID))
+    return form not in (None, "failed")
 
 
 @dataclass(frozen=True)

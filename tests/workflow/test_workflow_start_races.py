@@ -45,3 +45,25 @@ def test_an_execution_deleted_before_its_form_is_claimed_stays_deleted(wf):  # n
         events = list(db.scalars(select(SessionEvent.event_name).where(SessionEvent.session_id == session_id)))
     assert "user_task_execution_start" not in events
     assert user.call("GET", "/user_task_execution", params={"user_task_execution_pk": pk}).status_code == 404
+
+
+def test_a_second_start_with_other_inputs_while_the_form_is_on_its_way_is_refused(wf):  # noqa: ANN001
+    user = poem_user(wf)
+    created = user.new_execution(POEM)
+    pk, session_id = created["user_task_execution_pk"], created["session_id"]
+    message_pk = _form_on_its_way(wf, pk, session_id, "the sea at night")
+
+    other = user.call("POST", "/user_task_execution_run",
+                      json={"user_task_execution_pk": pk, "inputs": {"poem_topic": "a desert at noon"}})
+    assert other.status_code == 409, other.text
+    assert "already started" in other.json()["error"]
+    same = user.ok("POST", "/user_task_execution_run",
+                   json={"user_task_execution_pk": pk, "inputs": {"poem_topic": "the sea at night"}})
+    assert same["message_pk"] == message_pk  # the same start again: the form already on its way
+    with wf.db() as db:
+        assert db.get(UserTaskExecution, pk).json_input_values == {"poem_topic": "the sea at night"}
+        db.get(Message, message_pk).status = "failed"  # its turn failed: a start with other inputs may retry
+    user.ok("POST", "/user_task_execution_run",
+            json={"user_task_execution_pk": pk, "inputs": {"poem_topic": "a desert at noon"}})
+    with wf.db() as db:
+        assert db.get(UserTaskExecution, pk).json_input_values == {"poem_topic": "a desert at noon"}
