@@ -57,6 +57,11 @@ def _checked_inputs(db, execution, task, inputs: dict[str, Any], files: dict[str
             raise bad_request(f"files.{name}: not a file input of this task", field=f"files.{name}")
         if not file.data:
             raise bad_request(f"files.{name}: the file is empty", field=f"files.{name}")
+        for what, value, limit in (("file name", file.filename, store.FILENAME_CHARS),
+                                   ("content type", file.content_type, store.CONTENT_TYPE_CHARS)):
+            if value is not None and len(value) > limit:  # the columns' sizes: refused, not a 500 on storing
+                raise bad_request(f"files.{name}: the {what} must be at most {limit} characters",
+                                  field=f"files.{name}")
         inputs = {**inputs, name: file.filename}
     try:
         values = validate_inputs(json_input, inputs)

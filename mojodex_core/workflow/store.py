@@ -140,6 +140,11 @@ def uploaded_file(db: DbSession, user_task_execution_pk: int, input_name: str) -
     return UploadedFile(row.filename, row.content_type, row.data) if row is not None else None
 
 
+# An uploaded file's name and content type are stored as they came, up to their columns' sizes.
+FILENAME_CHARS: int = UserTaskExecutionFile.__table__.c.filename.type.length
+CONTENT_TYPE_CHARS: int = UserTaskExecutionFile.__table__.c.content_type.type.length
+
+
 def save_file(db: DbSession, user_task_execution_pk: int, input_name: str, file: UploadedFile) -> None:
     row = db.scalar(select(UserTaskExecutionFile).where(
         UserTaskExecutionFile.user_task_execution_fk == user_task_execution_pk,

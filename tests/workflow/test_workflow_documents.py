@@ -8,6 +8,7 @@ import dataclasses
 import hashlib
 import json
 
+from mojodex_core.workflow import store
 from tests.support.live import REPO_ROOT, serving
 from tests.support.scripted_llm import Reply
 from tests.workflow._helpers import (
@@ -90,6 +91,27 @@ def test_a_missing_or_misplaced_file_is_a_400_and_nothing_starts(wf, llm):
     assert user.ok("GET", "/user_task_execution", params={"user_task_execution_pk": pk})["status"] == "created"
     assert user.ok("GET", "/user_workflow_step_execution", params={"user_task_execution_pk": pk})[
         "step_executions"] == []
+
+
+def test_a_file_name_or_content_type_longer_than_stored_is_a_400_and_nothing_starts(wf, llm):
+    user = poem_user(wf)
+    created = user.new_execution(DOC)
+    pk = created["user_task_execution_pk"]
+    too_long = [("n" * 252 + ".srt", "application/x-subrip", "file name must be at most 255"),
+                ("a.srt", "application/" + "x" * 117, "content type must be at most 128")]
+    for filename, content_type, error in too_long:
+        for path, data in (("/user_task_execution_run", {"user_task_execution_pk": pk}),
+                           ("/restart_user_workflow_execution", {"user_task_execution_pk": pk, "from_rank": 1})):
+            response = user.call("POST", path, data=data, files={"video_recording": (filename, SRT, content_type)})
+            assert response.status_code == 400, (path, response.status_code, response.text)
+            assert error in response.json()["error"]
+    assert user.ok("GET", "/user_task_execution", params={"user_task_execution_pk": pk})["status"] == "created"
+    with wf.db() as db:
+        assert store.uploaded_file(db, pk, "video_recording") is None
+    user.ok("POST", "/user_task_execution_run", data={"user_task_execution_pk": pk},
+            files={"video_recording": ("n" * 251 + ".srt", SRT, "application/" + "x" * 116)})  # at the sizes
+    with wf.db() as db:
+        assert store.uploaded_file(db, pk, "video_recording").filename == "n" * 251 + ".srt"
 
 
 def test_a_workflow_naming_an_unknown_step_is_refused_before_storage(wf):
