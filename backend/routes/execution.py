@@ -250,7 +250,10 @@ class UserTaskExecutionRunResource(Resource):
             row = db.get(OrderSession, pk)
             if row is None:
                 raise ApiError(409, "this execution has no order conversation")
-        started = order_service.start_order(current.session_factory, current.events, current.menus, pk)
+        try:
+            started = order_service.start_order(current.session_factory, current.events, current.menus, pk)
+        except MenuNotFound as exc:  # nothing stored: the greeting's transaction rolled back
+            raise ApiError(409, f"the menu of this order task is not available: {exc}") from exc
         return {"user_task_execution_pk": pk, "session_id": session_id, "message_pk": started.message_pk,
                 "started": started.started_now}, 200
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from mojodex_core.db.models import Message, SessionEvent
+from mojodex_core.order_runtime.menus import MenuNotFound
 from tests.order_platform._helpers import audit_count, customer, items, message_count, open_order
 
 
@@ -323,3 +324,30 @@ def test_order_decisions_are_in_the_execution_reasoning_trace(orders):
                           params={"user_task_execution_pk": chat.pk}).status_code == 404
     finally:
         chat.close()
+
+
+class _MenuGone:
+    """A menu catalog whose menus have all gone (a deploy removed the file)."""
+
+    def resolve(self, db, menu_ref):  # noqa: ANN001, ANN201
+        raise MenuNotFound(menu_ref)
+
+
+def test_starting_an_order_whose_menu_is_gone_is_a_409_and_stores_nothing(orders):
+    client = customer(orders)
+    chat = open_order(client, start=False)
+    platform = orders.platform
+    real = platform.menus
+    platform.menus = _MenuGone()
+    try:
+        response = client.call("POST", "/user_task_execution_run", json={"user_task_execution_pk": chat.pk})
+        assert response.status_code == 409, response.text
+        assert "menu of this order task is not available" in response.json()["error"]
+        assert message_count(orders, chat.session_id) == 0
+        execution = client.ok("GET", "/user_task_execution", params={"user_task_execution_pk": chat.pk})
+        assert execution["status"] == "created"
+    finally:
+        platform.menus = real
+        chat.close()
+    client.ok("POST", "/user_task_execution_run", json={"user_task_execution_pk": chat.pk})  # back: it starts
+    assert message_count(orders, chat.session_id) == 1
