@@ -1,8 +1,10 @@
 """Postgres: another transaction holding a row that names an execution, for the tests of
-``mojodex_core.db.EXECUTION_LOCK``: a writer of the execution's row must not wait for it."""
+``mojodex_core.db.EXECUTION_LOCK``: a writer of the execution's row must not wait for it; and
+how a test sees that a backend has come to wait for another's lock."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -25,3 +27,23 @@ def row_naming_the_execution(engine: Engine, pk: int) -> Iterator[Connection]:
             yield other
         finally:
             other.rollback()
+
+
+def backend_pid(connection: Connection) -> int:
+    return connection.connection.dbapi_connection.info.backend_pid
+
+
+def waiting_for_a_lock(engine: Engine, blocker_pid: int, timeout: float = 10.0) -> bool:
+    """Whether a backend comes to wait for a lock that backend ``blocker_pid`` holds, within ``timeout``."""
+    deadline = time.monotonic() + timeout
+    with engine.connect() as probe:
+        while time.monotonic() < deadline:
+            waiting = probe.execute(
+                text("SELECT count(*) FROM pg_stat_activity WHERE :pid = ANY(pg_blocking_pids(pid))"),
+                {"pid": blocker_pid},
+            ).scalar()
+            probe.rollback()
+            if waiting:
+                return True
+            time.sleep(0.02)
+    return False

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-import time
 
 import pytest
 from sqlalchemy import event, text
@@ -20,7 +19,12 @@ from sqlalchemy.exc import OperationalError
 from mojodex_core.db.models import Message, UserTaskExecution
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.execution.turn_completion import TurnFailed
-from tests.support.row_locks import ROW_NAMING_THE_EXECUTION, row_naming_the_execution
+from tests.support.row_locks import (
+    ROW_NAMING_THE_EXECUTION,
+    backend_pid,
+    row_naming_the_execution,
+    waiting_for_a_lock,
+)
 from tests.turn._harness import DRAFT, QUESTION, Turns
 
 
@@ -55,26 +59,6 @@ def completing(turns: Turns, context, outcome) -> tuple[threading.Thread, list[o
     thread = threading.Thread(target=complete, daemon=True)
     thread.start()
     return thread, done
-
-
-def backend_pid(connection) -> int:  # noqa: ANN001 - a Connection
-    return connection.connection.dbapi_connection.info.backend_pid
-
-
-def waiting_for_a_lock(engine, blocker_pid: int, timeout: float = 10.0) -> bool:  # noqa: ANN001
-    """Whether a backend comes to wait for a lock that backend ``blocker_pid`` holds, within ``timeout``."""
-    deadline = time.monotonic() + timeout
-    with engine.connect() as probe:
-        while time.monotonic() < deadline:
-            waiting = probe.execute(
-                text("SELECT count(*) FROM pg_stat_activity WHERE :pid = ANY(pg_blocking_pids(pid))"),
-                {"pid": blocker_pid},
-            ).scalar()
-            probe.rollback()
-            if waiting:
-                return True
-            time.sleep(0.02)
-    return False
 
 
 @pytest.mark.parametrize("reply", [QUESTION, DRAFT], ids=["answer", "draft"])
