@@ -10,6 +10,7 @@ import zoneinfo
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as DbSession
 
 from mojodex_core.db.models import User, UserProfile
@@ -88,8 +89,12 @@ def update_profile(db: DbSession, user_id: str, body: Any) -> UserProfile:
     values = parse_update(body)
     profile = db.get(UserProfile, user_id)
     if profile is None:
-        profile = UserProfile(user_id=user_id)
-        db.add(profile)
+        try:
+            with db.begin_nested():
+                db.add(UserProfile(user_id=user_id))
+        except IntegrityError:  # created meanwhile by another request of the same user: update that one
+            pass
+        profile = db.get(UserProfile, user_id)
     for name, value in values.items():
         setattr(profile, name, value)
     if values.get("language"):

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 from sqlalchemy import bindparam, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as DbSession
 
 from mojodex_core.db.models import MenuStock, OrderSession, StoredMenu
@@ -176,17 +177,16 @@ def set_stock(
 ) -> None:
     """Records an item type (or a value of one of its fields) out of / back in stock."""
     value = check_stock_item(menu, item_type, field, value)
-    row = db.scalar(
-        select(MenuStock).where(
-            MenuStock.menu_id == menu.id,
-            MenuStock.item_type == item_type,
-            MenuStock.field == (field or ""),
-            MenuStock.value == (value or ""),
-        )
-    )
+    key = {"menu_id": menu.id, "item_type": item_type, "field": field or "", "value": value or ""}
+    found = select(MenuStock).filter_by(**key)
+    row = db.scalar(found)
     if row is None:
-        row = MenuStock(menu_id=menu.id, item_type=item_type, field=field or "", value=value or "")
-        db.add(row)
+        try:
+            with db.begin_nested():
+                db.add(MenuStock(**key, in_stock=in_stock))
+        except IntegrityError:  # recorded meanwhile by another request: update that one
+            pass
+        row = db.scalar(found)
     row.in_stock = in_stock
     db.flush()
 

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import threading
+
+import pytest
 import requests
+from sqlalchemy import text
 
 from tests.integration._helpers import QUESTION, new_execution, send
+from tests.support.row_locks import backend_pid, waiting_for_a_lock
 from tests.support.scripted_llm import Reply
 
 PROFILE = {
@@ -98,3 +103,26 @@ def test_a_mobile_session_prompt_asks_for_spoken_answers(live, llm):
         live.wait_idle()
     prompt = llm.requests[-1]["messages"][0]["content"]
     assert "HOW YOU WRITE" in prompt and "*Paris*" in prompt
+
+
+_OTHER_INSERT = text("INSERT INTO user_profile (user_id, name, updated_at) VALUES (:u, 'Ada L.', now())")
+
+
+def test_a_first_save_racing_another_updates_the_profile_the_other_created(live, is_postgres):
+    # was: both requests found no profile and inserted one; the second's INSERT failed on the
+    # primary key and answered 500 (a double-click on "save")
+    if not is_postgres:
+        pytest.skip("SQLite serialises the two writes: there is no race to lose")
+    ada = live.new_user()
+    engine = live.platform.engine
+    answers: list[requests.Response] = []
+    with engine.connect() as other:  # the other request, its profile inserted and not yet committed
+        other.execute(_OTHER_INSERT, {"u": ada.user_id})
+        saving = threading.Thread(target=lambda: answers.append(ada.call("PUT", "/user_profile", json={"job": "Poet"})))
+        saving.start()
+        assert waiting_for_a_lock(engine, backend_pid(other)), "the request never waited for the other insert"
+        other.commit()
+    saving.join(10)
+    assert answers and answers[0].status_code == 200, answers and answers[0].text
+    stored = ada.ok("GET", "/user_profile")["user_profile"]
+    assert (stored["name"], stored["job"]) == ("Ada L.", "Poet")

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import copy
+import threading
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 
 from mojodex_core.db.models import StoredMenu
 from tests.order_platform._helpers import customer, items, message_count, open_order
 from tests.order_platform.florist_menu import FLORIST_MENU, FLORIST_TASK
+from tests.support.row_locks import backend_pid, waiting_for_a_lock
 
 
 def put_menu(live, menu):  # noqa: ANN001, ANN201
@@ -231,3 +233,33 @@ def test_a_replacement_must_keep_the_item_types_of_live_orders(orders):
         assert put_menu(orders, menu).status_code == 200  # a replacement keeping them is fine
     finally:
         chat.close()
+
+
+_OTHER_STOCK = text("INSERT INTO menu_stock (menu_id, item_type, field, value, in_stock, updated_at) "
+                    "VALUES ('bagel_shop', 'bagel', 'bagel_type', 'plain', true, now())")
+
+
+def test_a_first_stock_change_racing_another_updates_the_row_the_other_created(orders, is_postgres):
+    # was: both requests found no stock row and inserted one; the second's INSERT failed on the
+    # unique key and answered 500
+    if not is_postgres:
+        pytest.skip("SQLite serialises the two writes: there is no race to lose")
+    admin, base = orders.admin(), orders.base_url + "/menu_availability"
+    change = {"menu_id": "bagel_shop", "item_type": "bagel", "field": "bagel_type", "value": "plain"}
+    engine = orders.platform.engine
+    answers: list = []
+    try:
+        with engine.connect() as other:  # the other request, its row inserted and not yet committed
+            other.execute(_OTHER_STOCK)
+            saving = threading.Thread(target=lambda: answers.append(admin.put(base, json={**change, "in_stock": False},
+                                                                              timeout=10)))
+            saving.start()
+            assert waiting_for_a_lock(engine, backend_pid(other)), "the request never waited for the other insert"
+            other.commit()
+        saving.join(10)
+        assert answers and answers[0].status_code == 200, answers and answers[0].text
+        menu = customer(orders).ok("GET", "/menu", params={"menu_id": "bagel_shop"})["menu"]
+        values = menu["item_types"]["bagel"]["fields"]["bagel_type"]["values"]
+        assert next(v for v in values if v["id"] == "plain")["in_stock"] is False
+    finally:
+        admin.put(base, json={**change, "in_stock": True}, timeout=10)
