@@ -38,6 +38,7 @@ from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.execution.produced_text import oversized
 from mojodex_core.execution.prompt import render
 from mojodex_core.execution.turn import execution_inputs
+from mojodex_core.home_chat.service import another_turn_in_line
 from mojodex_core.order_runtime import service as order_service
 from mojodex_core.order_runtime.menus import MenuNotFound
 from mojodex_core.task_view import displayed_data_for, predefined_actions
@@ -195,7 +196,11 @@ class UserTaskExecutionResource(Resource):
             execution = owned_execution(db, pk)
             execution.status = "deleted"
             session_id = execution.session_id
-        platform().runner.cancel(session_id)
+            # In a home chat's session the turn in line may be another's: this one's, queued, fails
+            # when it comes (its execution deleted).
+            stop = not another_turn_in_line(db, session_id, pk)
+        if stop:
+            platform().runner.cancel(session_id)
         log.info("execution %s deleted", pk)
         return {"user_task_execution_pk": pk, "status": "deleted"}, 200
 
@@ -310,6 +315,10 @@ class UserTaskExecutionStopResource(Resource):
         pk = field(json_body(), "user_task_execution_pk", int)
         with platform().db() as db:
             session_id = owned_execution(db, pk).session_id
+            stop = not another_turn_in_line(db, session_id, pk)
+        if not stop:  # a home chat's session: its free chat or another execution answers now
+            log.info("execution %s: not stopped, the turn in line of session %s is another's", pk, session_id)
+            return {"user_task_execution_pk": pk, "stopped": False}, 200
         platform().runner.cancel(session_id)
         log.info("execution %s: running turn stopped by the user", pk)
         return {"user_task_execution_pk": pk, "stopped": True}, 200

@@ -11,7 +11,17 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import selectinload
 
-from mojodex_core.db.models import HomeChat, Session, Task, User, UserTask, UserTaskExecution
+from mojodex_core.db.models import (
+    MESSAGE_UNANSWERED,
+    HomeChat,
+    Message,
+    Session,
+    Task,
+    User,
+    UserTask,
+    UserTaskExecution,
+)
+from mojodex_core.execution.session_claims import answered_by_runner
 from mojodex_core.task_view import displayed_data_for
 
 # Only instruct tasks are routed to: their turn runs on any message, with no form to fill first.
@@ -50,6 +60,21 @@ def available_tasks(db: DbSession, user_id: str, language: str) -> list[Routable
 def home_chat_for_session(db: DbSession, session_id: str, *, lock: bool = False) -> HomeChat | None:
     query = select(HomeChat).where(HomeChat.session_id == session_id)
     return db.scalar(query.with_for_update() if lock else query)
+
+
+def another_turn_in_line(db: DbSession, session_id: str, user_task_execution_pk: int) -> bool:
+    """Whether the session's turn in line (running, or the first to run) is not this execution's.
+    Only a home chat's session can hold another's: the executions it routed to share it with its
+    free chat, so stopping or deleting one of them must not stop the turn in line then."""
+    if home_chat_for_session(db, session_id) is None:
+        return False
+    first = db.execute(
+        select(Message.user_task_execution_fk)
+        .where(Message.session_id == session_id, answered_by_runner(), Message.status.in_(MESSAGE_UNANSWERED))
+        .order_by(Message.message_pk)
+        .limit(1)
+    ).first()
+    return first is not None and first.user_task_execution_fk != user_task_execution_pk
 
 
 def open_home_chat(db: DbSession, user: User, platform: str) -> tuple[HomeChat, bool]:

@@ -326,3 +326,57 @@ def test_a_free_chat_turn_that_hangs_times_out_and_can_be_retried(quick_timeout_
         socket.close()
         live.wait_idle()
     assert message(live, sent["message_pk"]).status == "answered"
+
+
+@pytest.mark.parametrize("how", ["stop", "delete"])
+def test_stopping_or_deleting_a_routed_task_leaves_the_free_chat_turn_running(live, llm, how):
+    # was: the stop was sent to the session's running turn, whichever it was: in a home chat's
+    # session, shared by the tasks it routed to, that was the free chat's reply
+    client = live.new_user()
+    session_id = _home(client)["session_id"]
+    socket = client.socket(session_id)
+    try:
+        llm.script(Reply(ROUTE), Reply(QUESTION))
+        _say(client, session_id, "an email please")
+        socket.wait_event("mojo_message")
+        live.wait_idle()
+        pk = socket.named("user_task_execution_start")[0]["user_task_execution_pk"]
+        _home(client, leave_task=True)
+        llm.script(Reply(chunks=["Hello! ", "How can ", "I help?"], delay_s=0.3))
+        tokens = len(socket.named("mojo_token"))
+        sent = _say(client, session_id, "never mind, how are you?")
+        socket.wait_event("mojo_token", tokens + 1)  # the free chat's reply is streaming
+        if how == "stop":
+            stopped = client.ok("POST", "/user_task_execution_stop", json={"user_task_execution_pk": pk})
+            assert stopped["stopped"] is False
+        else:
+            client.ok("DELETE", "/user_task_execution", params={"user_task_execution_pk": pk})
+        answer = socket.wait_event("mojo_message", 2)[1]
+    finally:
+        socket.close()
+        live.wait_idle()
+    assert answer["user_task_execution_pk"] is None and answer["text"] == "Hello! How can I help?"
+    assert not [e for e in socket.named("error") if e.get("user_message_pk") == sent["message_pk"]]
+
+
+def test_stopping_a_routed_task_while_it_answers_stops_it(live, llm):
+    client = live.new_user()
+    session_id = _home(client)["session_id"]
+    socket = client.socket(session_id)
+    try:
+        llm.script(Reply(ROUTE), Reply(QUESTION))
+        _say(client, session_id, "an email please")
+        socket.wait_event("mojo_message")
+        live.wait_idle()
+        pk = socket.named("user_task_execution_start")[0]["user_task_execution_pk"]
+        llm.script(Reply(chunks=["<user_language>en</user_language>", "Which ", "tone?"], delay_s=0.5))
+        tokens = len(socket.named("mojo_token"))
+        sent = _say(client, session_id, "to the whole team")
+        socket.wait_event("mojo_token", tokens + 1)  # the task's own reply is streaming
+        assert client.ok("POST", "/user_task_execution_stop", json={"user_task_execution_pk": pk})["stopped"] is True
+        error = socket.wait_for(lambda evs: any(e == "error" and d.get("user_message_pk") == sent["message_pk"]
+                                                for e, d in evs))
+    finally:
+        socket.close()
+        live.wait_idle()
+    assert any(e == "error" and d["retryable"] for e, d in error)
