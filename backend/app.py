@@ -20,6 +20,7 @@ from backend.rate_limits import install_rate_limits
 from backend.routes import register_routes
 from backend.socket_events import register_socket_events
 from backend.validation import init_validation
+from mojodex_core.audio.turn import awaits_transcription
 from mojodex_core.concurrency import cooperative
 from mojodex_core.config import PROJECT_ROOT
 from mojodex_core.db.models import MESSAGE_UNANSWERED, Message
@@ -163,7 +164,8 @@ def _resume(platform: Platform, booted_at: datetime) -> None:
         )
         for row in rows:
             row.status = "pending"
-        jobs = [TurnJob(session_id=r.session_id, message_pk=r.message_pk) for r in rows]
+        jobs = [TurnJob(session_id=r.session_id, message_pk=r.message_pk, audio=awaits_transcription(r.sender, r.text))
+                for r in rows]
         executions = {r.message_pk: r.user_task_execution_fk for r in rows}
     for job in jobs:
         # The turn may have streamed part of its answer before the crash: clients drop that

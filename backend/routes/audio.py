@@ -55,9 +55,6 @@ def put_audio_message():  # noqa: ANN201
     def store(session_id: str, message_id: str) -> None:
         audio["file"] = AudioStore.name_for(session_id, message_id, audio_format.extension)
         current.audio_store.save(audio["file"], content)
-        # Counted before the job exists; a duplicate request (no job) leaves a count that costs one
-        # lookup later and is cleared by the next audio message of the session.
-        current.transcribing.expect(session_id)
 
     if body.get("origin") == "home_chat":
         result = accept_home_chat_message(body, text="", data={"audio": audio}, before_accept=store)
@@ -94,7 +91,7 @@ def put_audio_message():  # noqa: ANN201
         raise ApiError(409, str(exc), field="message_id") from exc
     if accepted.run:
         # The title/summary job is requested once transcribed (it must read the words, not "").
-        current.runner.submit(TurnJob(session_id=session_id, message_pk=accepted.message_pk))
+        current.runner.submit(TurnJob(session_id=session_id, message_pk=accepted.message_pk, audio=True))
     log.info("audio message %s (%s, %d bytes, %s) accepted for session %s, run=%s", accepted.message_pk, message_id,
              len(content), audio_format.mime, session_id, accepted.run)
     return {"message_pk": accepted.message_pk, "message_id": message_id, "status": accepted.status}, 200

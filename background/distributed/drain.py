@@ -293,7 +293,7 @@ class Drainer:
                     return
                 attempted.add(waiting.message_pk)
                 self._run(TurnJob(session_id=claim.session_id, message_pk=waiting.message_pk,
-                                  event_name=waiting.event_name), heartbeat)
+                                  event_name=waiting.event_name, audio=waiting.audio), heartbeat)
         finally:
             heartbeat.stop()
 

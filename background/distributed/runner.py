@@ -36,14 +36,15 @@ def cancel_key(session_id: str) -> str:
 def encode_job(job: TurnJob | SessionJob) -> dict[str, Any]:
     if isinstance(job, SessionJob):
         return {"type": "session_job", "kind": job.kind, "payload": job.payload}
-    return {"type": "turn", "message_pk": job.message_pk, "task_tool_execution_pk": job.task_tool_execution_pk}
+    return {"type": "turn", "message_pk": job.message_pk, "task_tool_execution_pk": job.task_tool_execution_pk,
+            **({"audio": True} if job.audio else {})}
 
 
 def decode_job(session_id: str, data: dict[str, Any]) -> TurnJob | SessionJob:
     if data.get("type") == "session_job":
         return SessionJob(session_id=session_id, kind=data["kind"], payload=data.get("payload") or {})
     return TurnJob(session_id=session_id, message_pk=data["message_pk"],
-                   task_tool_execution_pk=data.get("task_tool_execution_pk"))
+                   task_tool_execution_pk=data.get("task_tool_execution_pk"), audio=bool(data.get("audio")))
 
 
 def send_drain(celery: Celery, session_id: str, jobs: list[dict[str, Any]] | None = None) -> bool:

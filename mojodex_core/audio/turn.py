@@ -1,7 +1,9 @@
 """Runner handler: an audio message is transcribed before its turn runs, on the runner's thread.
 
 It keeps the session's order (the runner runs one job of a session at a time) and survives a
-restart (resumed pending messages come back through here). A failed transcription fails the
+restart (resumed pending messages come back through here). A job says it is for audio
+(``TurnJob.audio``): its submitter knows, and so does whichever process runs it (a distributed
+worker, a restarted server); every other job passes straight through without a query. A failed transcription fails the
 message the usual way (an ``error`` event, ``retryable``): the client sends the same request again
 with the same ``message_id``, which re-uploads the audio and runs it again.
 """
@@ -20,7 +22,7 @@ from sqlalchemy.orm import sessionmaker
 from mojodex_core.audio.store import AudioStore
 from mojodex_core.audio.transcription import Transcriber, TranscriptionError
 from mojodex_core.db import transaction
-from mojodex_core.db.models import MESSAGE_UNANSWERED, Message
+from mojodex_core.db.models import Message
 from mojodex_core.execution.events import EventPublisher
 from mojodex_core.execution.failures import fail_or_mark
 from mojodex_core.execution.jobs import TurnJob
@@ -30,6 +32,12 @@ log = logging.getLogger("mojodex.audio")
 Handler = Callable[[TurnJob, threading.Event], None]
 TRANSCRIPTION_EVENT = "user_message_transcription"
 FAILED = "The audio message could not be transcribed ({why}). Please retry with the same message_id."
+
+
+def awaits_transcription(sender: str, text: str | None) -> bool:
+    """A user message with no text yet: an audio message whose words are not transcribed (a text
+    message is never empty). ``session_claims`` reads the same condition in SQL."""
+    return sender == "user" and not text
 
 
 class TranscribingHandler:
@@ -46,48 +54,12 @@ class TranscribingHandler:
         self._transcriber = transcriber
         self._store = store
         self._inner = inner
-        # Sessions with audio messages waiting: the only ones whose jobs need a look at the message,
-        # so every other turn (order turns first) pays a dict lookup, not a query.
-        self._waiting: dict[str, int] = {}
-        self._lock = threading.Lock()
-        self._loaded = False
         # Told (execution pk, session id) after a task's audio message is transcribed: the title
         # job must read the words, so it is requested now rather than when the audio arrived.
         self.on_transcribed: Callable[[int, str], object] | None = None
 
-    def expect(self, session_id: str) -> None:
-        """Called when an audio message is accepted, before its job is submitted."""
-        with self._lock:
-            self._waiting[session_id] = self._waiting.get(session_id, 0) + 1
-
-    def _load_waiting(self) -> None:
-        """Once, on the first job: audio messages accepted before a restart (user messages with no text yet)."""
-        try:
-            with self._factory() as db:
-                sessions = db.scalars(
-                    select(Message.session_id).where(Message.sender == "user", Message.text == "",
-                                                     Message.status.in_(MESSAGE_UNANSWERED))
-                ).all()
-        except Exception:
-            log.exception("could not look for audio messages waiting since before start-up")
-            return
-        with self._lock:
-            for session_id in sessions:
-                self._waiting[session_id] = self._waiting.get(session_id, 0) + 1
-            self._loaded = True
-
-    def _done(self, session_id: str) -> None:
-        with self._lock:
-            left = self._waiting.get(session_id, 0) - 1
-            if left > 0:
-                self._waiting[session_id] = left
-            else:
-                self._waiting.pop(session_id, None)
-
     def __call__(self, job: TurnJob, cancel: threading.Event) -> None:
-        if not self._loaded:
-            self._load_waiting()
-        if job.task_tool_execution_pk is None and job.session_id in self._waiting and not self._transcribed(job):
+        if job.audio and job.task_tool_execution_pk is None and not self._transcribed(job):
             return
         self._inner(job, cancel)
 
@@ -101,7 +73,6 @@ class TranscribingHandler:
         audio = (row.data or {}).get("audio") if row is not None else None
         if not isinstance(audio, dict) or audio.get("transcription") == "done" or row.status != "pending":
             return True
-        self._done(job.session_id)
         started = time.monotonic()
         try:
             if self._transcriber is None:

@@ -18,6 +18,10 @@ class TurnJob:
     # The message's event_name when the submitter knows it (saves the runner a query); not part of
     # the job's identity.
     event_name: str | None = field(default=None, compare=False)
+    # An audio message whose words are not transcribed yet: the runner transcribes it before its
+    # turn (mojodex_core.audio.turn). Said by whoever submits the job (the audio upload, a look at
+    # the stored message), so that any process running it knows, not only the one that accepted it.
+    audio: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True)

@@ -77,15 +77,17 @@ _PENDING_FOR_RUNNER = and_(
     or_(_message.c.sender == "user", *(_message.c.event_name == name for name in RUNNER_SYSTEM_EVENTS)),
     _message.c.status == "pending",
 )
+# An audio message not transcribed yet (mojodex_core.audio.turn.awaits_transcription), for its job.
+_AUDIO = and_(_message.c.sender == "user", _message.c.text == "").label("audio")
 _NEXT_PENDING = (
-    select(_message.c.message_pk, _message.c.event_name)
+    select(_message.c.message_pk, _message.c.event_name, _AUDIO)
     .where(_message.c.session_id == bindparam("b_session"), _PENDING_FOR_RUNNER)
     .order_by(_message.c.message_pk)
     .limit(1)
 )
 # A message left processing first, then the oldest pending one: the first look in one read.
 _FIRST_LOOK = (
-    select(_message.c.message_pk, _message.c.status, _message.c.event_name)
+    select(_message.c.message_pk, _message.c.status, _message.c.event_name, _AUDIO)
     .where(
         _message.c.session_id == bindparam("b_session"),
         or_(_message.c.status == "processing", _PENDING_FOR_RUNNER),
@@ -161,6 +163,7 @@ class Waiting(NamedTuple):
 
     message_pk: int
     event_name: str | None
+    audio: bool = False  # an audio message not transcribed yet (TurnJob.audio)
 
 
 @dataclass(frozen=True)
@@ -214,7 +217,7 @@ def first_look(db: DbSession | Connection, session_id: str, *, orphans: bool) ->
         return Look(None, None)
     if row.status == "processing":
         return Look(row.message_pk, None)
-    return Look(None, Waiting(row.message_pk, row.event_name))
+    return Look(None, Waiting(row.message_pk, row.event_name, bool(row.audio)))
 
 
 def processing_message(db: DbSession | Connection, session_id: str) -> int | None:
@@ -278,7 +281,7 @@ def release_and_look(factory: sessionmaker[DbSession], claim: Claim) -> bool:
 def next_pending(db: DbSession | Connection, session_id: str) -> Waiting | None:
     """The session's oldest message waiting for an answer (answered in the order accepted)."""
     row = db.execute(_NEXT_PENDING, {"b_session": session_id}).first()
-    return Waiting(row.message_pk, row.event_name) if row is not None else None
+    return Waiting(row.message_pk, row.event_name, bool(row.audio)) if row is not None else None
 
 
 def stalled_sessions(db: DbSession, lease_s: float) -> list[tuple[str, int]]:

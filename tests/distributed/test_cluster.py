@@ -13,7 +13,9 @@ from sqlalchemy import func, select
 from mojodex_core.db.models import Message, SessionEvent, SessionRunner, UserTaskExecution
 from tests.distributed.conftest import answer_for
 from tests.integration._helpers import by_seq
+from tests.integration.test_audio import wav_bytes
 from tests.support.live import LiveServer
+from tests.support.scripted_llm import Transcription
 
 
 def _send(client, pk: int, session_id: str, text: str, message_id: str | None = None) -> dict:  # noqa: ANN001
@@ -146,6 +148,28 @@ def test_a_stop_sent_while_the_turn_waits_for_a_worker_stops_it(cluster, backend
     _send(client, pk, session_id, "fast stop me before I start", message_id=error["message_id"])
     _wait_answered(a, [session_id])
     assert _answers(a, session_id)[0][1:] == (answer_for("fast stop me before I start"), "answered")
+
+
+def test_an_audio_message_is_transcribed_on_a_worker_that_ran_turns_before(cluster_llm, backends):
+    # was: a worker knew only of the audio messages waiting when it ran its first job: a later
+    # one was answered on its empty text and its transcription stayed "pending"
+    a, _b = backends
+    client, pk, session_id = _session(a)
+    socket = client.socket(session_id)
+    try:
+        _send(client, pk, session_id, "fast first")
+        socket.wait_event("mojo_message", timeout=30)
+        cluster_llm.script_transcription(Transcription("fast spoken words", duration=1.0))
+        sent = client.call("PUT", "/user_message", data={"session_id": session_id, "user_task_execution_pk": str(pk),
+                                                          "message_id": "voice-1"},
+                           files={"file": ("voice.wav", wav_bytes(1.0), "audio/wav")})
+        assert sent.status_code == 200, sent.text
+        transcribed = socket.wait_event("user_message_transcription", timeout=30)[0]
+        answer = socket.wait_event("mojo_message", 2, timeout=30)[1]
+    finally:
+        socket.close()
+    assert transcribed["text"] == "fast spoken words"
+    assert answer["text"] == answer_for("fast spoken words")
 
 
 def test_the_title_job_runs_on_a_worker(backends):
