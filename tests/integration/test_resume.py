@@ -8,8 +8,9 @@ from datetime import UTC, datetime, timedelta
 from backend.app import _resume, resume_unfinished_turns
 from mojodex_core.db.models import Message
 from tests.integration._helpers import QUESTION, QUESTION_TEXT, message, new_execution
+from tests.integration.test_audio import wav_bytes
 from tests.support.live import live_settings, serving
-from tests.support.scripted_llm import Reply
+from tests.support.scripted_llm import Reply, Transcription
 
 
 def _unanswered(live, pk: int, session_id: str, status: str) -> int:  # noqa: ANN001
@@ -107,3 +108,24 @@ def test_the_suites_servers_leave_other_tests_unanswered_messages_alone(live, ll
     finally:
         with live.db() as db:  # leave no half-done message for the next tests
             db.get(Message, message_pk).status = "failed"
+
+
+def test_an_audio_message_left_pending_is_transcribed_at_start_up(live, llm):
+    client = live.new_user()
+    pk, session_id = new_execution(client)
+    live.platform.audio_store.save("resumed.wav", wav_bytes(1.0))
+    with live.db() as db:
+        row = Message(session_id=session_id, user_task_execution_fk=pk, sender="user", message_id="voice-resumed",
+                      event_name="user_message", text="", status="pending",
+                      data={"audio": {"file": "resumed.wav", "mime": "audio/wav", "duration_s": 1.0,
+                                      "transcription": "pending"}})
+        db.add(row)
+        db.flush()
+        message_pk = row.message_pk
+    llm.script_transcription(Transcription("spoken before the restart", duration=1.0))
+    llm.responder = _answer_all
+    resume_unfinished_turns(live.platform)
+    live.wait_idle()
+    stored = message(live, message_pk)
+    assert (stored.text, stored.status) == ("spoken before the restart", "answered")
+    assert stored.data["audio"]["transcription"] == "done"
