@@ -186,6 +186,20 @@ def test_hang_before_first_token_is_retried_then_times_out(
     assert time.monotonic() - started < 3
 
 
+def test_a_stalled_stream_ends_at_the_attempt_s_timeout_when_it_is_the_shorter(
+    llm: ScriptedLLMServer, llm_settings: LLMSettings
+):
+    # was: every read waited first_token_timeout_s (30 s by default) whatever timeout_s said, so
+    # MOJODEX_LLM_TIMEOUT_S below 30 s did not bound a stalled stream
+    provider = make(llm_settings, timeout_s=0.5, first_token_timeout_s=30, max_retries=1)
+    llm.script(Hang(seconds=5, after_headers=True), Hang(seconds=5, after_headers=True))
+    started = time.monotonic()
+    with pytest.raises(LLMTimeout) as info:
+        provider.chat(MESSAGES, label="stalled", stream=True, on_token=lambda _t: None)
+    assert time.monotonic() - started < 3 and info.value.attempts == 2
+    assert "nothing within 0.5s" in str(info.value)
+
+
 def test_hang_then_success(llm: ScriptedLLMServer, llm_settings: LLMSettings):
     provider = make(llm_settings, first_token_timeout_s=0.3)
     llm.script(Hang(seconds=5), Reply("late but fine"))

@@ -307,7 +307,7 @@ class LLMProvider:
                 logger.warning("LLM server recovered after a connection failure; retrying the call once")
                 continue
             if not failure.retryable or attempt.delivered or tries >= max_attempts:
-                limit = settings.first_token_timeout_s if stream else settings.timeout_s
+                limit = min(settings.first_token_timeout_s, settings.timeout_s) if stream else settings.timeout_s
                 raise final_error(failure, tally.attempts, attempt.delivered, limit)
             logger.debug("LLM attempt %d/%d failed (%s); retrying", tries, max_attempts, failure.short())
             if (
@@ -399,7 +399,9 @@ class LLMProvider:
         settings = self.settings
         # connect/write/pool bounded by timeout_s; every read (headers, each chunk) by first_token_timeout_s,
         # or by ``read_timeout_s`` (a structured call, streamed only to be cancellable: as when not streamed).
-        timeout = openai.Timeout(settings.timeout_s, read=read_timeout_s or settings.first_token_timeout_s)
+        # A read never outlasts the whole attempt: a stalled stream ends at timeout_s at the latest.
+        timeout = openai.Timeout(settings.timeout_s,
+                                 read=min(read_timeout_s or settings.first_token_timeout_s, settings.timeout_s))
         attempt_started = time.monotonic()
         deadline = attempt_started + settings.timeout_s
         response = client.post(
