@@ -26,6 +26,7 @@ from mojodex_core.llm import (
 )
 from tests.support.scripted_llm import (
     DropMidStream,
+    Events,
     Hang,
     HTTPError,
     Malformed,
@@ -198,6 +199,22 @@ def test_a_stalled_stream_ends_at_the_attempt_s_timeout_when_it_is_the_shorter(
         provider.chat(MESSAGES, label="stalled", stream=True, on_token=lambda _t: None)
     assert time.monotonic() - started < 3 and info.value.attempts == 2
     assert "nothing within 0.5s" in str(info.value)
+
+
+def test_keep_alive_comments_do_not_outlive_the_attempt_which_is_retried(
+    llm: ScriptedLLMServer, llm_settings: LLMSettings
+):
+    # was: the attempt's deadline was checked only when an event arrived: comments every 0.2 s kept
+    # it going past timeout_s, and the late answer, streamed to the user, was then failed as timed out
+    provider = make(llm_settings, timeout_s=1.0, first_token_timeout_s=30, max_retries=1)
+    late = Events([": ping\n\n"] * 10 + ['data: {"choices": [{"index": 0, "delta": {"content": "late"}}]}\n\n',
+                                         "data: [DONE]\n\n"], delay_s=0.2)
+    llm.script(late, Reply("in time"))
+    tokens: list[str] = []
+    started = time.monotonic()
+    result = provider.chat(MESSAGES, label="pings", stream=True, on_token=tokens.append)
+    assert result.text == "in time" and "late" not in tokens  # the first attempt ended unseen, then retried
+    assert len(llm.requests) == 2 and time.monotonic() - started < 2.5
 
 
 def test_hang_then_success(llm: ScriptedLLMServer, llm_settings: LLMSettings):

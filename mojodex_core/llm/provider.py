@@ -451,10 +451,12 @@ class LLMProvider:
                                         on_token(content)
                                     except Exception as exc:
                                         raise CallbackFailed(exc) from exc
-                        if monotonic() > deadline:
-                            raise OverallTimeout(f"stream still running after {settings.timeout_s:g}s")
                     if decoder.done:
                         break
+                    # After every read, not every event: a stream of keep-alive comments (no event)
+                    # must not outlive the attempt.
+                    if monotonic() > deadline:
+                        raise OverallTimeout(f"stream still running after {settings.timeout_s:g}s")
             except TIMEOUT_ERRORS as err:
                 raise openai.APITimeoutError(request=response.request) from err
             except TRANSPORT_ERRORS as err:

@@ -153,9 +153,11 @@ class Events:
 
     A dict is sent as one event (``data: <json>\\n\\n``); a str or bytes is written verbatim (raw
     SSE: comments, CRLF line ends, events cut anywhere, ``data: [DONE]``). Not streamed: HTTP 400.
+    ``delay_s`` is slept before each piece (keep-alive comments of a slow proxy, say).
     """
 
     pieces: list[Any]
+    delay_s: float = 0.0
 
 
 @dataclass
@@ -491,6 +493,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._start_stream()
         for piece in step.pieces:
+            if step.delay_s:
+                time.sleep(step.delay_s)
             if isinstance(piece, dict):
                 self._event(piece)
             elif piece:  # an empty chunk would end the body
