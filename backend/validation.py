@@ -10,6 +10,7 @@ UTF-8). The spec is served at /openapi.json, with documentation pages under /doc
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
 from flask import Flask, current_app, request
@@ -66,8 +67,13 @@ Int32 = Annotated[int, Field(ge=INT_MIN, le=INT_MAX), BeforeValidator(no_bool)]
 Pk = Annotated[Int32, Field(examples=[1, 2])]
 
 
+# The parts of a pydantic error location that name a union's member or a dict's key position
+# ("dict[constrained-str,any]", "function-after[...]", "[key]", "str"), not a field of the request.
+_NOT_A_FIELD = re.compile(r"[\[\]]|^(function|constrained)-|^(str|int|float|bool|none|list|dict)$")
+
+
 def _loc(loc: tuple) -> str | None:
-    parts = [str(p) for p in loc]
+    parts = [str(p) for p in loc if not (isinstance(p, str) and _NOT_A_FIELD.search(p))]
     return ".".join(parts) if parts else None
 
 

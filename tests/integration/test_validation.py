@@ -38,6 +38,8 @@ def test_bad_run_inputs(live, llm):
         ({"user_task_execution_pk": True, "inputs": INPUTS}, "user_task_execution_pk"),
         ({"user_task_execution_pk": pk}, "inputs"),
         ({"user_task_execution_pk": pk, "inputs": "write an email"}, "inputs"),
+        ({"user_task_execution_pk": pk, "inputs": []}, "inputs"),  # was: "inputs.dict[function-after[...]...]"
+        ({"user_task_execution_pk": pk, "inputs": {"k" * 256: "v"}}, "inputs." + "k" * 256),
         ({"user_task_execution_pk": pk, "inputs": {"tone": "formal"}}, "inputs.email_content"),
         ({"user_task_execution_pk": pk, "inputs": {"email_content": "  ", "tone": "formal"}}, "inputs.email_content"),
         ({"user_task_execution_pk": pk, "inputs": {"email_content": "x"}}, "inputs.tone"),
