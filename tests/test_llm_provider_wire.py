@@ -221,6 +221,17 @@ def test_a_malformed_event_mid_stream(llm: ScriptedLLMServer, provider: LLMProvi
     assert len(llm.requests) == 2  # malformed is never retried
 
 
+def test_content_that_is_not_text_is_an_invalid_response_not_a_crash(llm: ScriptedLLMServer, provider: LLMProvider):
+    # was: a number as content reached the token callback, whose TypeError ended the turn as an
+    # internal error with a traceback
+    llm.script(Events([chunk({"content": 5}), DONE]), Events([chunk({"content": ["a"]}), DONE]))
+    seen: list[str] = []
+    for _ in range(2):
+        with pytest.raises(LLMUnavailable, match="invalid response"):
+            provider.chat(MESSAGES, label="typed", stream=True, on_token=lambda t: seen.append(t + ""))
+    assert seen == []
+
+
 def test_an_event_of_the_wrong_shape_is_an_invalid_response(llm: ScriptedLLMServer, provider: LLMProvider):
     llm.script(Events(["data: [1, 2]\n\n", DONE]), Events(['data: {"choices": [7]}\n\n', DONE]))
     with pytest.raises(LLMUnavailable, match="invalid response"):

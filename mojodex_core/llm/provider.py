@@ -442,6 +442,8 @@ class LLMProvider:
                                     merge_tool_call(tool_calls, call)
                             content = delta.get("content")
                             if content:
+                                if type(content) is not str:  # before any callback sees it
+                                    raise ValueError(f"chunk content is not text: {str(content)[:200]!r}")
                                 if attempt.first_token_at is None:
                                     attempt.first_token_at = monotonic()
                                 parts.append(content)
