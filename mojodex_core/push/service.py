@@ -84,7 +84,10 @@ class PushOnFinalReplies:
             user_task_execution_pk=payload.get("user_task_execution_pk"), title=TITLE,
             body=notification_body(event_name, payload),
         )
-        self._pool.submit(self._send, notification)
+        try:
+            self._pool.submit(self._send, notification)
+        except RuntimeError:  # the process is stopping (its pool shut down): sent now rather than lost
+            self._send(notification)
         return True
 
     def _send(self, notification: Notification) -> None:
