@@ -65,8 +65,11 @@ def home_chat_for_session(db: DbSession, session_id: str, *, lock: bool = False)
 def another_turn_in_line(db: DbSession, session_id: str, user_task_execution_pk: int) -> bool:
     """Whether the session's turn in line (running, or the first to run) is not this execution's.
     Only a home chat's session can hold another's: the executions it routed to share it with its
-    free chat, so stopping or deleting one of them must not stop the turn in line then."""
-    if home_chat_for_session(db, session_id) is None:
+    free chat, so stopping or deleting one of them must not stop the turn in line then. A chat
+    message is tied to an execution only when its turn starts; until then it goes to the chat's
+    running task (as ``HomeChatRouter`` decides), or to the free chat."""
+    home_chat = home_chat_for_session(db, session_id)
+    if home_chat is None:
         return False
     first = db.execute(
         select(Message.user_task_execution_fk)
@@ -74,7 +77,12 @@ def another_turn_in_line(db: DbSession, session_id: str, user_task_execution_pk:
         .order_by(Message.message_pk)
         .limit(1)
     ).first()
-    return first is not None and first.user_task_execution_fk != user_task_execution_pk
+    if first is None:
+        return False  # nothing in line: a stop stops nothing either way
+    owner = first.user_task_execution_fk
+    if owner is None:
+        owner = home_chat.running_user_task_execution_fk
+    return owner != user_task_execution_pk
 
 
 def open_home_chat(db: DbSession, user: User, platform: str) -> tuple[HomeChat, bool]:

@@ -11,7 +11,8 @@ import pytest
 import requests
 from sqlalchemy import select
 
-from mojodex_core.db.models import UserTask, UserTaskExecution
+from mojodex_core.db.models import Message, UserTask, UserTaskExecution
+from mojodex_core.home_chat.service import another_turn_in_line, home_chat_for_session
 from mojodex_core.home_chat.turn import NOT_YOUR_TASK
 from mojodex_core.task_loader import store_spec
 from mojodex_core.task_spec import validate_spec
@@ -380,3 +381,24 @@ def test_stopping_a_routed_task_while_it_answers_stops_it(live, llm):
         socket.close()
         live.wait_idle()
     assert any(e == "error" and d["retryable"] for e, d in error)
+
+
+def test_a_chat_message_waiting_for_its_turn_counts_as_the_running_task_s(live, llm):
+    # was: a waiting chat message (tied to no execution until its turn starts) counted as the free
+    # chat's, so stopping the chat's running task before that turn started stopped nothing
+    client = live.new_user()
+    session_id = _home(client)["session_id"]
+    llm.script(Reply(ROUTE), Reply(QUESTION))
+    _say(client, session_id, "an email please")
+    live.wait_idle()
+    [execution] = _executions(live, session_id)
+    with live.db() as db:  # the next chat message, accepted and not yet taken by its turn
+        waiting = Message(session_id=session_id, user_task_execution_fk=None, sender="user", message_id="queued",
+                          event_name="user_message", text="to the whole team", status="pending", data={})
+        db.add(waiting)
+        db.flush()
+        assert not another_turn_in_line(db, session_id, execution.user_task_execution_pk)
+        assert another_turn_in_line(db, session_id, execution.user_task_execution_pk + 1000)
+        home_chat_for_session(db, session_id).running_user_task_execution_fk = None  # left: the free chat's
+        assert another_turn_in_line(db, session_id, execution.user_task_execution_pk)
+        waiting.status = "failed"  # leave nothing pending for the next tests
