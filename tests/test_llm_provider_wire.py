@@ -230,6 +230,10 @@ def test_content_that_is_not_text_is_an_invalid_response_not_a_crash(llm: Script
         with pytest.raises(LLMUnavailable, match="invalid response"):
             provider.chat(MESSAGES, label="typed", stream=True, on_token=lambda t: seen.append(t + ""))
     assert seen == []
+    not_streamed = {"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": {"content": 5}}]}
+    llm.script(Malformed(body=json.dumps(not_streamed)))
+    with pytest.raises(LLMUnavailable, match="invalid response"):  # was: 5 as the reply's text
+        provider.chat(MESSAGES, label="typed")
 
 
 def test_an_event_of_the_wrong_shape_is_an_invalid_response(llm: ScriptedLLMServer, provider: LLMProvider):

@@ -369,6 +369,8 @@ class LLMProvider:
         if type(message) is not dict:
             message = {}
         text = message.get("content") or ""
+        if type(text) is not str:
+            raise ValueError(f"message content is not text: {str(text)[:200]!r}")
         tool_calls = [call for call in message.get("tool_calls") or () if type(call) is dict]
         tally.add_usage(payload.get("usage"), request["messages"], text)
         latency = (time.monotonic() - started) * 1000
