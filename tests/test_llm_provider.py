@@ -217,6 +217,20 @@ def test_keep_alive_comments_do_not_outlive_the_attempt_which_is_retried(
     assert len(llm.requests) == 2 and time.monotonic() - started < 2.5
 
 
+def test_content_first_read_past_the_deadline_is_not_shown_and_the_call_is_retried(
+    llm: ScriptedLLMServer, llm_settings: LLMSettings
+):
+    # was: the deadline was checked after a read's events had reached the user: content arriving
+    # just past it was shown, then failed as timed out, with no retry
+    provider = make(llm_settings, timeout_s=1.0, first_token_timeout_s=30, max_retries=1)
+    late = Events([": ping\n\n", 'data: {"choices": [{"index": 0, "delta": {"content": "late"}}]}\n\n',
+                   "data: [DONE]\n\n"], delay_s=0.7)
+    llm.script(late, Reply("in time"))
+    tokens: list[str] = []
+    result = provider.chat(MESSAGES, label="late", stream=True, on_token=tokens.append)
+    assert result.text == "in time" and "late" not in tokens and len(llm.requests) == 2
+
+
 def test_hang_then_success(llm: ScriptedLLMServer, llm_settings: LLMSettings):
     provider = make(llm_settings, first_token_timeout_s=0.3)
     llm.script(Hang(seconds=5), Reply("late but fine"))

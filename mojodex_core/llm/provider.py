@@ -401,7 +401,8 @@ class LLMProvider:
         settings = self.settings
         # connect/write/pool bounded by timeout_s; every read (headers, each chunk) by first_token_timeout_s,
         # or by ``read_timeout_s`` (a structured call, streamed only to be cancellable: as when not streamed).
-        # A read never outlasts the whole attempt: a stalled stream ends at timeout_s at the latest.
+        # No read waits longer than the whole attempt may last; an attempt past timeout_s ends at its
+        # next read (or that read's timeout): at most about twice timeout_s for a stream that stalls.
         timeout = openai.Timeout(settings.timeout_s,
                                  read=min(read_timeout_s or settings.first_token_timeout_s, settings.timeout_s))
         attempt_started = time.monotonic()
@@ -424,6 +425,10 @@ class LLMProvider:
             body = response.iter_bytes()
             try:
                 for raw in body:
+                    if not attempt.delivered and monotonic() > deadline:
+                        # Past the attempt's deadline with nothing shown yet: end it before this
+                        # read's content reaches the user, so that the call is retried cleanly.
+                        raise OverallTimeout(f"nothing shown after {settings.timeout_s:g}s")
                     for chunk in decoder.feed(raw):
                         if cancel is not None and cancel.is_set():
                             raise LLMCancelled(attempts=tally.attempts)
