@@ -25,7 +25,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
-from mojodex_core.db import transaction
+from mojodex_core.db import EXECUTION_LOCK, transaction
 from mojodex_core.db.models import Message, Task, User, UserTaskExecution, UserWorkflowStepExecutionResult
 from mojodex_core.execution.events import EventPublisher, Publication
 from mojodex_core.execution.failures import fail_or_mark, failure_reason, mark_failed
@@ -143,7 +143,8 @@ class WorkflowTurn:
             ).rowcount
             if not claimed:
                 return
-            execution = db.get(UserTaskExecution, execution_pk)
+            # Locked: a deletion committing meanwhile must not be overwritten by "started".
+            execution = db.get(UserTaskExecution, execution_pk, with_for_update=EXECUTION_LOCK)
             gone = execution is None or execution.status == "deleted"
             if event_name == "form_input" and not gone and execution.start_date is None:
                 execution.start_date = datetime.now(UTC)

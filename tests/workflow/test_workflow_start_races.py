@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import threading
 
-from sqlalchemy import select
+import pytest
+from sqlalchemy import select, text
 
 from mojodex_core.db.models import Message, SessionEvent, UserTaskExecution
 from mojodex_core.execution.intake import FORM_MESSAGE_ID
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.workflow.runner import WorkflowTurn
+from tests.support.row_locks import backend_pid, waiting_for_a_lock
 from tests.workflow._helpers import POEM, poem_user
 
 
@@ -67,3 +69,30 @@ def test_a_second_start_with_other_inputs_while_the_form_is_on_its_way_is_refuse
             json={"user_task_execution_pk": pk, "inputs": {"poem_topic": "a desert at noon"}})
     with wf.db() as db:
         assert db.get(UserTaskExecution, pk).json_input_values == {"poem_topic": "a desert at noon"}
+
+
+def test_a_deletion_committing_while_the_form_is_claimed_is_not_overwritten(wf, is_postgres):  # noqa: ANN001
+    # was: the claim read the execution without its lock, saw it not deleted, and its UPDATE to
+    # "started" overwrote the deletion that committed meanwhile (a lost update)
+    if not is_postgres:
+        pytest.skip("row locks: SQLite writes hold the whole database")
+    user = poem_user(wf)
+    created = user.new_execution(POEM)
+    pk, session_id = created["user_task_execution_pk"], created["session_id"]
+    message_pk = _form_on_its_way(wf, pk, session_id, "the sea at night")
+    platform = wf.platform
+    turn = WorkflowTurn(platform.session_factory, platform.events, None, platform.heartbeat)
+    engine = platform.engine
+    with engine.connect() as deleting:  # a DELETE /user_task_execution in progress
+        deleting.execute(text("UPDATE user_task_execution SET status = 'deleted' WHERE user_task_execution_pk = :pk"),
+                         {"pk": pk})
+        claiming = threading.Thread(target=turn, args=(TurnJob(session_id=session_id, message_pk=message_pk),
+                                                       threading.Event()))
+        claiming.start()
+        assert waiting_for_a_lock(engine, backend_pid(deleting)), "the claim never met the deletion's lock"
+        deleting.commit()
+    claiming.join(10)
+    with wf.db() as db:
+        execution = db.get(UserTaskExecution, pk)
+        assert (execution.status, execution.start_date) == ("deleted", None)
+        assert db.get(Message, message_pk).status == "failed"
