@@ -86,8 +86,9 @@ class PushOnFinalReplies:
         )
         try:
             self._pool.submit(self._send, notification)
-        except RuntimeError:  # the process is stopping (its pool shut down): sent now rather than lost
-            self._send(notification)
+        except RuntimeError:  # the process is stopping (its pool shut down): sent anyway rather than lost,
+            # off this thread, which holds the session's event stream
+            threading.Thread(target=self._send, args=(notification,), name="push-at-exit", daemon=True).start()
         return True
 
     def _send(self, notification: Notification) -> None:
