@@ -91,7 +91,7 @@ def put_audio_message():  # noqa: ANN201
         raise ApiError(409, str(exc), field="message_id") from exc
     if accepted.run:
         # The title/summary job is requested once transcribed (it must read the words, not "").
-        current.runner.submit(TurnJob(session_id=session_id, message_pk=accepted.message_pk, audio=True))
+        current.runner.submit(TurnJob(session_id=session_id, message_pk=accepted.message_pk, audio=accepted.audio))
     log.info("audio message %s (%s, %d bytes, %s) accepted for session %s, run=%s", accepted.message_pk, message_id,
              len(content), audio_format.mime, session_id, accepted.run)
     return {"message_pk": accepted.message_pk, "message_id": message_id, "status": accepted.status}, 200

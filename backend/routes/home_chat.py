@@ -74,8 +74,7 @@ def accept_home_chat_message(
     except MessageIdTaken as exc:
         raise ApiError(409, str(exc), field="message_id") from exc
     if accepted.run:
-        # No text: an audio upload's, transcribed before the turn (a text message is never empty).
-        current.runner.submit(TurnJob(session_id=session_id, message_pk=accepted.message_pk, audio=not text))
+        current.runner.submit(TurnJob(session_id=session_id, message_pk=accepted.message_pk, audio=accepted.audio))
     log.info("home chat message %s (%s) accepted for session %s, run=%s", accepted.message_pk, message_id,
              session_id, accepted.run)
     return {"message_pk": accepted.message_pk, "message_id": message_id, "status": accepted.status}, 200

@@ -146,7 +146,7 @@ class UserMessageResource(Resource):
             raise ApiError(409, str(exc), field="message_id") from exc
         if accepted.run:
             current.runner.submit(TurnJob(session_id=session_id, message_pk=accepted.message_pk,
-                                          event_name="user_message"))
+                                          event_name="user_message", audio=accepted.audio))
             current.request_title_summary(pk, session_id)  # first input only; submitted, never awaited
         log.info("message %s (%s) accepted for session %s, run=%s", accepted.message_pk, message_id, session_id,
                  accepted.run)

@@ -78,6 +78,9 @@ class Accepted:
     message_pk: int
     status: str
     run: bool  # whether a turn must be started for it
+    # The stored message is audio not transcribed yet (no text): its job says so (TurnJob.audio).
+    # Read from the row, not the request: a failed audio message may be sent again as text.
+    audio: bool = False
 
 
 class MessageIdTaken(ValueError):
@@ -88,7 +91,7 @@ class MessageIdTaken(ValueError):
 
 
 _message = Message.__table__
-_EXISTING = select(_message.c.message_pk, _message.c.event_name, _message.c.status).where(
+_EXISTING = select(_message.c.message_pk, _message.c.event_name, _message.c.status, _message.c.text).where(
     _message.c.session_id == bindparam("b_session"), _message.c.message_id == bindparam("b_message_id")
 )
 _RETRY_FAILED = (
@@ -197,7 +200,7 @@ def _store_new(
     row = _new_row(session_id, user_task_execution_pk, text, message_id, event_name, data, seq)
     message_pk = db.execute(_STORE_AND_ANNOUNCE, {**row, "payload": payload}).scalar_one()
     publication.written("user_message_reception", {"message_pk": message_pk, **payload})
-    return Accepted(message_pk, "pending", run=True)
+    return Accepted(message_pk, "pending", run=True, audio=not text)
 
 
 def _store(
@@ -214,7 +217,7 @@ def _store(
             raise MessageIdTaken(message_id)
         if existing.status == "failed":
             db.execute(_RETRY_FAILED, {"b_pk": existing.message_pk})
-            return Accepted(existing.message_pk, "pending", run=True)
+            return Accepted(existing.message_pk, "pending", run=True, audio=not existing.text)
         return Accepted(existing.message_pk, existing.status, run=False)
     # The seq is taken first (the distributed log takes it from Redis), so the row is inserted with
     # it: no UPDATE after the event.
@@ -227,4 +230,4 @@ def _store(
         "message_pk": message_pk,
         **_reception(message_id, text, event_name, data, session_id, user_task_execution_pk),
     }, seq=seq)
-    return Accepted(message_pk, "pending", run=True)
+    return Accepted(message_pk, "pending", run=True, audio=not text)

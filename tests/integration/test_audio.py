@@ -120,6 +120,31 @@ def test_a_failed_transcription_is_retried_with_the_same_message_id(live, llm):
     assert len(users) == 1
 
 
+def test_a_failed_audio_message_sent_again_as_text_is_still_transcribed(live, llm):
+    # was: the job said "audio" only when the request was an upload: a failed audio message sent
+    # again through the text route (same message_id) was answered on its empty text
+    client = live.new_user()
+    pk, session_id = _mobile_execution(client)
+    fields = {"session_id": session_id, "user_task_execution_pk": str(pk), "message_id": "voice-as-text"}
+    socket = client.socket(session_id)
+    try:
+        llm.script_transcription(HTTPError(500))
+        first = _upload(client, fields, wav_bytes(0.5)).json()
+        socket.wait_event("error")
+        live.wait_idle()
+        llm.script_transcription(Transcription(SPOKEN, duration=0.5))
+        llm.script(Reply(QUESTION))
+        again = client.ok("PUT", "/user_message", json={"session_id": session_id, "user_task_execution_pk": pk,
+                                                        "message_id": "voice-as-text", "text": "retry"})
+        assert again["message_pk"] == first["message_pk"]
+        socket.wait_event("mojo_message")
+    finally:
+        socket.close()
+        live.wait_idle()
+    assert message(live, first["message_pk"]).text == SPOKEN
+    assert llm.requests[-1]["messages"][-1] == {"role": "user", "content": SPOKEN}
+
+
 def test_oversized_wrong_type_and_empty_audio_are_refused_before_anything_is_stored(live, llm):
     client, stranger = live.new_user(), live.new_user()
     pk, session_id = _mobile_execution(client)
