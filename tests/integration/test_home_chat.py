@@ -49,6 +49,15 @@ def _add_task(live, name: str) -> None:
         store_spec(db, validate_spec(spec), "upsert")
 
 
+def _route_to_the_task(live, llm, client, session_id: str, socket) -> int:
+    """The chat routed to test_email by its first message, whose question is answered: the execution's pk."""
+    llm.script(Reply(ROUTE), Reply(QUESTION))
+    _say(client, session_id, "an email please")
+    socket.wait_event("mojo_message")
+    live.wait_idle()
+    return socket.named("user_task_execution_start")[0]["user_task_execution_pk"]
+
+
 def test_open_returns_the_same_chat_and_checks_input(live, llm):
     client, other = live.new_user(), live.new_user()
     first = _home(client)
@@ -197,11 +206,7 @@ def test_the_user_can_leave_the_task_and_return_to_free_chat(live, llm):
     session_id = _home(client)["session_id"]
     socket = client.socket(session_id)
     try:
-        llm.script(Reply(ROUTE), Reply(QUESTION))
-        _say(client, session_id, "an email please")
-        socket.wait_event("mojo_message")
-        live.wait_idle()
-        pk = socket.named("user_task_execution_start")[0]["user_task_execution_pk"]
+        pk = _route_to_the_task(live, llm, client, session_id, socket)
         left = _home(client, leave_task=True)
         assert left["left_user_task_execution_pk"] == pk and left["running_user_task_execution_pk"] is None
         llm.script(Reply(FREE))
@@ -337,11 +342,7 @@ def test_stopping_or_deleting_a_routed_task_leaves_the_free_chat_turn_running(li
     session_id = _home(client)["session_id"]
     socket = client.socket(session_id)
     try:
-        llm.script(Reply(ROUTE), Reply(QUESTION))
-        _say(client, session_id, "an email please")
-        socket.wait_event("mojo_message")
-        live.wait_idle()
-        pk = socket.named("user_task_execution_start")[0]["user_task_execution_pk"]
+        pk = _route_to_the_task(live, llm, client, session_id, socket)
         _home(client, leave_task=True)
         llm.script(Reply(chunks=["Hello! ", "How can ", "I help?"], delay_s=0.3))
         tokens = len(socket.named("mojo_token"))
@@ -365,11 +366,7 @@ def test_stopping_a_routed_task_while_it_answers_stops_it(live, llm):
     session_id = _home(client)["session_id"]
     socket = client.socket(session_id)
     try:
-        llm.script(Reply(ROUTE), Reply(QUESTION))
-        _say(client, session_id, "an email please")
-        socket.wait_event("mojo_message")
-        live.wait_idle()
-        pk = socket.named("user_task_execution_start")[0]["user_task_execution_pk"]
+        pk = _route_to_the_task(live, llm, client, session_id, socket)
         llm.script(Reply(chunks=["<user_language>en</user_language>", "Which ", "tone?"], delay_s=0.5))
         tokens = len(socket.named("mojo_token"))
         sent = _say(client, session_id, "to the whole team")
