@@ -63,6 +63,16 @@ class TranscribingHandler:
             return
         self._inner(job, cancel)
 
+    def _mark_transcription(self, message_pk: int, state: str) -> None:
+        try:
+            with transaction(self._factory) as db:
+                message = db.get(Message, message_pk, with_for_update=True)
+                stored = (message.data or {}).get("audio") or {}
+                if stored.get("transcription") != "done":  # a worker that took over may have done it since
+                    message.data = {**(message.data or {}), "audio": {**stored, "transcription": state}}
+        except Exception:  # the failure itself is recorded next: this is only its detail
+            log.exception("could not mark the transcription of message_pk=%s %s", message_pk, state)
+
     def _transcribed(self, job: TurnJob) -> bool:
         """False when the message is audio that could not be transcribed (it is failed, visibly)."""
         with self._factory() as db:
@@ -86,6 +96,7 @@ class TranscribingHandler:
                 "the audio file is missing" if isinstance(exc, FileNotFoundError) else "an internal error")
             if not isinstance(exc, (TranscriptionError, FileNotFoundError)):
                 log.exception("transcription crashed message_pk=%s", job.message_pk)
+            self._mark_transcription(job.message_pk, "failed")  # until a retry transcribes it
             fail_or_mark(self._factory, self._events, session_id=job.session_id, message_pk=job.message_pk,
                          message_id=row.message_id, user_task_execution_pk=row.user_task_execution_fk,
                          reason=FAILED.format(why=why))

@@ -104,6 +104,7 @@ def test_a_failed_transcription_is_retried_with_the_same_message_id(live, llm):
         assert "could not be transcribed" in error["error"] and "HTTP 500" in error["error"]
         failed = message(live, first["message_pk"])
         assert failed.status == "failed" and failed.text == ""
+        assert failed.data["audio"]["transcription"] == "failed"  # was: still "pending"
         assert llm.requests == []  # no turn ran on an empty message
 
         llm.script_transcription(Transcription(SPOKEN, duration=0.5))
