@@ -33,7 +33,7 @@ log = logging.getLogger("mojodex.workflow")
 
 LABEL = "WORKFLOW_REVIEW"
 CONVERSATION_MESSAGES = 20
-REVIEW_CLOSED = "This step is no longer under review (it was restarted or run again): your message was not sent."
+REVIEW_CLOSED = "This step is no longer under review (it was restarted or run again): your message was not acted on."
 ReviewKind = Literal["explanation", "question", "instruction"]
 
 
@@ -103,9 +103,7 @@ class ReviewTurn:
     def __call__(self, job: TurnJob, cancel: threading.Event) -> None:
         review = self._begin(job)
         if isinstance(review, _Closed):
-            fail_or_mark(self._factory, self._events, session_id=review.session_id, message_pk=review.message_pk,
-                         message_id=review.message_id, user_task_execution_pk=review.execution_pk,
-                         reason=REVIEW_CLOSED, retryable=False)
+            self._closed(review)
             return
         if review is None:
             return
@@ -121,6 +119,9 @@ class ReviewTurn:
             fail_or_mark(self._factory, self._events, session_id=review.session_id, message_pk=review.message_pk,
                          message_id=review.message_id, user_task_execution_pk=review.execution_pk, reason=reason)
             return
+        if rerun is None:  # closed while the model answered (a restart)
+            self._closed(review)
+            return
         if rerun:
             self._advance(review.session_id, review.execution_pk, cancel)
 
@@ -134,7 +135,7 @@ class ReviewTurn:
             steps = {s.rank: s for s in store.workflow_steps(task)}
             runs = store.live_runs(db, execution.user_task_execution_pk)
             rejected = next((r for r in runs if r.validated is False and r.status == "done"), None)
-            if rejected is None:  # a restart or a relaunch closed the review meanwhile
+            if rejected is None:  # a restart closed the review meanwhile
                 return _Closed(message.session_id, message.message_pk, message.message_id,
                                execution.user_task_execution_pk)
             message.status = "processing"
@@ -171,12 +172,22 @@ class ReviewTurn:
         ))
         return [{"role": "user" if r.sender == "user" else "assistant", "content": r.text} for r in reversed(rows)]
 
-    def _complete(self, review: _Review, decision: ReviewDecision) -> bool:
+    def _closed(self, review: _Review | _Closed) -> None:
+        fail_or_mark(self._factory, self._events, session_id=review.session_id, message_pk=review.message_pk,
+                     message_id=review.message_id, user_task_execution_pk=review.execution_pk,
+                     reason=REVIEW_CLOSED, retryable=False)
+
+    def _complete(self, review: _Review, decision: ReviewDecision) -> bool | None:
+        """Stores the answer; True when the step runs again on an instruction, None when the review
+        was closed meanwhile (the decision is traced, nothing is answered: the caller fails it)."""
         with self._events.publishing(review.session_id) as publication, transaction(self._factory) as db:
-            user_message = db.get(Message, review.message_pk)
-            user_message.status = "answered"
             row = db.get(store.StepRow, review.row_pk, with_for_update=True)
             still_rejected = row is not None and row.status == "done" and row.validated is False
+            append_trace(db, review.execution_pk, [f"[DIRECT] {decision.kind}: {decision.reasoning}"], LABEL)
+            if not still_rejected:
+                return None
+            user_message = db.get(Message, review.message_pk)
+            user_message.status = "answered"
             data: dict[str, Any] = {"review_kind": decision.kind, "user_workflow_step_execution_pk": review.row_pk}
             if decision.kind == "instruction":
                 data["learned_instruction"] = decision.instruction.strip()
@@ -188,12 +199,11 @@ class ReviewTurn:
             db.add(answer)
             db.flush()
             user_message.answer_message_fk = answer.message_pk
-            append_trace(db, review.execution_pk, [f"[DIRECT] {decision.kind}: {decision.reasoning}"], LABEL)
             answer.seq = publication.add(db, "mojo_message", {
                 "text": answer.text, "message_pk": answer.message_pk, **data, "session_id": review.session_id,
                 "user_task_execution_pk": review.execution_pk, "user_message_pk": review.message_pk,
             })
-            if decision.kind != "instruction" or not still_rejected:
+            if decision.kind != "instruction":
                 return False
             db.execute(update(store.StepRow).where(store.StepRow.user_workflow_step_execution_pk == review.row_pk)
                        .values(learned_instruction=decision.instruction.strip()))

@@ -4,6 +4,10 @@ goes to the trace."""
 
 from __future__ import annotations
 
+import json
+import threading
+import time
+
 from tests.support.scripted_llm import Reply
 from tests.workflow._helpers import (
     awaiting,
@@ -210,3 +214,46 @@ def test_an_audio_message_with_no_review_open_is_refused_with_409_and_not_stored
 
     stored = wf.platform.audio_store.directory / AudioStore.name_for(created["session_id"], "voice-wf", "wav")
     assert not stored.exists()  # the recording was not kept either
+
+
+def test_a_restart_while_the_review_answers_fails_the_message_and_learns_nothing(wf, llm):
+    # was: the answer was stored and sent as learned ("learned_instruction" in its event) while the
+    # restart had closed the review: the instruction was dropped, the user told otherwise
+    from mojodex_core.workflow.review import REVIEW_CLOSED
+
+    user, created, pk, divider = _rejected_divider(wf, llm)
+    restarted = threading.Event()
+
+    def answer(body: dict) -> Reply:  # the review's answer is held until the restart has happened
+        if "rhymes please" in json.dumps(body["messages"]):
+            restarted.wait(10)
+            return Reply(json={"reasoning": "they want rhymes", "kind": "instruction", "message": "Will do.",
+                               "instruction": "make it rhyme"})
+        return Reply(json={"stanza_topics": ["m"]})  # the re-run on the new inputs
+
+    llm.responder = answer
+    socket = user.socket(created["session_id"])
+    try:
+        sent = _say(user, created, "rhymes please", "review-late")
+        deadline = time.monotonic() + 10
+        while len(llm.requests) < 2:  # the review's call is in flight
+            assert time.monotonic() < deadline, "the review never called the model"
+            time.sleep(0.02)
+        user.ok("POST", "/restart_user_workflow_execution",
+                json={"user_task_execution_pk": pk, "from_rank": 1, "inputs": {"poem_topic": "mountains"}})
+        restarted.set()
+        error = socket.wait_for(lambda evs: any(e == "error" and d.get("user_message_pk") == sent["message_pk"]
+                                                for e, d in evs))
+        (rerun,) = wait_steps(user, pk, awaiting(1))
+    finally:
+        restarted.set()  # never leave the review's answer held for the next test
+        socket.close()
+    failure = next(d for e, d in error if e == "error" and d.get("user_message_pk") == sent["message_pk"])
+    assert failure["error"] == REVIEW_CLOSED and failure["retryable"] is False
+    assert not [d for d in socket.named("mojo_message") if d.get("learned_instruction")]
+    history = steps(user, pk, history=True)
+    assert next(r for r in history if r["user_workflow_step_execution_pk"] ==
+                divider["user_workflow_step_execution_pk"])["learned_instruction"] is None
+    assert rerun["parameter"] == {"poem_topic": "mountains"} and "make it rhyme" not in prompts(llm)[-1]
+    reasoning = user.ok("GET", "/user_task_execution/reasoning", params={"user_task_execution_pk": pk})["reasoning"]
+    assert any(e["source"] == "WORKFLOW_REVIEW" and "they want rhymes" in e["text"] for e in reasoning)
