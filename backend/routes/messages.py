@@ -123,8 +123,9 @@ class UserMessageResource(Resource):
             raise bad_request("session_id is not the session of this user_task_execution", field="session_id")
         if not current.dispatcher.handles(found.type):
             raise ApiError(422, str(UnsupportedTaskType(found.type)))
-        if found.state == "Idle":
-            # Idle is final: refuse before anything is stored (no message row, no event).
+        if found.state == "Idle" and found.existing_message_pk is None:
+            # Idle is final: refuse before anything is stored (no message row, no event). A message
+            # sent again (its response lost) is answered as before: the one already stored.
             raise ApiError(409, "this order is finished (the conversation is Idle): start a new one")
         if found.type == "workflow":
             with current.db() as db:
