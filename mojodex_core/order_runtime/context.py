@@ -46,6 +46,7 @@ class OrderTurnContext:
     utterance: str | None = None
     event: str | None = None
     setup_error: str | None = None
+    setup_final: bool = False  # no retry can answer it (the order finished, its execution gone)
     started_now: bool = False
     begin_ms: float = 0.0
 

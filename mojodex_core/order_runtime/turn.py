@@ -73,6 +73,11 @@ _MARK_FAILED = (
 RECENT_CONVERSATIONS = 10_000  # conversations kept in memory by the process that answered them last
 
 
+
+class OrderClosed(TurnFailed):
+    """A turn no retry can answer: the order is finished, or its execution gone. Its error event
+    says ``retryable: false`` (sending the message again would only be refused)."""
+
 class _ExecutionGone(Exception):
     """The message's task execution no longer exists."""
 
@@ -114,7 +119,7 @@ class OrderTurn:
                 context.conversation, context.turn_input, context.menu, llm=llm, threshold=self._threshold
             )
         except ConversationEnded as exc:
-            raise TurnFailed("This order is finished: start a new one.") from exc
+            raise OrderClosed("This order is finished: start a new one.") from exc
         except NoTransition as exc:  # e.g. an event the state machine has no row for in this state
             raise TurnFailed(f"This cannot be handled in the current state of the order ({exc}).") from exc
         if cancel.is_set():
@@ -127,6 +132,7 @@ class OrderTurn:
         fail_or_mark(
             self._factory, self._events, session_id=context.session_id, message_pk=context.message_pk,
             message_id=context.message_id, user_task_execution_pk=context.user_task_execution_pk, reason=reason,
+            retryable=not isinstance(exc, OrderClosed),
         )
 
     def _finish(self, context: OrderTurnContext, outcome: TurnOutcome, ticket_pk: int | None, started: float) -> None:
@@ -163,7 +169,7 @@ class OrderTurn:
         context.begin_ms = (time.perf_counter() - started) * 1000
         try:
             if context.setup_error is not None:
-                raise TurnFailed(context.setup_error)
+                raise (OrderClosed if context.setup_final else TurnFailed)(context.setup_error)
             outcome = self._converse(context, cancel)
             record = TurnRecord.of(context, outcome)
             with self._events.publishing(job.session_id) as publication, transaction(self._factory) as db:
@@ -202,7 +208,7 @@ class OrderTurn:
                     {"session_id": context.session_id, "user_task_execution_pk": context.user_task_execution_pk},
                 )
             if context.setup_error is not None:
-                raise TurnFailed(context.setup_error)
+                raise (OrderClosed if context.setup_final else TurnFailed)(context.setup_error)
             outcome = self._converse(context, cancel)
             record = TurnRecord.of(context, outcome)
             with self._events.publishing(context.session_id) as publication, transaction(self._factory) as db:
@@ -288,11 +294,12 @@ class OrderTurn:
             context.utterance = found.text
             context.turn_input = TurnInput(text=found.text)
         if found.status == "deleted":
-            context.setup_error = "The task execution was deleted."
+            context.setup_error, context.setup_final = "The task execution was deleted.", True
         elif not has_row:
             context.setup_error = "This execution has no order conversation (was it created as an order task?)."
+            context.setup_final = True
         elif found.state == "Idle":
-            context.setup_error = "This order is finished: start a new one."
+            context.setup_error, context.setup_final = "This order is finished: start a new one.", True
         else:
             try:
                 context.menu = self._menus.resolve(db, found.menu_ref)

@@ -354,3 +354,25 @@ def test_starting_an_order_whose_menu_is_gone_is_a_409_and_stores_nothing(orders
         chat.close()
     client.ok("POST", "/user_task_execution_run", json={"user_task_execution_pk": chat.pk})  # back: it starts
     assert message_count(orders, chat.session_id) == 1
+
+
+def test_an_event_queued_behind_the_session_s_end_fails_and_says_no_retry_helps(orders):
+    # was: "This order is finished" went out with retryable: true, though sending it again can only
+    # be refused (409)
+    from mojodex_core.execution.jobs import TurnJob
+    from mojodex_core.order_runtime.intake import accept_event
+
+    chat = open_order(customer(orders))
+    try:
+        platform = orders.platform
+        queued = accept_event(platform.session_factory, platform.events, session_id=chat.session_id,
+                              user_task_execution_pk=chat.pk, event="silence", item=None)  # not yet run
+        chat.event("session_end")
+        assert chat.wait_state("Idle")
+        platform.runner.submit(TurnJob(session_id=chat.session_id, message_pk=queued))
+        events = chat.socket.wait_for(lambda evs: any(e == "error" and d.get("user_message_pk") == queued
+                                                      for e, d in evs))
+    finally:
+        chat.close()
+    error = next(d for e, d in events if e == "error" and d.get("user_message_pk") == queued)
+    assert error["error"] == "This order is finished: start a new one." and error["retryable"] is False
