@@ -97,6 +97,11 @@ class ProducedTextResource(Resource):
             if body.get("produced_text_pk") is not None:
                 produced = _owned_produced_text(db, field(body, "produced_text_pk", int))
                 execution = db.get(UserTaskExecution, produced.user_task_execution_fk)
+                named = body.get("user_task_execution_pk")
+                if named is not None and field(body, "user_task_execution_pk", int) != produced.user_task_execution_fk:
+                    # Both given and naming different executions: which one was meant is unknown.
+                    raise bad_request("produced_text_pk is not the produced text of this user_task_execution",
+                                      field="user_task_execution_pk")
             else:
                 execution = owned_execution(db, field(body, "user_task_execution_pk", int))
             previous = latest_version(db, execution.user_task_execution_pk)

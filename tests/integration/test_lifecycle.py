@@ -222,6 +222,14 @@ def test_version_navigation_over_manual_edits(live):
     missing = client.call("GET", "/user_task_execution_produced_text",
                           params={"user_task_execution_pk": pk, "produced_text_version_index": 3})
     assert missing.status_code == 404
+    # both ids given, naming different executions of this user: which was meant is unknown
+    other_pk, _other_session = new_execution(client)
+    both = client.call("POST", "/produced_text", json={"produced_text_pk": first["produced_text_pk"],
+                                                       "user_task_execution_pk": other_pk, "production": "three"})
+    assert both.status_code == 400 and both.json()["field"] == "user_task_execution_pk"  # was: 200, written
+    same = client.ok("POST", "/produced_text", json={"produced_text_pk": first["produced_text_pk"],
+                                                     "user_task_execution_pk": pk, "production": "three"})
+    assert same["produced_text_version_index"] == 3
 
 
 def test_a_turn_ending_after_a_delete_does_not_bring_the_execution_back(live, llm, monkeypatch):
