@@ -201,7 +201,7 @@ class WorkflowTurn:
                 return None
             user = db.get(User, execution.user_task.user_id)
             publication.add(db, STARTED, {
-                **store.step_view(row, None, action.step), "session_id": session_id})
+                **store.step_view(row, None, None, action.step), "session_id": session_id})
             chain = ancestors(action.parent_pk, runs)
             names = {s.rank: s.name for s in steps}
             return _Prepared(
@@ -266,7 +266,7 @@ class WorkflowTurn:
                     user_workflow_step_execution_fk=row_pk, result=result, author="assistant"))
             db.flush()
             publication.add(db, ENDED, {
-                **store.step_view(row, result, action.step, "assistant" if result is not None else None),
+                **store.step_view(row, result, "assistant" if result is not None else None, action.step),
                 "session_id": session_id})
         log.info("step %s (step execution %s, rank %s, slot %s) %s in %.0f ms", action.step.name, row_pk,
                  action.step.rank, action.slot, "failed: " + error if error else "done", elapsed_ms)
@@ -306,7 +306,7 @@ def lapsed_step(factory: sessionmaker[DbSession], events: EventPublisher, sessio
         row = db.get(store.StepRow, step_pk)
         execution = db.get(UserTaskExecution, execution_pk)
         step = store.step_def(store.task_of(db, execution), row.rank) if execution is not None else None
-        publication.add(db, ENDED, {**store.step_view(row, None, step), "session_id": session_id})
+        publication.add(db, ENDED, {**store.step_view(row, None, None, step), "session_id": session_id})
         if not rerun or execution is None or execution.status == "deleted":
             return None
         return request_run(db, session_id, execution_pk, "re-run after a lapsed heartbeat").message_pk

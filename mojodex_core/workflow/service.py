@@ -39,8 +39,9 @@ class Outcome:
 def _view(db: DbSession, task: Task, row: StepRow) -> dict[str, Any]:
     db.flush()
     db.refresh(row)
-    result = store.latest_results(db, [row.user_workflow_step_execution_pk]).get(row.user_workflow_step_execution_pk)
-    return store.step_view(row, result, store.step_def(task, row.rank))
+    pk = row.user_workflow_step_execution_pk
+    result, author = store.latest_results_and_authors(db, [pk]).get(pk, (None, None))
+    return store.step_view(row, result, author, store.step_def(task, row.rank))
 
 
 def invalidate(db: DbSession, publication: Publication, rows: list[StepRow], reason: str) -> None:
@@ -113,18 +114,15 @@ def edit_result(db: DbSession, publication: Publication, row: StepRow, execution
         invalidate(db, publication, later_live_rows(db, execution.user_task_execution_pk, row.rank), "edited")
         _reopen(execution)
         run = _run(db, execution, "edited")
-    view = _view(db, task, row)
-    view["result_author"] = "user"
-    return Outcome(run, view)
+    return Outcome(run, _view(db, task, row))
 
 
 def relaunch(db: DbSession, publication: Publication, row: StepRow, execution: UserTaskExecution,
              task: Task) -> Outcome:
     if row.status != "failed":
         raise WorkflowStateError(f"only a failed step can be relaunched (status {row.status})")
-    view = _view(db, task, row)
     invalidate(db, publication, [row], "relaunched")
-    return Outcome(_run(db, execution, "relaunched"), view)
+    return Outcome(_run(db, execution, "relaunched"), _view(db, task, row))
 
 
 def restart(db: DbSession, publication: Publication, execution: UserTaskExecution, task: Task, from_rank: int,

@@ -61,14 +61,20 @@ def chat_kind(db: DbSession, execution: UserTaskExecution) -> str | None:
 
 def latest_results(db: DbSession, step_pks: list[int]) -> dict[int, list[dict[str, Any]]]:
     """The current result of each step execution: its latest result row (a user's edit wins)."""
+    return {pk: result for pk, (result, _author) in latest_results_and_authors(db, step_pks).items()}
+
+
+def latest_results_and_authors(db: DbSession, step_pks: list[int]) -> dict[int, tuple[list[dict[str, Any]], str]]:
+    """Each step execution's current result and who wrote it ("assistant", or "user" for an edit)."""
     if not step_pks:
         return {}
     rows = db.execute(
-        select(UserWorkflowStepExecutionResult.user_workflow_step_execution_fk, UserWorkflowStepExecutionResult.result)
+        select(UserWorkflowStepExecutionResult.user_workflow_step_execution_fk, UserWorkflowStepExecutionResult.result,
+               UserWorkflowStepExecutionResult.author)
         .where(UserWorkflowStepExecutionResult.user_workflow_step_execution_fk.in_(step_pks))
         .order_by(UserWorkflowStepExecutionResult.user_workflow_step_execution_result_pk)
     ).all()
-    return {fk: result for fk, result in rows}
+    return {fk: (result, author) for fk, result, author in rows}
 
 
 def live_rows(db: DbSession, user_task_execution_pk: int) -> list[StepRow]:
@@ -172,8 +178,8 @@ def owned_step_row(db: DbSession, pk: int, user_id: str) -> tuple[StepRow, UserT
     return (found[0], found[1]) if found is not None else None
 
 
-def step_view(row: StepRow, result: list[dict[str, Any]] | None, step: StepDef | None,
-              author: str | None = None) -> dict[str, Any]:
+def step_view(row: StepRow, result: list[dict[str, Any]] | None, author: str | None,
+              step: StepDef | None) -> dict[str, Any]:
     return {
         "user_workflow_step_execution_pk": row.user_workflow_step_execution_pk,
         "user_task_execution_pk": row.user_task_execution_fk,
@@ -202,13 +208,7 @@ def execution_steps_view(db: DbSession, task: Task, user_task_execution_pk: int,
     if not include_history:
         query = query.where(StepRow.status.not_in(STEP_EXECUTION_GONE))
     rows = list(db.scalars(query.order_by(StepRow.user_workflow_step_execution_pk)))
-    pks = [r.user_workflow_step_execution_pk for r in rows]
-    authors = dict(db.execute(
-        select(UserWorkflowStepExecutionResult.user_workflow_step_execution_fk, UserWorkflowStepExecutionResult.author)
-        .where(UserWorkflowStepExecutionResult.user_workflow_step_execution_fk.in_(pks))
-        .order_by(UserWorkflowStepExecutionResult.user_workflow_step_execution_result_pk)
-    ).all()) if pks else {}
-    results = latest_results(db, pks)
+    results = latest_results_and_authors(db, [r.user_workflow_step_execution_pk for r in rows])
     steps = {s.rank: s for s in workflow_steps(task)}
-    return [step_view(r, results.get(r.user_workflow_step_execution_pk), steps.get(r.rank),
-                      authors.get(r.user_workflow_step_execution_pk)) for r in rows]
+    return [step_view(r, *results.get(r.user_workflow_step_execution_pk, (None, None)), steps.get(r.rank))
+            for r in rows]

@@ -45,6 +45,7 @@ def test_two_concurrent_validations_of_a_step_lead_to_one_run(wf, llm):
         t.join()
     assert sorted(r.status_code for r in answers) == [200, 200]
     assert sorted(r.json()["run_submitted"] for r in answers) == [False, True]
+    assert [r.json()["result_author"] for r in answers] == ["assistant", "assistant"]  # was: null, unlike GET's
     wait_completed(user, pk)
     wf.wait_idle()
     history = steps(user, pk, history=True)
@@ -159,6 +160,7 @@ def test_a_step_that_fails_shows_its_error_and_can_be_relaunched(wf, llm):
         relaunched = user.ok("PUT", "/user_workflow_step_execution", json={
             "user_workflow_step_execution_pk": failed["user_workflow_step_execution_pk"]})
         assert relaunched["run_submitted"] is True
+        assert relaunched["status"] == "invalidated"  # as stored now (was: "failed", the state before)
         (again,) = wait_steps(user, pk, awaiting(1))
         assert again["user_workflow_step_execution_pk"] != failed["user_workflow_step_execution_pk"]
         history = steps(user, pk, history=True)
