@@ -15,6 +15,11 @@ class TurnFailed(Exception):
     """A turn that cannot produce an answer; the message is shown to the user."""
 
 
+class OrderClosed(TurnFailed):
+    """A turn no retry can answer: the order is finished, or its execution gone. Its error event
+    says ``retryable: false`` (sending the message again would only be refused)."""
+
+
 class BoundLLM:
     """The platform's provider with this turn's execution and cancel flag bound (StructuredLLM)."""
 

@@ -29,7 +29,7 @@ from mojodex_core.execution.events import Publication
 from mojodex_core.execution.reasoning import append_trace
 from mojodex_core.execution.session_claims import check_fence
 from mojodex_core.order.conversation import TurnOutcome, build_ticket, order_view
-from mojodex_core.order_runtime.context import OrderTurnContext, TurnFailed
+from mojodex_core.order_runtime.context import OrderClosed, OrderTurnContext, TurnFailed
 from mojodex_core.order_runtime.tickets import create_ticket, ticket_view
 
 _message = Message.__table__
@@ -134,7 +134,7 @@ def store_turn(
         raise TurnFailed("The order changed while this message was handled. Please retry.")
     status = db.execute(_EXECUTION_STATUS, {"b_pk": pk}).scalar()
     if status is None or status == "deleted":
-        raise TurnFailed("The task execution was deleted.")
+        raise OrderClosed("The task execution was deleted.")
     ticket = None
     if outcome.closed:
         ticket = create_ticket(

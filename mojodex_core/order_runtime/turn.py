@@ -35,7 +35,7 @@ from mojodex_core.order.conversation import (
     converse,
 )
 from mojodex_core.order_runtime import ORDER_EVENT
-from mojodex_core.order_runtime.context import BoundLLM, OrderTurnContext, TurnFailed, live_state
+from mojodex_core.order_runtime.context import BoundLLM, OrderClosed, OrderTurnContext, TurnFailed, live_state
 from mojodex_core.order_runtime.intake import OrderFinished, accept_event
 from mojodex_core.order_runtime.menus import MenuCatalog, MenuNotFound
 from mojodex_core.order_runtime.record import NotClaimed, TurnRecord, store_turn
@@ -72,11 +72,6 @@ _MARK_FAILED = (
 )
 RECENT_CONVERSATIONS = 10_000  # conversations kept in memory by the process that answered them last
 
-
-
-class OrderClosed(TurnFailed):
-    """A turn no retry can answer: the order is finished, or its execution gone. Its error event
-    says ``retryable: false`` (sending the message again would only be refused)."""
 
 class _ExecutionGone(Exception):
     """The message's task execution no longer exists."""

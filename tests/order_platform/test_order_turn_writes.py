@@ -146,3 +146,29 @@ def test_a_row_naming_the_execution_does_not_hold_a_turn_or_the_start(orders, is
             assert chat.say("an everything bagel")  # answered meanwhile (waits up to 15 s)
     finally:
         chat.close()
+
+
+def test_an_execution_deleted_while_the_engine_ran_fails_the_turn_with_no_retry_offered(orders, monkeypatch):
+    # was: retryable: true, though a retry can only meet a 404
+    from mojodex_core.db.models import UserTaskExecution
+
+    chat = open_order(customer(orders))
+    try:
+        handler = orders.platform.dispatcher.handler("order")
+        message_pk = _accept(orders, chat, "a plain bagel")
+        converse = handler._converse
+
+        def deleted_meanwhile(context, cancel):  # noqa: ANN001, ANN202
+            outcome = converse(context, cancel)
+            with orders.db() as db:  # DELETE /user_task_execution lands before the turn is stored
+                db.get(UserTaskExecution, chat.pk).status = "deleted"
+            return outcome
+
+        monkeypatch.setattr(handler, "_converse", deleted_meanwhile)
+        handler(TurnJob(session_id=chat.session_id, message_pk=message_pk), threading.Event())
+        events = chat.socket.wait_for(lambda evs: any(e == "error" and d.get("user_message_pk") == message_pk
+                                                      for e, d in evs))
+    finally:
+        chat.close()
+    error = next(d for e, d in events if e == "error" and d.get("user_message_pk") == message_pk)
+    assert error["error"] == "The task execution was deleted." and error["retryable"] is False
