@@ -198,7 +198,7 @@ class UserTaskExecutionResource(Resource):
             session_id = execution.session_id
             # In a home chat's session the turn in line may be another's: this one's, queued, fails
             # when it comes (its execution deleted).
-            stop = not another_turn_in_line(db, session_id, pk)
+            stop = not another_turn_in_line(db, session_id, pk, deleting=True)
         if stop:
             platform().runner.cancel(session_id)
         log.info("execution %s deleted", pk)

@@ -62,13 +62,18 @@ def home_chat_for_session(db: DbSession, session_id: str, *, lock: bool = False)
     return db.scalar(query.with_for_update() if lock else query)
 
 
-def another_turn_in_line(db: DbSession, session_id: str, user_task_execution_pk: int) -> bool:
+def another_turn_in_line(
+    db: DbSession, session_id: str, user_task_execution_pk: int, *, deleting: bool = False
+) -> bool:
     """Whether the session's turn in line (running, or the first to run) is not this execution's.
     Only a home chat's session can hold another's: the executions it routed to share it with its
     free chat, so stopping or deleting one of them must not stop the turn in line then. A chat
     message is tied to an execution only when its turn starts; until then it goes to the chat's
-    running task (as ``HomeChatRouter`` decides), or to the free chat."""
-    home_chat = home_chat_for_session(db, session_id)
+    running task (as ``HomeChatRouter`` decides), or to the free chat, and always to the free chat
+    once that task is deleted (``deleting``: the caller has just deleted it)."""
+    # Deleting: locked as the router locks it to tie a waiting message to the running task, so the
+    # two see each other's outcome (a message tied just before the deletion counts as the task's).
+    home_chat = home_chat_for_session(db, session_id, lock=deleting)
     if home_chat is None:
         return False
     first = db.execute(
@@ -80,7 +85,7 @@ def another_turn_in_line(db: DbSession, session_id: str, user_task_execution_pk:
     if first is None:
         return False  # nothing in line: a stop stops nothing either way
     owner = first.user_task_execution_fk
-    if owner is None:
+    if owner is None and not deleting:
         owner = home_chat.running_user_task_execution_fk
     return owner != user_task_execution_pk
 

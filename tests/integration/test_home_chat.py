@@ -396,6 +396,8 @@ def test_a_chat_message_waiting_for_its_turn_counts_as_the_running_task_s(live, 
         db.flush()
         assert not another_turn_in_line(db, session_id, execution.user_task_execution_pk)
         assert another_turn_in_line(db, session_id, execution.user_task_execution_pk + 1000)
+        # deleting the task: the waiting message goes to the free chat, so its turn is another's
+        assert another_turn_in_line(db, session_id, execution.user_task_execution_pk, deleting=True)
         home_chat_for_session(db, session_id).running_user_task_execution_fk = None  # left: the free chat's
         assert another_turn_in_line(db, session_id, execution.user_task_execution_pk)
         waiting.status = "failed"  # leave nothing pending for the next tests
