@@ -37,7 +37,7 @@ _HOLDER = TOKEN_HOLDER.subquery("holder")
 _AUTH_AND_CHECK = (
     select(*_HOLDER.c, Session.user_id.label("session_user_id"),
            UserTaskExecution.session_id.label("execution_session_id"), Task.type, OrderSession.state,
-           Message.message_pk.label("existing_message_pk"))
+           Message.message_pk.label("existing_message_pk"), Message.status.label("existing_status"))
     .select_from(_HOLDER)
     .outerjoin(Session, Session.session_id == bindparam("b_session"))
     .outerjoin(
@@ -123,9 +123,10 @@ class UserMessageResource(Resource):
             raise bad_request("session_id is not the session of this user_task_execution", field="session_id")
         if not current.dispatcher.handles(found.type):
             raise ApiError(422, str(UnsupportedTaskType(found.type)))
-        if found.state == "Idle" and found.existing_message_pk is None:
-            # Idle is final: refuse before anything is stored (no message row, no event). A message
-            # sent again (its response lost) is answered as before: the one already stored.
+        if found.state == "Idle" and found.existing_status in (None, "failed"):
+            # Idle is final: refuse before anything is stored (no message row, no event), a failed
+            # message's retry too (it would only fail again). A message sent again after its response
+            # was lost is answered as before: the one already stored.
             raise ApiError(409, "this order is finished (the conversation is Idle): start a new one")
         if found.type == "workflow":
             with current.db() as db:
