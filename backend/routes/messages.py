@@ -149,7 +149,8 @@ class UserMessageResource(Resource):
         if accepted.run:
             current.runner.submit(TurnJob(session_id=session_id, message_pk=accepted.message_pk,
                                           event_name="user_message", audio=accepted.audio))
-            current.request_title_summary(pk, session_id)  # first input only; submitted, never awaited
+            if not accepted.audio:  # audio: requested once transcribed (the title must read the words)
+                current.request_title_summary(pk, session_id)  # first input only; submitted, never awaited
         log.info("message %s (%s) accepted for session %s, run=%s", accepted.message_pk, message_id, session_id,
                  accepted.run)
         return {"message_pk": accepted.message_pk, "message_id": message_id, "status": accepted.status}, 200

@@ -211,6 +211,37 @@ def test_a_task_started_by_an_audio_message_is_named_from_its_transcription(titl
     assert "an email to say the sync moves" in json.dumps(title_request["messages"])
 
 
+def test_an_audio_message_sent_again_as_text_is_named_from_its_transcription(titled, llm):
+    # was: the text route requested the title at once, which could read the still empty message
+    from tests.integration.test_audio import wav_bytes
+    from tests.support.scripted_llm import HTTPError, Transcription
+
+    client = titled.new_user()
+    pk, session_id = new_execution(client)
+    socket = client.socket(session_id)
+    try:
+        llm.script_transcription(HTTPError(500), HTTPError(500),  # the upload and the client's own retry
+                                 Transcription("an email to say the sync moves", duration=1.0, delay_s=2.0))
+        route(llm, [Reply(QUESTION)], Reply(json=GENERATED))
+        failed = client.call("PUT", "/user_message", data={"session_id": session_id, "user_task_execution_pk": str(pk),
+                                                            "message_id": "v-1"},
+                             files={"file": ("v.wav", wav_bytes(0.5), "audio/wav")})
+        assert failed.status_code == 200, failed.text
+        socket.wait_event("error")
+        settle(titled)
+        assert title_requests(llm) == 0  # nothing to name it from yet
+        client.ok("PUT", "/user_message", json={"session_id": session_id, "user_task_execution_pk": pk,
+                                                "message_id": "v-1", "text": "retry"})
+        with titled.db() as db:  # the transcription takes 2 s: nothing may claim the title before it
+            assert db.get(UserTaskExecution, pk).title_status is None
+        socket.wait_event("user_task_execution_title")
+        settle(titled)
+    finally:
+        socket.close()
+    [title_request] = [body for body in llm.requests if asks_structured(body)]
+    assert "an email to say the sync moves" in json.dumps(title_request["messages"])
+
+
 def test_later_inputs_do_not_claim_the_title_job_again(titled, llm):
     # Before, every accepted message ran the claim (an UPDATE ... WHERE title_status IS NULL): a
     # write transaction per message that changed nothing after the first.
