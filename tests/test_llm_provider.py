@@ -571,3 +571,15 @@ def test_a_recovered_server_gets_the_call_again_then_the_usual_retries(llm_setti
         provider.chat(MESSAGES, label="guarded")
     assert guard.calls == 1  # asked once per call, never in a loop
     assert "connection failed" in str(failure.value)
+
+
+def test_a_call_that_shows_nothing_keeps_an_answer_completed_just_past_the_deadline(
+    llm: ScriptedLLMServer, llm_settings: LLMSettings
+):
+    # a structured call streamed only to be cancellable shows no token: its last read, past the
+    # deadline by a little, still completes it (no retry that could run out)
+    provider = make(llm_settings, timeout_s=2.0, first_token_timeout_s=30, max_retries=0)
+    late = Events([": ping\n\n", 'data: {"choices": [{"index": 0, "delta": {"content": "done"}}]}\n\n'
+                   "data: [DONE]\n\n"], delay_s=1.2)
+    llm.script(late)
+    assert provider.chat(MESSAGES, label="quiet", stream=True).text == "done"

@@ -403,6 +403,7 @@ class LLMProvider:
         # or by ``read_timeout_s`` (a structured call, streamed only to be cancellable: as when not streamed).
         # No read waits longer than the whole attempt may last; an attempt past timeout_s ends at its
         # next read (or that read's timeout): at most about twice timeout_s for a stream that stalls.
+        # (A read that completes a call showing no token still completes it.)
         timeout = openai.Timeout(settings.timeout_s,
                                  read=min(read_timeout_s or settings.first_token_timeout_s, settings.timeout_s))
         attempt_started = time.monotonic()
@@ -425,9 +426,10 @@ class LLMProvider:
             body = response.iter_bytes()
             try:
                 for raw in body:
-                    if not attempt.delivered and monotonic() > deadline:
+                    if on_token is not None and not attempt.delivered and monotonic() > deadline:
                         # Past the attempt's deadline with nothing shown yet: end it before this
-                        # read's content reaches the user, so that the call is retried cleanly.
+                        # read's content reaches the user, so that the call is retried cleanly. (A
+                        # call that shows nothing keeps a read that completes it just past the deadline.)
                         raise OverallTimeout(f"nothing shown after {settings.timeout_s:g}s")
                     for chunk in decoder.feed(raw):
                         if cancel is not None and cancel.is_set():
