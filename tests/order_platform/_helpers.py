@@ -66,6 +66,12 @@ class OrderChat:
     def audit(self) -> list[dict[str, Any]]:
         return self.client.ok("GET", "/order/audit", params={"user_task_execution_pk": self.pk})["turns"]
 
+    def error_of(self, message_pk: int, timeout: float = 15.0) -> dict[str, Any]:
+        """The error event of the turn that failed message ``message_pk``, once it has arrived."""
+        events = self.socket.wait_for(lambda evs: any(e == "error" and d.get("user_message_pk") == message_pk
+                                                      for e, d in evs), timeout)
+        return next(d for e, d in events if e == "error" and d.get("user_message_pk") == message_pk)
+
     def wait_state(self, state: str, timeout: float = 10.0) -> dict[str, Any]:
         """GET /order until the conversation is in ``state`` (e.g. Idle after the ticket's order_complete)."""
         deadline = time.monotonic() + timeout

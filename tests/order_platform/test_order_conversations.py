@@ -374,9 +374,7 @@ def test_an_event_queued_behind_the_session_s_end_fails_and_says_no_retry_helps(
         chat.event("session_end")
         assert chat.wait_state("Idle")
         platform.runner.submit(TurnJob(session_id=chat.session_id, message_pk=queued))
-        events = chat.socket.wait_for(lambda evs: any(e == "error" and d.get("user_message_pk") == queued
-                                                      for e, d in evs))
+        error = chat.error_of(queued)
     finally:
         chat.close()
-    error = next(d for e, d in events if e == "error" and d.get("user_message_pk") == queued)
     assert error["error"] == "This order is finished: start a new one." and error["retryable"] is False

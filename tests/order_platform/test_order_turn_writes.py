@@ -166,9 +166,7 @@ def test_an_execution_deleted_while_the_engine_ran_fails_the_turn_with_no_retry_
 
         monkeypatch.setattr(handler, "_converse", deleted_meanwhile)
         handler(TurnJob(session_id=chat.session_id, message_pk=message_pk), threading.Event())
-        events = chat.socket.wait_for(lambda evs: any(e == "error" and d.get("user_message_pk") == message_pk
-                                                      for e, d in evs))
+        error = chat.error_of(message_pk)
     finally:
         chat.close()
-    error = next(d for e, d in events if e == "error" and d.get("user_message_pk") == message_pk)
     assert error["error"] == "The task execution was deleted." and error["retryable"] is False
