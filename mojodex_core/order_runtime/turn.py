@@ -122,6 +122,9 @@ class OrderTurn:
         return outcome
 
     def _fail(self, context: OrderTurnContext, exc: Exception) -> None:
+        if isinstance(exc, LLMCancelled) and self._deleted(context.user_task_execution_pk):
+            # Cancelled by DELETE /user_task_execution: a retry could only meet a 404.
+            exc = OrderClosed("The task execution was deleted.")
         reason = failure_reason(exc, shown=(TurnFailed,), what="order turn",
                                 where=f"session={context.session_id} message_pk={context.message_pk}")
         fail_or_mark(
@@ -129,6 +132,16 @@ class OrderTurn:
             message_id=context.message_id, user_task_execution_pk=context.user_task_execution_pk, reason=reason,
             retryable=not isinstance(exc, OrderClosed),
         )
+
+    def _deleted(self, user_task_execution_pk: int) -> bool:
+        try:
+            with self._factory() as db:
+                status = db.scalar(select(UserTaskExecution.status)
+                                   .where(UserTaskExecution.user_task_execution_pk == user_task_execution_pk))
+        except Exception:  # the failure is recorded anyway, as a cancellation
+            log.exception("could not read the status of execution %s", user_task_execution_pk)
+            return False
+        return status is None or status == "deleted"
 
     def _finish(self, context: OrderTurnContext, outcome: TurnOutcome, ticket_pk: int | None, started: float) -> None:
         """After the commit: live copy, ticket delivery, and Closing's order_complete."""

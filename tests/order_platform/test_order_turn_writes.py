@@ -170,3 +170,28 @@ def test_an_execution_deleted_while_the_engine_ran_fails_the_turn_with_no_retry_
     finally:
         chat.close()
     assert error["error"] == "The task execution was deleted." and error["retryable"] is False
+
+
+def test_a_turn_cancelled_by_the_order_s_deletion_fails_with_no_retry_offered(orders, monkeypatch):
+    # was: "The turn was cancelled." with retryable: true, though a retry can only meet a 404
+    from mojodex_core.db.models import UserTaskExecution
+
+    chat = open_order(customer(orders))
+    try:
+        handler = orders.platform.dispatcher.handler("order")
+        message_pk = _accept(orders, chat, "an onion bagel")
+        converse = handler._converse
+        cancel = threading.Event()
+
+        def deleted_and_cancelled(context, cancel_):  # noqa: ANN001, ANN202
+            with orders.db() as db:  # DELETE /user_task_execution: the row deleted, then the runner's cancel
+                db.get(UserTaskExecution, chat.pk).status = "deleted"
+            cancel.set()
+            return converse(context, cancel_)
+
+        monkeypatch.setattr(handler, "_converse", deleted_and_cancelled)
+        handler(TurnJob(session_id=chat.session_id, message_pk=message_pk), cancel)
+        error = chat.error_of(message_pk)
+    finally:
+        chat.close()
+    assert error["error"] == "The task execution was deleted." and error["retryable"] is False
