@@ -196,8 +196,8 @@ class UserTaskExecutionResource(Resource):
             execution = owned_execution(db, pk)
             execution.status = "deleted"
             session_id = execution.session_id
-            # In a home chat's session the turn in line may be another's: this one's, queued, fails
-            # when it comes (its execution deleted).
+            # In a home chat's session the turn in line may be another's (the free chat's, another
+            # task's): it is left running. This execution's own turn, queued, fails when it comes.
             stop = not another_turn_in_line(db, session_id, pk, deleting=True)
         if stop:
             platform().runner.cancel(session_id)

@@ -3,9 +3,10 @@
 It keeps the session's order (the runner runs one job of a session at a time) and survives a
 restart (resumed pending messages come back through here). A job says it is for audio
 (``TurnJob.audio``): its submitter knows, and so does whichever process runs it (a distributed
-worker, a restarted server); every other job passes straight through without a query. A failed transcription fails the
-message the usual way (an ``error`` event, ``retryable``): the client sends the same request again
-with the same ``message_id``, which re-uploads the audio and runs it again.
+worker, a restarted server); every other job passes straight through without a query. A failed
+transcription fails the message the usual way (an ``error`` event, ``retryable``): the client
+sends the same request again with the same ``message_id``, which re-uploads the audio and runs
+it again.
 """
 
 from __future__ import annotations
