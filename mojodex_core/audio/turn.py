@@ -84,6 +84,8 @@ class TranscribingHandler:
         audio = (row.data or {}).get("audio") if row is not None else None
         if not isinstance(audio, dict) or audio.get("transcription") == "done" or row.status != "pending":
             return True
+        if audio.get("transcription") == "failed":  # a retry: in progress again, as its status says
+            self._mark_transcription(job.message_pk, "pending")
         started = time.monotonic()
         try:
             if self._transcriber is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import time
 import uuid
 import wave
 
@@ -107,10 +108,15 @@ def test_a_failed_transcription_is_retried_with_the_same_message_id(live, llm):
         assert failed.data["audio"]["transcription"] == "failed"  # was: still "pending"
         assert llm.requests == []  # no turn ran on an empty message
 
-        llm.script_transcription(Transcription(SPOKEN, duration=0.5))
+        llm.script_transcription(Transcription(SPOKEN, duration=0.5, delay_s=1.5))
         llm.script(Reply(QUESTION))
         again = _upload(client, fields, wav_bytes(0.5)).json()
         assert again["message_pk"] == first["message_pk"]
+        deadline = time.monotonic() + 10  # while the retry is transcribed (1.5 s), it says so
+        while (state := message(live, first["message_pk"]).data["audio"]["transcription"]) == "failed":
+            assert time.monotonic() < deadline, "still 'failed' while transcribed again"
+            time.sleep(0.02)
+        assert state == "pending"  # was: "failed" until "done"
         socket.wait_event("mojo_message")
     finally:
         socket.close()
