@@ -21,7 +21,7 @@ from backend.routes._input import field, owned_execution, owned_session
 from backend.routes.home_chat import accept_home_chat_message
 from mojodex_core.audio.store import AudioStore
 from mojodex_core.audio.upload import AudioRejected, check_audio, wav_duration
-from mojodex_core.db.models import OrderSession, Task, UserTask
+from mojodex_core.db.models import Message, OrderSession, Task, UserTask
 from mojodex_core.execution.dispatch import UnsupportedTaskType
 from mojodex_core.execution.intake import FORM_MESSAGE_ID, MessageIdTaken, accept_user_message
 from mojodex_core.execution.jobs import TurnJob
@@ -78,7 +78,9 @@ def put_audio_message():  # noqa: ANN201
         ).one()
         if not current.dispatcher.handles(task_type):
             raise ApiError(422, str(UnsupportedTaskType(task_type)))
-        if order_state == "Idle":
+        if order_state == "Idle" and db.scalar(select(Message.status).where(
+                Message.session_id == session_id, Message.message_id == message_id)) in (None, "failed"):
+            # As for a text message: a message stored and not failed, sent again, answers as before.
             raise ApiError(409, "this order is finished (the conversation is Idle): start a new one")
         if task_type == "workflow" and workflow_store.chat_kind(db, execution) is None:
             raise ApiError(409, NOT_CHATTING)  # no review or result chat open: the runner would only fail it
