@@ -122,8 +122,9 @@ class OrderTurn:
         return outcome
 
     def _fail(self, context: OrderTurnContext, exc: Exception) -> None:
-        if isinstance(exc, LLMCancelled) and self._deleted(context.user_task_execution_pk):
-            # Cancelled by DELETE /user_task_execution: a retry could only meet a 404.
+        if not isinstance(exc, OrderClosed) and self._deleted(context.user_task_execution_pk):
+            # Deleted meanwhile (DELETE /user_task_execution cancels the turn; or the engine or the
+            # store failed after it): whatever ended the turn, a retry could only meet a 404.
             exc = OrderClosed("The task execution was deleted.")
         reason = failure_reason(exc, shown=(TurnFailed,), what="order turn",
                                 where=f"session={context.session_id} message_pk={context.message_pk}")

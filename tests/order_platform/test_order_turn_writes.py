@@ -195,3 +195,25 @@ def test_a_turn_cancelled_by_the_order_s_deletion_fails_with_no_retry_offered(or
     finally:
         chat.close()
     assert error["error"] == "The task execution was deleted." and error["retryable"] is False
+
+
+def test_any_failure_of_a_turn_whose_order_was_deleted_offers_no_retry(orders, monkeypatch):
+    # was: only a cancelled turn was told apart; one failing otherwise meanwhile said retryable: true
+    from mojodex_core.db.models import UserTaskExecution
+
+    chat = open_order(customer(orders))
+    try:
+        handler = orders.platform.dispatcher.handler("order")
+        message_pk = _accept(orders, chat, "a poppy seed bagel")
+
+        def deleted_then_broken(context, cancel):  # noqa: ANN001, ANN202
+            with orders.db() as db:
+                db.get(UserTaskExecution, chat.pk).status = "deleted"
+            raise RuntimeError("the engine failed")
+
+        monkeypatch.setattr(handler, "_converse", deleted_then_broken)
+        handler(TurnJob(session_id=chat.session_id, message_pk=message_pk), threading.Event())
+        error = chat.error_of(message_pk)
+    finally:
+        chat.close()
+    assert error["error"] == "The task execution was deleted." and error["retryable"] is False
