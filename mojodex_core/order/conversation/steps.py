@@ -63,12 +63,18 @@ def item_question(tree: OrderTask, menu: Menu, q: PendingQuestion, lang: str) ->
     fdef = menu.item_types[item.item_type].fields[q.field or ""]
     name = item.short or item.label
     if lang in fdef.questions:
-        return "menu-question", fdef.questions[lang].format(item=name)
-    if lang == "en" and fdef.question:
-        return "menu-question", fdef.question.format(item=name)
-    if fdef.kind == "bool":
+        key, text = "menu-question", fdef.questions[lang].format(item=name)
+    elif lang == "en" and fdef.question:
+        key, text = "menu-question", fdef.question.format(item=name)
+    elif fdef.kind == "bool":
         return "ask-field-bool", say(lang, "ask-field-bool", item=name, label=fdef.true_label or q.field)
-    return "ask-field-generic", say(lang, "ask-field-generic", item=name, field=str(q.field).replace("_", " "))
+    else:
+        key, text = "ask-field-generic", say(lang, "ask-field-generic", item=name, field=str(q.field).replace("_", " "))
+    # A menu's question is fixed text: it may offer a value marked out of stock since, so it says which are.
+    gone = [v.display for v in fdef.values if not v.in_stock]
+    if gone:
+        text = " ".join((text, say(lang, "ask-field-out-of-stock", values=join_list(lang, gone))))
+    return key, text
 
 
 def options_question(tree: OrderTask, menu: Menu, step: Step, lang: str) -> tuple[str, str]:

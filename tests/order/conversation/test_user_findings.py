@@ -117,3 +117,23 @@ def test_a_greeting_with_an_order_still_takes_the_order(bagel_menu):
     assert s.say("hello").response_keys == ["ask-order"]
     s.say("bonjour, a plain bagel")
     assert [it.fields["bagel_type"] for _, it in s.conv.order.items.active()] == ["plain"]
+
+
+@pytest.mark.parametrize("language, note", [("en", "We're out of large today."),
+                                            ("fr", "Nous n'avons plus de large aujourd'hui.")])
+def test_a_menu_question_says_which_of_its_values_are_out_of_stock(language, note):
+    """The drive-thru asks "Would you like the combo medium or large?" from the menu's text: with large out
+    of stock, the question still offered it, and the customer who took it was told it was gone."""
+    from mojodex_core.order.conversation import mark_unavailable
+    from mojodex_core.order.menu import get_menu
+
+    menu = mark_unavailable(get_menu("drive_thru"), "combo", "size", "large", False)
+    s = Session(menu, language)
+    out = s.say("a number 1 combo with a coke")
+    assert out.reply.endswith(note), out.reply
+    assert s.say("medium").conversation.order.items.items[0].fields["size"] == "medium"
+
+
+def test_a_menu_question_with_everything_in_stock_is_the_menus_text(pizza_menu):
+    out = Session(pizza_menu).say("a margherita pizza")
+    assert out.reply == "What size would you like the pizza - small, medium, large or extra large?"
