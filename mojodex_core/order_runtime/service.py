@@ -17,7 +17,13 @@ from sqlalchemy.orm import sessionmaker
 from mojodex_core.db import EXECUTION_LOCK, transaction
 from mojodex_core.db.models import Message, OrderAudit, OrderSession, OrderTicket, Task, UserTaskExecution
 from mojodex_core.execution.events import EventPublisher
-from mojodex_core.order.conversation import Conversation, affected_by, order_view, start_conversation
+from mojodex_core.order.conversation import (
+    Conversation,
+    affected_by,
+    at_current_prices,
+    order_view,
+    start_conversation,
+)
 from mojodex_core.order_runtime.context import live_state
 from mojodex_core.order_runtime.menus import MenuCatalog
 from mojodex_core.order_runtime.store import LiveStateStore, state_key
@@ -120,12 +126,15 @@ def snapshot(db: DbSession, catalog: MenuCatalog, user_task_execution_pk: int) -
         raise LookupError("this execution has no order conversation")
     menu = catalog.resolve(db, row.menu_ref)
     ticket = db.scalar(select(OrderTicket).where(OrderTicket.user_task_execution_fk == user_task_execution_pk))
+    conversation = conversation_of(row)
+    if ticket is None:  # the ticket froze its prices; until then, those of the menu as uploaded now
+        conversation = at_current_prices(conversation, menu)
     return {
         "user_task_execution_pk": user_task_execution_pk,
         "state": row.state,
         "turn": row.turn,
         "menu_id": row.menu_id,
-        "order": order_view(conversation_of(row), menu),
+        "order": order_view(conversation, menu),
         "ticket": ticket_view(ticket),
     }
 

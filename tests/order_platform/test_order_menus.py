@@ -83,6 +83,27 @@ def test_put_menu_creates_then_replaces_and_get_reads_it(orders):
     assert read["menu"]["item_types"]["vase"]["base_price"] == 15.0
 
 
+def test_get_order_prices_an_open_order_from_the_menu_uploaded_since(orders):
+    """A tester uploaded the menu with a new price mid-order: GET /order kept the old line total and total until
+    the customer's next turn, which then priced it anew."""
+    menu = copy.deepcopy(FLORIST_MENU)
+    menu["id"] = "florist_reprice"
+    spec = dict(FLORIST_TASK, name_for_system="order_florist_reprice", menu="florist_reprice")
+    assert put_menu(orders, menu).status_code == 200
+    assert orders.admin().put(orders.base_url + "/task", json=spec, timeout=10).status_code in (200, 409)
+    chat = open_order(orders.new_user(tasks=[spec["name_for_system"]]), spec["name_for_system"])
+    try:
+        chat.say("a glass vase")
+        assert [(i["item_type"], i["line_total"]) for i in items(chat.order()["order"])] == [("vase", 12.0)]
+        menu["item_types"]["vase"]["base_price"] = 15.0
+        assert put_menu(orders, menu).status_code == 200
+        order = chat.order()["order"]
+        assert [(i["item_type"], i["line_total"]) for i in items(order)] == [("vase", 15.0)]
+        assert order["total"] == 15.0
+    finally:
+        chat.close()
+
+
 def test_a_task_naming_a_menu_id_needs_the_menu_uploaded_first(orders):
     spec = dict(FLORIST_TASK, name_for_system="order_florist_missing", menu="florist_not_uploaded")
     response = orders.admin().put(orders.base_url + "/task", json=spec, timeout=10)

@@ -17,11 +17,11 @@ from .model import (
     TurnOutcome,
 )
 from .table import TABLE, NoTransition, Row
-from .views import affected_by, build_ticket, mark_unavailable, order_view
+from .views import affected_by, at_current_prices, build_ticket, mark_unavailable, order_view
 
 __all__ = [
     "TABLE", "ConvStateName", "Conversation", "ConversationEnded", "EventName", "Intent", "NoTransition",
     "OffTopicType", "Row",
-    "TurnInput", "TurnOutcome", "affected_by", "build_ticket", "converse", "mark_unavailable", "order_view",
-    "start_conversation",
+    "TurnInput", "TurnOutcome", "affected_by", "at_current_prices", "build_ticket", "converse", "mark_unavailable",
+    "order_view", "start_conversation",
 ]

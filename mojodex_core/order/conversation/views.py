@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..menu import Menu
-from ..render import with_article
+from ..render import refresh_display, with_article
 from ..tree import ItemTask, OrderTask
 from .model import Conversation
 from .resources import money, say
@@ -25,6 +25,16 @@ def _fulfilment(tree: OrderTask, language: str) -> str:
 
 def _payment(tree: OrderTask, language: str) -> str:
     return say(language, f"payment-{tree.payment.method}") if tree.payment.method else ""
+
+
+def at_current_prices(conversation: Conversation, menu: Menu) -> Conversation:
+    """A copy of ``conversation`` whose items are priced and named from ``menu`` as it is now (a turn does the
+    same; an uploaded menu changes prices between turns)."""
+    priced = conversation.model_copy(deep=True)
+    for item in priced.order.items.items:
+        if item.item_type in menu.item_types:
+            refresh_display(item, menu)
+    return priced
 
 
 def order_view(conversation: Conversation, menu: Menu) -> dict:
