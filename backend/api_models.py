@@ -130,7 +130,7 @@ class RunBody(_In):
 
 class TitleBody(_In):
     user_task_execution_pk: Pk
-    title: Text(255)
+    title: Text() = Field(description="1 to MOJODEX_MAX_TITLE_CHARS characters once trimmed (413 past it).")
 
 
 class UserMessageBody(_In):

@@ -293,8 +293,8 @@ class UserTaskExecutionTitleResource(Resource):
         body = json_body()
         pk = field(body, "user_task_execution_pk", int)
         title = field(body, "title", str).strip()
-        if not title or len(title) > 255:
-            raise bad_request("title must be 1 to 255 characters", field="title")
+        if not title:
+            raise bad_request("title must not be empty", field="title")
         max_title_chars = platform().settings.max_title_chars
         if oversized(title=title, max_title_chars=max_title_chars, max_production_chars=0):
             raise ApiError(413, f"title must be at most {max_title_chars} characters", field="title")

@@ -178,6 +178,19 @@ def test_produced_text_size_limits(live, execution):
     _expect(client.call("POST", "/produced_text", json=too_big_for_the_server), 413)
 
 
+def test_an_execution_title_over_the_limit_is_a_413_whatever_its_length(live, execution):
+    """POST /produced_text answered a too-long title with a 413, POST /user_task_execution_title with a 400 past
+    255 characters (its body's schema) and a 413 between the setting and 255."""
+    client, pk, _session_id = execution
+    limit = live.platform.settings.max_title_chars
+    for title in ("t" * (limit + 1), "t" * 256, "t" * 10_000):
+        answer = client.call("POST", "/user_task_execution_title", json={"user_task_execution_pk": pk, "title": title})
+        assert _expect(answer, 413)["field"] == "title"
+    assert _expect(client.call("POST", "/user_task_execution_title", json={"user_task_execution_pk": pk,
+                                                                            "title": "  "}), 400)["field"] == "title"
+    client.ok("POST", "/user_task_execution_title", json={"user_task_execution_pk": pk, "title": "t" * limit})
+
+
 @pytest.mark.parametrize("payload", [
     pytest.param({"session_id": NUL}, id="nul-session-id"),
     pytest.param({"session_id": SURROGATE}, id="surrogate-session-id"),
