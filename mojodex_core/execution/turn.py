@@ -408,6 +408,7 @@ class InstructTurn(TurnCompletion):
             tools=list(task.tools),
             resume_tool_execution_pk=resume,
             session_language=found.session_language,
+            completes_execution=task.type != "workflow",
         )
         if not claiming:
             claimed = db.execute(_CLAIM_PENDING if resume is None else _CLAIM_RESUMED, {"b_pk": job.message_pk})

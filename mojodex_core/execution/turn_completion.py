@@ -68,6 +68,9 @@ class TurnContext:
     resume_tool_execution_pk: int | None = None
     # The session's language when the turn began (a session's turns run one at a time).
     session_language: str | None = None
+    # A draft completes the execution of an instruct task; a workflow's engine completes its own (its result
+    # chat's draft only refines the result, and must not complete a workflow an edit has reopened meanwhile).
+    completes_execution: bool = True
     # The reasoning trace entries of the turn's LLM calls, (entry, source), not written yet: they
     # go in with the answer, or on their own when the turn ends without one.
     trace: list[tuple[str, str]] = field(default_factory=list)
@@ -279,7 +282,7 @@ class TurnCompletion:
             text_type_fk=context.output_text_type_fk, text_type=context.output_text_type, message_pk=answer_pk,
             now=now,
         )
-        complete = execution.status != "completed"
+        complete = context.completes_execution and execution.status != "completed"
         name = not execution.title and title
         if complete or name:
             statement = _FINISH_NAMED if complete and name else _FINISH if complete else _NAME

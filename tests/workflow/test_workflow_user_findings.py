@@ -98,3 +98,36 @@ def test_steps_and_the_review_are_bounded_by_the_configured_max_tokens(database_
                                               "text": "why?", "message_id": "why-1"})
         live.wait_idle()
         assert [r.get("max_tokens") for r in llm.requests] == [123, 123]
+
+
+def test_an_edit_while_the_result_chat_answers_still_produces_the_rerun_text(wf, llm):
+    """A reviewer found it: the result chat's draft, stored after an edit had reopened the workflow, completed the
+    execution again, so the re-run of the later steps found it completed and produced no text."""
+    user = poem_user(wf)
+    llm.script(Reply(json={"stanza_topics": ["tide"]}))
+    created = start_poem(user)
+    pk, session_id = created["user_task_execution_pk"], created["session_id"]
+    (divider,) = wait_steps(user, pk, awaiting(1))
+    llm.script(Reply("Stanza about the tide"))
+    validate(user, divider["user_workflow_step_execution_pk"])
+    assert wait_completed(user, pk)["produced_text"] == "Stanza about the tide"
+    llm.script(Reply(chunks=["<execution><title>Sea</title>", "<draft>Softer tide</draft>", "</execution>"],
+                     delay_s=0.4),
+               Reply("Stanza about the stars"))
+    socket = user.socket(session_id)
+    try:
+        user.ok("PUT", "/user_message", json={"session_id": session_id, "user_task_execution_pk": pk,
+                                              "text": "Make it softer", "message_id": "chat-1"})
+        wait_steps(user, pk, lambda rows: len(llm.requests) >= 3)  # the chat's request is streaming
+        edited = user.ok("PUT", "/user_workflow_step_execution_result", json={
+            "user_workflow_step_execution_pk": divider["user_workflow_step_execution_pk"],
+            "result": [{**divider["result"][0], "stanza_topic": "stars"}]})
+        assert edited["run_submitted"] is True
+        assert socket.wait_event("draft_message")[0]["produced_text"] == "Softer tide"
+    finally:
+        socket.close()
+    rows = wait_steps(user, pk, lambda rs: any(r["rank"] == 2 and r["status"] == "done" for r in rs)
+                      and not any(r["status"] == "running" for r in rs))
+    assert [r["result"] for r in rows if r["rank"] == 2] == [[{"stanza": "Stanza about the stars"}]], rows
+    final = wait_completed(user, pk)
+    assert (final["produced_text"], final["produced_text_version_index"]) == ("Stanza about the stars", 3), final
