@@ -78,11 +78,12 @@ def put_audio_message():  # noqa: ANN201
         ).one()
         if not current.dispatcher.handles(task_type):
             raise ApiError(422, str(UnsupportedTaskType(task_type)))
-        if order_state == "Idle" and db.scalar(select(Message.status).where(
-                Message.session_id == session_id, Message.message_id == message_id)) in (None, "failed"):
-            # As for a text message: a message stored and not failed, sent again, answers as before.
+        # As for a text message: a message stored and not failed, sent again, answers as before.
+        new = db.scalar(select(Message.status).where(
+            Message.session_id == session_id, Message.message_id == message_id)) in (None, "failed")
+        if order_state == "Idle" and new:
             raise ApiError(409, "this order is finished (the conversation is Idle): start a new one")
-        if task_type == "workflow" and workflow_store.chat_kind(db, execution) is None:
+        if task_type == "workflow" and new and workflow_store.chat_kind(db, execution) is None:
             raise ApiError(409, NOT_CHATTING)  # no review or result chat open: the runner would only fail it
     store(session_id, message_id)
     try:

@@ -128,7 +128,8 @@ class UserMessageResource(Resource):
             # message's retry too (it would only fail again). A message sent again after its response
             # was lost is answered as before: the one already stored.
             raise ApiError(409, "this order is finished (the conversation is Idle): start a new one")
-        if found.type == "workflow":
+        if found.type == "workflow" and found.existing_status in (None, "failed"):
+            # A message stored and not failed, sent again after its response was lost, answers as before.
             with current.db() as db:
                 if store.chat_kind(db, db.get(UserTaskExecution, pk)) is None:
                     # No review chat and no result chat open (e.g. a step awaits validation): the

@@ -257,3 +257,26 @@ def test_a_restart_while_the_review_answers_fails_the_message_and_learns_nothing
     assert rerun["parameter"] == {"poem_topic": "mountains"} and "make it rhyme" not in prompts(llm)[-1]
     reasoning = user.ok("GET", "/user_task_execution/reasoning", params={"user_task_execution_pk": pk})["reasoning"]
     assert any(e["source"] == "WORKFLOW_REVIEW" and "they want rhymes" in e["text"] for e in reasoning)
+
+
+def test_a_review_message_sent_again_after_its_review_closed_answers_as_before(wf, llm):
+    """A reviewer found it: the client lost the response of a review message that was answered (the step
+    re-ran with the instruction), sent the same message_id again, and got a 409 "running its steps"."""
+    from tests.integration.test_audio import wav_bytes
+
+    user, created, pk, _divider = _rejected_divider(wf, llm)
+    llm.script(decision("instruction", "Two stanzas then.", INSTRUCTION), Reply(json={"stanza_topics": ["a", "b"]}))
+    first = _say(user, created, "Too long, two stanzas please", "review-1")
+    wait_steps(user, pk, lambda rows: awaiting(1)(rows) and len(rows[0]["result"]) == 2)
+    again = _say(user, created, "Too long, two stanzas please", "review-1")
+    assert (again["message_pk"], again["status"]) == (first["message_pk"], "answered")
+    # A voice message too, once its review has closed.
+    (divider,) = wait_steps(user, pk, awaiting(1))
+    validate(user, divider["user_workflow_step_execution_pk"], validated=False)
+    llm.transcript = "Only one stanza"
+    llm.script(decision("instruction", "One stanza then.", "Use one stanza"), Reply(json={"stanza_topics": ["a"]}))
+    voice = {"session_id": created["session_id"], "user_task_execution_pk": str(pk), "message_id": "voice-1"}
+    sent = user.ok("PUT", "/user_message", data=voice, files={"file": ("v.wav", wav_bytes(0.2), "audio/wav")})
+    wait_steps(user, pk, lambda rows: awaiting(1)(rows) and len(rows[0]["result"]) == 1)
+    resent = user.ok("PUT", "/user_message", data=voice, files={"file": ("v.wav", wav_bytes(0.2), "audio/wav")})
+    assert resent["message_pk"] == sent["message_pk"] and resent["status"] != "failed"
