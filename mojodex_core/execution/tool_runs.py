@@ -120,8 +120,14 @@ class ToolRuns:
         self, execution_pk: int, query_pk: int, request: ToolRequest, tool_spec: dict[str, Any], user_id: str,
         user_task_execution_pk: int,
     ) -> dict[str, Any]:
-        context = self.context(tool_spec, user_id, user_task_execution_pk)
-        result = _run_bounded(request, context)
+        try:
+            context = self.context(tool_spec, user_id, user_task_execution_pk)
+        except (TypeError, ValueError) as exc:  # a config stored before specs were checked for it
+            log.error("tool %s of execution=%s has a config it cannot run with: %s", request.name,
+                      user_task_execution_pk, exc)
+            result = _error(f"the tool {request.name} could not run: its configuration is invalid ({exc})")
+        else:
+            result = _run_bounded(request, context)
         error = result.get("error") if set(result) == {"error"} else None
         self._finish(execution_pk, query_pk, result, error)
         if error:

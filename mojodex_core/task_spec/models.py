@@ -156,6 +156,9 @@ class InfoToExtract(_Nested):
     description: Text = Field(description="What the information is, for the assistant.")
 
 
+MAX_TOOL_TIMEOUT_S = 600.0
+
+
 class ToolSpec(_Nested):
     """A tool the assistant may use during the task (see docs/tools_and_reasoning.md)."""
 
@@ -165,8 +168,22 @@ class ToolSpec(_Nested):
         default=False, description="Ask the user to approve each use before the tool runs."
     )
     config: dict[str, Any] = Field(
-        default_factory=dict, description="Admin settings of the tool for this task (e.g. http_json's url)."
+        default_factory=dict, description="Admin settings of the tool for this task (e.g. http_json's url); "
+        f"timeout_s, when set, is a number of seconds above 0 and at most {MAX_TOOL_TIMEOUT_S:g}.",
+        json_schema_extra={"properties": {"timeout_s": {
+            "type": "number", "exclusiveMinimum": 0, "maximum": MAX_TOOL_TIMEOUT_S}}},
     )
+
+    @field_validator("config")
+    @classmethod
+    def _timeout(cls, value: dict[str, Any]) -> dict[str, Any]:
+        # Every tool reads timeout_s (the platform bounds each run with it): a bad one would fail each use.
+        timeout = value.get("timeout_s")
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)
+                                    or not 0 < timeout <= MAX_TOOL_TIMEOUT_S):
+            raise PydanticCustomError("spec_rule", "timeout_s must be a number of seconds above 0 and at most "
+                                      "{limit}", {"limit": f"{MAX_TOOL_TIMEOUT_S:g}"})
+        return value
 
 
 class PredefinedActionData(_Nested):

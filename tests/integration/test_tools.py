@@ -239,6 +239,36 @@ def test_tool_errors_are_told_to_the_model_and_the_turn_completes(tools_live, ll
     assert len(results) == 1 and error in results[0]
 
 
+def test_a_stored_tool_config_the_run_cannot_read_fails_the_use_not_the_turn(tools_live, llm):
+    """A tester stored timeout_s "abc" (specs now refuse it; a task stored before keeps it): each use crashed the
+    turn as an internal error, and left its task_tool_execution "running" for ever."""
+    from datetime import UTC, datetime
+
+    from sqlalchemy import select
+
+    from mojodex_core.db.models import Task
+
+    with tools_live.db() as db:
+        task = db.scalar(select(Task).where(Task.name_for_system == TOOL_TASK))
+        before = task.spec
+        task.spec = {**before, "tools": [{**t, "config": {"timeout_s": "abc"}} if t["name"] == "echo" else t
+                                         for t in before["tools"]]}
+        task.updated_at = datetime.now(UTC)
+        db.commit()
+    turn = ToolTurn(tools_live)
+    try:
+        llm.script(Reply(tag_call("echo", {"text": "x"})), Reply(answer("Sorry, the tool failed.")))
+        assert turn.send("try it")["text"] == "Sorry, the tool failed."
+    finally:
+        turn.close()
+        with tools_live.db() as db:
+            db.scalar(select(Task).where(Task.name_for_system == TOOL_TASK)).spec = before
+            db.commit()
+    (execution, queries), = tool_rows(tools_live, turn.pk)
+    assert execution.status == "failed" and "could not run" in execution.error
+    assert "could not run" in queries[0].result["error"]
+
+
 def test_tool_calls_per_turn_are_bounded(tools_live, llm):
     turn = ToolTurn(tools_live)
     try:

@@ -29,6 +29,12 @@ def test_a_valid_tools_list():
         ("internal_memory", False, {}), ("http_json", True, {"url": "https://x"})]
 
 
+def test_a_tool_timeout_may_be_any_positive_number_of_seconds():
+    for timeout in (0.5, 3, 600):
+        tools = [{"name": "http_json", "usage_description": "crm", "config": {"timeout_s": timeout}}]
+        assert validate_spec(spec_with(tools)).tools[0].config["timeout_s"] == timeout
+
+
 @pytest.mark.parametrize(
     ("tools", "path", "words"),
     [
@@ -38,6 +44,11 @@ def test_a_valid_tools_list():
         ([{"name": "a", "usage_description": "x", "colour": "red"}], "tools[0].colour", ""),
         ([{"name": "Bad Name", "usage_description": "x"}], "tools[0].name", "must match"),
         ([{"name": "a", "usage_description": "x", "config": []}], "tools[0].config", ""),
+        ([{"name": "a", "usage_description": "x", "config": {"timeout_s": "abc"}}], "tools[0].config", "timeout_s"),
+        ([{"name": "a", "usage_description": "x", "config": {"timeout_s": -1}}], "tools[0].config", "above 0"),
+        ([{"name": "a", "usage_description": "x", "config": {"timeout_s": 0}}], "tools[0].config", "above 0"),
+        ([{"name": "a", "usage_description": "x", "config": {"timeout_s": True}}], "tools[0].config", "timeout_s"),
+        ([{"name": "a", "usage_description": "x", "config": {"timeout_s": 601}}], "tools[0].config", "at most 600"),
     ],
 )
 def test_invalid_tools_are_rejected_with_a_path(tools, path, words):
