@@ -68,11 +68,21 @@ class StockOverride:
     in_stock: bool
 
 
+def _names(menu: Menu, o: StockOverride) -> bool:
+    """Whether the menu still has what the override names (an upload may have dropped it since)."""
+    tdef = menu.item_types.get(o.item_type)
+    if tdef is None or o.field is None:
+        return tdef is not None
+    fdef = tdef.fields.get(o.field)
+    return fdef is not None and fdef.value(str(o.value)) is not None
+
+
 def _apply(menu: Menu, overrides: tuple[StockOverride, ...]) -> Menu:
     from mojodex_core.order.conversation import mark_unavailable
 
     for o in overrides:
-        menu = mark_unavailable(menu, o.item_type, o.field, o.value, o.in_stock)
+        if _names(menu, o):
+            menu = mark_unavailable(menu, o.item_type, o.field, o.value, o.in_stock)
     return menu
 
 
@@ -161,13 +171,17 @@ class MenuCatalog:
 
 
 def store_menu(db: DbSession, menu: Menu) -> bool:
-    """Creates or replaces an uploaded menu; returns whether it was created."""
+    """Creates or replaces an uploaded menu; returns whether it was created. The stock recorded for what the
+    new menu no longer has is dropped with it (the same name uploaded again later is in stock)."""
     row = db.get(StoredMenu, menu.id)
     created = row is None
     if created:
         row = StoredMenu(menu_id=menu.id)
         db.add(row)
     row.menu = menu.model_dump(mode="json")
+    for stock in db.scalars(select(MenuStock).where(MenuStock.menu_id == menu.id)):
+        if not _names(menu, StockOverride(stock.item_type, stock.field or None, stock.value or None, stock.in_stock)):
+            db.delete(stock)
     db.flush()
     return created
 

@@ -256,6 +256,34 @@ def test_a_replacement_must_keep_the_item_types_of_live_orders(orders):
         chat.close()
 
 
+@pytest.mark.parametrize("change", [
+    pytest.param({"item_type": "vase"}, id="item-type"),
+    pytest.param({"item_type": "vase", "field": "material", "value": "ceramic"}, id="value"),
+])
+def test_stock_recorded_for_what_a_replacement_drops_is_dropped_with_it(orders, change):
+    """A tester marked an item out of stock, then uploaded the menu without it: every read of the menu, order
+    start and turn answered 500 (the stock named what the menu no longer had), and the stock could not be
+    reset (a 400, the item being gone)."""
+    menu = copy.deepcopy(FLORIST_MENU)
+    menu["id"] = "florist_stale_" + change["item_type"] + ("_value" if "value" in change else "")
+    assert put_menu(orders, menu).status_code == 200
+    base = orders.base_url + "/menu_availability"
+    assert orders.admin().put(base, json={"menu_id": menu["id"], **change, "in_stock": False}).status_code == 200
+    without = copy.deepcopy(menu)
+    if "value" in change:
+        values = without["item_types"]["vase"]["fields"]["material"]["values"]
+        values[:] = [v for v in values if v["id"] != "ceramic"]
+    else:
+        without["item_types"].pop("vase")
+    assert put_menu(orders, without).status_code == 200
+    read = customer(orders).ok("GET", "/menu", params={"menu_id": menu["id"]})["menu"]
+    assert read["item_types"]["bouquet"]["available"] is True
+    assert put_menu(orders, menu).status_code == 200  # back on the menu: in stock, as the upload says
+    read = customer(orders).ok("GET", "/menu", params={"menu_id": menu["id"]})["menu"]
+    assert read["item_types"]["vase"]["available"] is True
+    assert all(v["in_stock"] for v in read["item_types"]["vase"]["fields"]["material"]["values"])
+
+
 _OTHER_STOCK = text("INSERT INTO menu_stock (menu_id, item_type, field, value, in_stock, updated_at) "
                     "VALUES ('bagel_shop', 'bagel', 'bagel_type', 'plain', true, now())")
 
