@@ -31,7 +31,7 @@ from mojodex_core.order_runtime.menus import (
     MenuNotFound,
     StockError,
     check_stock_item,
-    item_types_in_use,
+    in_use_missing_from,
     set_stock,
     store_menu,
     validate_menu,
@@ -85,10 +85,10 @@ class MenuResource(Resource):
             raise ApiError(409, f"menu id {menu.id!r} is a shipped menu (tasks_config/menus/{menu.id}.json): "
                                 "upload it under another id", field="id")
         with current.db() as db:
-            removed = item_types_in_use(db, menu.id) - set(menu.item_types)
+            removed = in_use_missing_from(db, menu)
             if removed:
                 raise ApiError(409, f"live orders on menu {menu.id!r} still have {', '.join(sorted(removed))}: "
-                                    "keep these item types (mark them out of stock instead)", field="item_types")
+                                    "keep them on the menu (mark them out of stock instead)", field="item_types")
             created = store_menu(db, menu)
         log.info("menu %s %s by admin", menu.id, "created" if created else "replaced")
         return {"menu_id": menu.id, "created": created, "item_types": sorted(menu.item_types)}, 200

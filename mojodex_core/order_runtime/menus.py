@@ -9,6 +9,7 @@ Resolved menus are cached per (source version, overrides), so a turn costs two s
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -230,14 +231,33 @@ def check_stock_item(menu: Menu, item_type: object, field: object, value: object
     return None
 
 
-def item_types_in_use(db: DbSession, menu_id: str) -> set[str]:
-    """Item types of the live (not Idle) orders taken on this menu: a replacement must keep them."""
-    used: set[str] = set()
+def missing_in_use(menu: Menu, items: Iterable[dict[str, Any]]) -> set[str]:
+    """What ordered ``items`` (stored item dicts) use and ``menu`` no longer has: an item type ("drink"), or a
+    value of a menu field ("pizza.toppings MUSHROOMS"). Pure."""
+    missing: set[str] = set()
+    for item in items:
+        if item.get("status") == "skipped":
+            continue
+        tdef = menu.item_types.get(item.get("item_type"))
+        if tdef is None:
+            missing.add(str(item.get("item_type")))
+            continue
+        for name, current in (item.get("fields") or {}).items():
+            fdef = tdef.fields.get(name)
+            if fdef is None or fdef.kind not in ("choice", "measure"):
+                continue
+            for entry in current if isinstance(current, list) else [current]:
+                value = entry.get("name") if isinstance(entry, dict) else entry
+                if value is not None and fdef.value(str(value)) is None:
+                    missing.add(f"{item.get('item_type')}.{name} {value}")
+    return missing
+
+
+def in_use_missing_from(db: DbSession, menu: Menu) -> set[str]:
+    """What the live (not Idle) orders taken on this menu's id use and ``menu`` lacks: a replacement must keep
+    it (mark it out of stock instead), or those orders would be repriced and ticketed with what is gone."""
     rows = db.scalars(
-        select(OrderSession.conversation).where(OrderSession.menu_id == menu_id, OrderSession.state != "Idle")
+        select(OrderSession.conversation).where(OrderSession.menu_id == menu.id, OrderSession.state != "Idle")
     )
-    for conversation in rows:
-        for item in ((conversation or {}).get("order") or {}).get("items", {}).get("items", []):
-            if item.get("status") != "skipped":
-                used.add(item.get("item_type"))
-    return used
+    orders = ((conversation or {}).get("order") or {} for conversation in rows)
+    return missing_in_use(menu, (item for order in orders for item in order.get("items", {}).get("items", [])))

@@ -42,3 +42,15 @@ def test_missing_menu_file(tmp_path):
         load_menu(tmp_path / "nope.json")
     with pytest.raises(MenuError):
         get_menu("../etc/passwd")
+
+
+def test_missing_in_use_names_item_types_and_values_a_menu_dropped(pizza_menu):
+    from mojodex_core.order_runtime.menus import missing_in_use
+
+    items = [
+        {"item_type": "pizza", "status": "complete", "fields": {"size": "LARGE", "toppings": [
+            {"name": "HAM", "qualifier": "EXTRA"}, "TRUFFLE"]}},
+        {"item_type": "calzone", "status": "pending", "fields": {}},
+        {"item_type": "boat", "status": "skipped", "fields": {}},  # removed from the order: not in use
+    ]
+    assert missing_in_use(pizza_menu, items) == {"pizza.toppings TRUFFLE", "calzone"}

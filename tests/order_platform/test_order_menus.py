@@ -256,6 +256,29 @@ def test_a_replacement_must_keep_the_item_types_of_live_orders(orders):
         chat.close()
 
 
+def test_a_replacement_must_keep_the_values_of_live_orders(orders):
+    """A tester replaced a menu without a topping a live order had: the order was repriced without it, showed
+    its raw id, and the ticket still listed it."""
+    menu = copy.deepcopy(FLORIST_MENU)
+    menu["id"] = "florist_live_values"
+    assert put_menu(orders, menu).status_code == 200
+    spec = dict(FLORIST_TASK, name_for_system="order_florist_live_values", menu="florist_live_values")
+    assert orders.admin().put(orders.base_url + "/task", json=spec, timeout=10).status_code in (200, 409)
+    chat = open_order(orders.new_user(tasks=[spec["name_for_system"]]), spec["name_for_system"])
+    try:
+        chat.say("a ceramic vase")
+        assert [i["fields"].get("material") for i in items(chat.order()["order"])] == ["ceramic"]
+        without = copy.deepcopy(menu)
+        values = without["item_types"]["vase"]["fields"]["material"]["values"]
+        values[:] = [v for v in values if v["id"] != "ceramic"]
+        response = put_menu(orders, without)
+        assert response.status_code == 409 and "vase.material ceramic" in response.json()["error"], response.text
+        read = chat.client.ok("GET", "/menu", params={"menu_id": menu["id"]})["menu"]
+        assert any(v["id"] == "ceramic" for v in read["item_types"]["vase"]["fields"]["material"]["values"])
+    finally:
+        chat.close()
+
+
 @pytest.mark.parametrize("change", [
     pytest.param({"item_type": "vase"}, id="item-type"),
     pytest.param({"item_type": "vase", "field": "material", "value": "ceramic"}, id="value"),
