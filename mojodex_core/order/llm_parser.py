@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
@@ -103,7 +103,32 @@ def parse_with_llm(text: str, menu: Menu, tree: OrderTask | None, llm: Structure
         raise OrderParseError(f"{LABEL}: the model returned an invalid ParsedInput twice ({detail})") from exc
     if not isinstance(result, ParsedInput):
         result = ParsedInput.model_validate(result.model_dump())
+    malformed = _malformed_value(result)
+    if malformed is not None:
+        raise OrderParseError(f"{LABEL}: the model returned a malformed value {malformed!r}")
     return result
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _entry_ok(entry: Any) -> bool:
+    """A value id, a number or bool, or a qualified entry {"name": id, ...} with scalar details."""
+    if isinstance(entry, dict):
+        return isinstance(entry.get("name"), str) and all(isinstance(v, _SCALARS) for v in entry.values())
+    return isinstance(entry, _SCALARS)
+
+
+def _malformed_value(parsed: ParsedInput) -> Any:
+    """The first value of the parse that has no field's shape (a list of lists, an entry without a name): the
+    schema lets any JSON through as a value, and the state update only knows these shapes."""
+    values = [v for item in parsed.new_items for v in item.fields.values()]
+    values += [m.new_value for m in parsed.modifications] + list(parsed.answers.values())
+    for value in values:
+        entries = value if isinstance(value, list) else [value]
+        if not all(_entry_ok(e) for e in entries):
+            return value
+    return None
 
 
 def parse_order(

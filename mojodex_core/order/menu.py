@@ -114,6 +114,8 @@ class FieldDef(BaseModel):
             if not isinstance(value, list):
                 raise ValueError("expected a list")
             for entry in value:
+                if isinstance(entry, dict) and "name" not in entry:
+                    raise ValueError(f"expected an entry with a name, got {entry!r}")
                 self._validate_scalar(entry["name"] if isinstance(entry, dict) else entry)
             return
         self._validate_scalar(value)

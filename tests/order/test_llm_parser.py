@@ -132,6 +132,32 @@ def test_auto_mode_keeps_the_deterministic_parse_when_the_llm_fails(llm: Scripte
         down.close()
 
 
+@pytest.mark.parametrize("bad", [
+    pytest.param({"new_items": [{"item_type": "pizza", "fields": {"size": "SMALL", "toppings": [{"nom": "HAM"}]}}]},
+                 id="entry-without-name"),
+    pytest.param({"answers": {"toppings": {"a": 1}}}, id="answer-object"),
+    pytest.param({"new_items": [{"item_type": "pizza", "fields": {"toppings": [["HAM"]]}}]}, id="list-of-lists"),
+    pytest.param({"modifications": [{"field": "size", "new_value": {"name": ["LARGE"]}}]}, id="nested-name"),
+])
+def test_a_malformed_value_from_the_llm_keeps_the_deterministic_parse(llm: ScriptedLLMServer, provider,
+                                                                      pizza_menu, bad):
+    """A tester's scripted model answered a topping as {"nom": "HAM"}: the schema let it through, and the state
+    update crashed the turn (KeyError) where it should have kept the deterministic parse."""
+    text = "a large blorptastic pizza"
+    llm.script(Reply(json=bad))
+    assert parse_order(text, pizza_menu, llm=provider) == parse_deterministic(text, pizza_menu)
+    llm.script(Reply(json=bad))
+    with pytest.raises(OrderParseError, match="malformed value"):
+        parse_order(text, pizza_menu, mode="llm", llm=provider)
+
+
+def test_a_topping_entry_without_a_name_is_refused_not_a_crash(pizza_menu):
+    parsed = ParsedInput.model_validate(
+        {"new_items": [{"item_type": "pizza", "fields": {"size": "SMALL", "toppings": [{"nom": "HAM"}]}}]})
+    tree, _ = update_state(new_order(pizza_menu.id), parsed, pizza_menu)
+    assert tree.items.items[0].fields["toppings"] == [] and tree.last_turn.errors
+
+
 def test_deterministic_mode_never_calls_the_llm(llm: ScriptedLLMServer, provider, pizza_menu):
     parse_order("a large blorptastic pizza", pizza_menu, mode="deterministic", llm=provider)
     assert llm.requests == []
