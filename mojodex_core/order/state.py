@@ -204,6 +204,23 @@ class _Updater:
         if changed and idx not in self.notes.added and idx not in self.notes.modified:
             self.notes.modified.append(idx)
 
+    def order_type(self, order_type: str) -> None:
+        """Pickup or delivery; a change drops what only fitted the other (the address, a payment method it
+        does not offer) and asks for the order's read-back again."""
+        from .flow import payment_options  # local: flow imports state helpers
+
+        dm = self.t.delivery_method
+        before = dm.order_type
+        self.set("delivery_method.order_type", dm, "order_type", order_type)
+        if before is None or before == order_type:
+            return
+        if order_type == "pickup":
+            self.set("delivery_method.address", dm, "address", None)
+        if self.t.payment.method is not None and self.t.payment.method not in payment_options(self.t):
+            self.set("payment.method", self.t.payment, "method", None)
+        self.set("checkout.confirmed", self.t.checkout, "confirmed", False)
+        self.set("checkout.order_reviewed", self.t.checkout, "order_reviewed", False)
+
     def payment(self, method: Any, confirmed: bool) -> None:
         from .flow import OPTION_TEXT, payment_options  # local: flow imports state helpers
 
@@ -286,7 +303,7 @@ def update_state(tree: OrderTask, parsed: ParsedInput, menu: Menu | None = None)
         up.diff.ops.append(DiffOp(op="cancel_order", path="", new=True))
         up.notes.order_cancelled = True
     if parsed.order_type:
-        up.set("delivery_method.order_type", t.delivery_method, "order_type", parsed.order_type)
+        up.order_type(parsed.order_type)
     if parsed.address:
         address = t.delivery_method.address or AddressTask()
         up.set("delivery_method.address", t.delivery_method, "address",

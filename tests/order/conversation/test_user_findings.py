@@ -137,3 +137,30 @@ def test_a_menu_question_says_which_of_its_values_are_out_of_stock(language, not
 def test_a_menu_question_with_everything_in_stock_is_the_menus_text(pizza_menu):
     out = Session(pizza_menu).say("a margherita pizza")
     assert out.reply == "What size would you like the pizza - small, medium, large or extra large?"
+
+
+def test_switching_to_delivery_at_the_read_back_asks_a_payment_delivery_takes(pizza_menu):
+    """A tester switched to delivery after choosing to pay in store: the ticket said "for delivery to 5 Elm
+    Street / Payment: in store", a payment the delivery question refuses."""
+    s = Session(pizza_menu)
+    out = s.run("a small cheese pizza", "pickup", "that's it", "Ana", "555-1234", "in store")
+    assert out.response_key == "confirm-summary"
+    s.say("actually make it delivery")
+    out = s.say("5 Elm Street")
+    assert s.conv.order.payment.method is None and out.response_key == "ask-payment"
+    out = s.say("cash")
+    assert out.response_key == "confirm-summary" and "for delivery to 5 Elm Street" in out.reply
+    assert s.conv.order.payment.method == "cash_delivery"
+
+
+def test_switching_to_pickup_drops_the_address_and_the_cash_on_delivery(pizza_menu):
+    """The reverse: the ticket said "for pickup / Payment: cash on delivery" and still carried the address,
+    sent to the POS."""
+    s = Session(pizza_menu)
+    s.run("a small cheese pizza", "delivery", "5 Elm Street", "that's it", "Ana", "555-1234", "cash")
+    out = s.say("actually I'll pick it up")
+    order = s.conv.order
+    assert (order.delivery_method.address, order.payment.method, order.checkout.confirmed) == (None, None, False)
+    assert out.response_key == "ask-payment"
+    out = s.say("in store")
+    assert out.response_key == "confirm-summary" and "for pickup" in out.reply
