@@ -92,9 +92,11 @@ class _Updater:
         item = ItemTask(item_type=parsed.item_type, label=tdef.label,
                         required=[f for f, d in tdef.fields.items() if d.required])
         for name, fdef in tdef.fields.items():
-            # an empty default ([] for extras) is "nothing yet", not an answer: the seed still asks it
-            if fdef.default not in (None, []) and name not in parsed.fields:
-                item.fields[name] = list(fdef.default) if isinstance(fdef.default, list) else fdef.default
+            # an empty default ([] for extras) is "nothing yet", not an answer: the seed still asks it;
+            # an out-of-stock default is no answer either: the customer is asked (and told what is out)
+            default = _in_stock_default(fdef)
+            if default not in (None, []) and name not in parsed.fields:
+                item.fields[name] = default
                 item.defaulted.append(name)
             else:
                 item.fields.setdefault(name, [] if fdef.multi else None)
@@ -285,6 +287,16 @@ def current_item(tree: OrderTask) -> int | None:
         if it.status == "in_progress":
             return i
     return live[-1][0] if live else None
+
+
+def _in_stock_default(fdef: FieldDef) -> Any:
+    """The field's default, without the values marked out of stock (None, or [] for a list, when none is left)."""
+    default = fdef.default
+    if not fdef.values or default is None:
+        return list(default) if isinstance(default, list) else default
+    if isinstance(default, list):
+        return [e for e in default if getattr(fdef.value(str(_entry_name(e))), "in_stock", True)]
+    return default if getattr(fdef.value(str(default)), "in_stock", True) else None
 
 
 def update_state(tree: OrderTask, parsed: ParsedInput, menu: Menu | None = None) -> tuple[OrderTask, StateDiff]:

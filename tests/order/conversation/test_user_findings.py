@@ -164,3 +164,18 @@ def test_switching_to_pickup_drops_the_address_and_the_cash_on_delivery(pizza_me
     assert out.response_key == "ask-payment"
     out = s.say("in store")
     assert out.response_key == "confirm-summary" and "for pickup" in out.reply
+
+
+def test_an_out_of_stock_default_is_asked_not_applied():
+    """A tester marked the drive-thru's medium drinks out of stock: "a coke" was taken as a medium coke, charged,
+    without a word; the size is the menu's default."""
+    from mojodex_core.order.conversation import mark_unavailable
+    from mojodex_core.order.menu import get_menu
+
+    menu = mark_unavailable(get_menu("drive_thru"), "drink", "size", "medium", False)
+    s = Session(menu)
+    out = s.say("a coke")
+    assert s.conv.order.items.items[0].fields["size"] is None
+    assert out.reply.endswith("What size drink - small, medium or large? We're out of medium today."), out.reply
+    s.say("large")
+    assert s.conv.order.items.items[0].fields["size"] == "large"
