@@ -13,6 +13,21 @@ from mojodex_core.db.models import ProducedText, ProducedTextVersion, UserTaskEx
 
 MAX_ATTEMPTS = 5
 
+# Task types whose produced text users may not edit (a manual edit or a text edit action), and why.
+FROZEN_BY_TASK_TYPE = {
+    "order": "an order's produced text is its ticket, frozen when the order was placed: it cannot be edited",
+}
+
+
+class ProducedTextFrozen(Exception):
+    """The produced text of this execution cannot be edited by its user."""
+
+
+def check_editable(task_type: str) -> None:
+    reason = FROZEN_BY_TASK_TYPE.get(task_type)
+    if reason is not None:
+        raise ProducedTextFrozen(reason)
+
 
 def latest_version(db: DbSession, user_task_execution_pk: int) -> ProducedTextVersion | None:
     return db.scalar(

@@ -142,3 +142,24 @@ def test_webhook_secret_is_generated_once_into_var(tmp_path):
     first = webhook_secret(settings)
     assert len(first) >= 16 and webhook_secret(settings) == first
     assert (tmp_path / "mojodex_pos_webhook_secret").read_text().strip() == first
+
+
+def test_the_ticket_text_cannot_be_edited_by_the_customer(orders):
+    """A tester overwrote an order's produced text with "Total: $0.00" (POST /produced_text, 200): the
+    execution's text then disagreed with its ticket, which GET /order and the POS had."""
+    chat = place_full_order(orders, bagel_task_with_webhook(orders, None))
+    try:
+        ticket = chat.order()["ticket"]
+        produced = chat.client.ok("GET", "/user_task_execution_produced_text",
+                                  params={"user_task_execution_pk": chat.pk})
+        for body in ({"user_task_execution_pk": chat.pk, "production": "Total: $0.00"},
+                     {"produced_text_pk": produced["produced_text_pk"], "production": "Total: $0.00"}):
+            answer = chat.client.call("POST", "/produced_text", json=body)
+            assert answer.status_code == 409 and "ticket" in answer.json()["error"], answer.text
+        answer = chat.client.call("POST", "/text_edit_action", json={
+            "produced_text_version_pk": produced["produced_text_version_pk"], "text_edit_action_pk": 1})
+        assert answer.status_code == 409 and "ticket" in answer.json()["error"], answer.text
+        after = chat.client.ok("GET", "/user_task_execution_produced_text", params={"user_task_execution_pk": chat.pk})
+        assert (after["produced_text_version_count"], after["produced_text"]) == (1, ticket["text"])
+    finally:
+        chat.close()
