@@ -217,6 +217,7 @@ class Menu(BaseModel):
     name: str = Field(min_length=1, max_length=200)
     currency: str = Field(default="USD", pattern=r"^[A-Z]{3}$")  # ISO 4217 code
     item_types: dict[str, ItemTypeDef]
+    max_lines: int = Field(default=50, ge=1, le=1000)  # most lines (items) one order may have
     qualifiers: dict[str, list[str]] = Field(default_factory=dict)  # EXTRA -> ["extra", "more"]
     # shop vocabulary that is not an entity: words safe to ignore here ("crust", "dough" at a pizzeria)...
     fillers: list[str] = Field(default_factory=list)

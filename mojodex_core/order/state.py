@@ -89,6 +89,11 @@ class _Updater:
         if not _is_int(qty) or not tdef.min_qty <= qty <= tdef.max_qty:
             _qty_error(self, tdef, qty)
             return
+        if len(self.t.items.active()) >= self.menu.max_lines:
+            if not any(e.kind == "too_many_lines" for e in self.diff.errors):  # once, however many were asked
+                self.error("too_many_lines", tdef.label,
+                           f"Sorry, an order can have at most {self.menu.max_lines} lines - I couldn't add more.")
+            return
         item = ItemTask(item_type=parsed.item_type, label=tdef.label,
                         required=[f for f, d in tdef.fields.items() if d.required])
         for name, fdef in tdef.fields.items():

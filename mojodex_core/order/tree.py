@@ -36,7 +36,7 @@ class OrderError(BaseModel):
     """Something the customer asked for that could not go into the order; named for the reply."""
 
     kind: Literal["not_on_menu", "out_of_stock", "quantity_out_of_range", "invalid_value", "not_understood",
-                  "unknown_item"]
+                  "unknown_item", "too_many_lines"]
     subject: str  # what the customer said / asked for, used verbatim in the reply
     message: str
 

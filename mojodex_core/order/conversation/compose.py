@@ -51,6 +51,8 @@ def _error_text(ctx: Ctx, err: OrderError) -> tuple[str, str]:
                     lang, "error-quantity-out-of-range", subject=err.subject, min=tdef.min_qty, max=tdef.max_qty,
                     label=plural(tdef.label))
         return "error-invalid-value", say(lang, "error-invalid-value", subject=err.subject)
+    if err.kind == "too_many_lines":
+        return "error-too-many-lines", say(lang, "error-too-many-lines", max=ctx.menu.max_lines)
     key = {"out_of_stock": "error-out-of-stock", "unknown_item": "error-unknown-item",
            "not_understood": "error-not-understood"}.get(err.kind, "error-invalid-value")
     return key, say(lang, key, subject=err.subject)

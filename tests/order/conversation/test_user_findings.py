@@ -179,3 +179,15 @@ def test_an_out_of_stock_default_is_asked_not_applied():
     assert out.reply.endswith("What size drink - small, medium or large? We're out of medium today."), out.reply
     s.say("large")
     assert s.conv.order.items.items[0].fields["size"] == "large"
+
+
+def test_an_order_has_at_most_the_menus_max_lines(pizza_menu):
+    """A tester sent "a large pizza" 300 times in one message: 300 lines, $4,050, with no limit."""
+    menu = pizza_menu.model_copy(update={"max_lines": 3})
+    s = Session(menu)
+    out = s.say("a large cheese pizza, " * 5)
+    assert len(s.conv.order.items.active()) == 3
+    assert out.reply.count("at most 3 lines") == 1, out.reply
+    out = s.say("and a coke")
+    assert len(s.conv.order.items.active()) == 3 and "at most 3 lines" in out.reply
+    assert pizza_menu.max_lines == 50
