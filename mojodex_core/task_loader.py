@@ -19,6 +19,8 @@ from mojodex_core.db.models import (
     TaskPlatform,
     TaskPredefinedAction,
     TextType,
+    UserTask,
+    UserTaskExecution,
 )
 from mojodex_core.task_spec import OrderTaskSpec, SpecError, SpecIssue, TaskSpec, WorkflowTaskSpec, validate_spec
 
@@ -105,6 +107,11 @@ def store_spec(db: DbSession, spec: TaskSpec, mode: Mode = "upsert") -> tuple[Ta
     if created:
         task = Task(name_for_system=spec.name_for_system)
         db.add(task)
+    elif task.type != spec.task_type and _has_executions(db, task):
+        # Its executions were started as one type (an order's conversation, a workflow's steps): running them
+        # as another would mix both. A new type is a new task.
+        raise TaskConflict(f"task {spec.name_for_system!r} is a {task.type} task with executions: it cannot become "
+                           f"a {spec.task_type} task (give the new spec another name_for_system)", 409)
 
     task.type = spec.task_type
     task.definition_for_system = spec.definition_for_system
@@ -124,6 +131,13 @@ def store_spec(db: DbSession, spec: TaskSpec, mode: Mode = "upsert") -> tuple[Ta
     _sync_predefined_actions(db, task, spec)
     db.flush()
     return task, created
+
+
+def _has_executions(db: DbSession, task: Task) -> bool:
+    found = (select(UserTaskExecution.user_task_execution_pk)
+             .join(UserTask, UserTask.user_task_pk == UserTaskExecution.user_task_fk)
+             .where(UserTask.task_fk == task.task_pk).limit(1))
+    return db.scalar(found) is not None
 
 
 def _sync_displayed_data(db: DbSession, task: Task, spec: TaskSpec) -> None:

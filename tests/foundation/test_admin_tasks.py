@@ -100,6 +100,23 @@ def test_post_updates_an_existing_task_and_404s_a_missing_one(live):
     assert body["spec"]["final_instruction"] == "Write it shorter."
 
 
+def test_post_cannot_change_the_type_of_a_task_with_executions(live):
+    """A tester turned an instruct task with a completed execution into an order task: the execution was
+    listed as an order, its chat still ran instruct turns, and GET /order said it was not an order."""
+    spec = valid_spec()
+    assert admin(live, "PUT", json=spec).status_code == 200
+    order = json.loads((REPO_ROOT / "tasks_config" / "order_pizzeria.json").read_text())
+    order["name_for_system"] = spec["name_for_system"]
+    unused = admin(live, "POST", json=order)  # no execution yet: the type may change
+    assert unused.status_code == 200 and unused.json()["type"] == "order", unused.text
+    assert admin(live, "POST", json=spec).status_code == 200
+    live.new_user(tasks=[spec["name_for_system"]]).new_execution(spec["name_for_system"])
+    refused = admin(live, "POST", json=order)
+    assert refused.status_code == 409 and "instruct task with executions" in refused.json()["error"], refused.text
+    body = get_task(live, spec["name_for_system"]).json()
+    assert body["type"] == "instruct" and body["spec"]["final_instruction"] == spec["final_instruction"]
+
+
 def test_get_of_an_unknown_task_is_404(live):
     response = get_task(live, unique("missing"))
     assert response.status_code == 404
