@@ -130,6 +130,26 @@ def test_delete_is_soft_and_hides_the_execution(live, llm):
     assert llm.requests == []
 
 
+def test_a_deleted_executions_conversation_is_gone_from_messages_and_sockets(live, llm):
+    """A tester deleted an execution: its routes answered 404, but GET /message still listed its conversation
+    and a socket's start_session replayed its events."""
+    client = live.new_user()
+    pk, session_id = new_execution(client)
+    llm.script(Reply("Hello there"))
+    send(client, pk, session_id, "hi")
+    live.wait_idle()
+    assert client.ok("GET", "/message", params={"session_id": session_id})["messages"]
+    client.ok("DELETE", "/user_task_execution", params={"user_task_execution_pk": pk})
+    answer = client.call("GET", "/message", params={"session_id": session_id})
+    assert answer.status_code == 404 and answer.json()["error"], answer.text
+    socket = client.socket()
+    try:
+        assert socket.start_session(session_id) == {"error": "session not found"}
+        assert socket.events == []
+    finally:
+        socket.close()
+
+
 def test_delete_during_a_turn_cancels_it(live, llm):
     client = live.new_user()
     pk, session_id = new_execution(client)
