@@ -119,8 +119,9 @@ def _owned_step(db, pk: int):  # noqa: ANN001, ANN202
     return row, execution, execution_task(db, execution)
 
 
-def _apply(pk: int, change) -> tuple[dict, int]:  # noqa: ANN001
-    """Runs ``change(db, publication, row, execution, task)`` in one transaction, then submits the run."""
+def _apply(pk: int, change, field: str | None = None) -> tuple[dict, int]:  # noqa: ANN001
+    """Runs ``change(db, publication, row, execution, task)`` in one transaction, then submits the run.
+    A ValueError of ``change`` is a 400 naming ``field``; a WorkflowStateError a 409."""
     current = platform()
     with current.db() as db:
         _row, execution, _task = _owned_step(db, pk)
@@ -132,7 +133,7 @@ def _apply(pk: int, change) -> tuple[dict, int]:  # noqa: ANN001
     except WorkflowStateError as exc:
         raise ApiError(409, str(exc)) from exc
     except ValueError as exc:
-        raise bad_request(str(exc)) from exc
+        raise bad_request(str(exc), **({"field": field} if field else {})) from exc
     if outcome.run_message_pk is not None:
         current.runner.submit(TurnJob(session_id=session_id, message_pk=outcome.run_message_pk))
     return {**outcome.view, "run_submitted": outcome.run_message_pk is not None}, 200
@@ -181,7 +182,7 @@ class UserWorkflowStepExecutionResultResource(Resource):
         pk = field(body, "user_workflow_step_execution_pk", int)
         result = field(body, "result", list)
         return _apply(pk, lambda db, pub, row, execution, task: service.edit_result(db, pub, row, execution, task,
-                                                                                    result))
+                                                                                    result), field="result")
 
 
 class RestartUserWorkflowExecutionResource(Resource):

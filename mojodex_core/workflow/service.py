@@ -97,6 +97,8 @@ def later_live_rows(db: DbSession, execution_pk: int, rank: int) -> list[StepRow
 
 def edit_result(db: DbSession, publication: Publication, row: StepRow, execution: UserTaskExecution, task: Task,
                 result: Any) -> Outcome:
+    if row.status != "done":  # the step's state first: no edit of a running step, whatever its shape
+        raise WorkflowStateError(f"only the result of a step that ended can be edited (status {row.status})")
     if not isinstance(result, list) or not result or not all(isinstance(i, dict) for i in result):
         raise ValueError("result must be a non-empty list of objects")
     if len(result) > MAX_RESULT_ITEMS:
@@ -104,8 +106,6 @@ def edit_result(db: DbSession, publication: Publication, row: StepRow, execution
     step = store.step_def(task, row.rank)
     if step is not None:
         get_step(step.name).check_result(result)  # ResultShapeError (a ValueError): the next step could not use it
-    if row.status != "done":
-        raise WorkflowStateError(f"only the result of a step that ended can be edited (status {row.status})")
     db.add(UserWorkflowStepExecutionResult(
         user_workflow_step_execution_fk=row.user_workflow_step_execution_pk, result=result, author="user"))
     run = None

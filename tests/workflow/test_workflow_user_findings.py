@@ -131,3 +131,26 @@ def test_an_edit_while_the_result_chat_answers_still_produces_the_rerun_text(wf,
     assert [r["result"] for r in rows if r["rank"] == 2] == [[{"stanza": "Stanza about the stars"}]], rows
     final = wait_completed(user, pk)
     assert (final["produced_text"], final["produced_text_version_index"]) == ("Stanza about the stars", 3), final
+
+
+def test_a_badly_shaped_result_edit_names_the_field_and_a_running_step_is_a_409(wf, llm):
+    """A reviewer found it: the shape error was a 400 with no ``field``, and it was checked before the step's
+    state, so a badly shaped edit of a running step was a 400 where the step's state makes it a 409."""
+    user = poem_user(wf)
+    llm.script(Reply(json={"stanza_topics": ["tide"]}))
+    created = start_poem(user)
+    pk = created["user_task_execution_pk"]
+    (divider,) = wait_steps(user, pk, awaiting(1))
+    bad = user.call("PUT", "/user_workflow_step_execution_result", json={
+        "user_workflow_step_execution_pk": divider["user_workflow_step_execution_pk"], "result": [{"wrong_key": "x"}]})
+    assert bad.status_code == 400, bad.text
+    assert bad.json()["field"] == "result" and "wrong_key" in bad.json()["error"]
+    llm.script(Reply("Stanza about the tide", delay_s=1.5))
+    validate(user, divider["user_workflow_step_execution_pk"])
+    rows = wait_steps(user, pk, lambda rs: any(r["rank"] == 2 and r["status"] == "running" for r in rs))
+    writer = next(r for r in rows if r["rank"] == 2)
+    running = user.call("PUT", "/user_workflow_step_execution_result", json={
+        "user_workflow_step_execution_pk": writer["user_workflow_step_execution_pk"], "result": [{"wrong_key": "x"}]})
+    assert running.status_code == 409, running.text
+    assert "status running" in running.json()["error"]
+    assert wait_completed(user, pk)["produced_text"] == "Stanza about the tide"
