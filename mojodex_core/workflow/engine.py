@@ -125,7 +125,7 @@ def next_action(steps: list[StepDef], runs: list[StepRun], initial_inputs: dict[
                 return Waiting("review", run.pk)
             current.append(run)
         previous = current
-        if not previous:  # a step returned no item: nothing can run after it
+        if not previous:  # no item to run on (the runner fails a step returning none, an edit cannot store one)
             return Complete(())
     return Complete(tuple(previous))
 

@@ -49,6 +49,8 @@ ENDED = "workflow_step_execution_ended"
 INVALIDATED = "workflow_step_execution_invalidated"
 PRODUCED_TEXT = "workflow_execution_produced_text"
 ADVANCING_EVENTS = ("form_input", RUN_EVENT)
+NO_ITEM = ("The step returned no item, so nothing can run after it and there is no result to write. "
+           "Relaunch it to retry.")
 NOT_CHATTING = ("This workflow is running its steps: you can chat in the review of a step you rejected, "
                 "or about the final result once it is written.")
 
@@ -315,4 +317,6 @@ def lapsed_step(factory: sessionmaker[DbSession], events: EventPublisher, sessio
 def _checked(result: Any) -> list[dict[str, Any]]:
     if not isinstance(result, list) or not all(isinstance(item, dict) for item in result):
         raise StepError("The step returned something other than a list of objects.")
+    if not result:  # the next rank would run zero times and the workflow could never end: a failure to relaunch
+        raise StepError(NO_ITEM)
     return result

@@ -154,3 +154,26 @@ def test_a_badly_shaped_result_edit_names_the_field_and_a_running_step_is_a_409(
     assert running.status_code == 409, running.text
     assert "status running" in running.json()["error"]
     assert wait_completed(user, pk)["produced_text"] == "Stanza about the tide"
+
+
+def test_a_step_that_returns_no_item_fails_visibly_and_can_be_relaunched(wf, llm, monkeypatch):
+    """A reviewer found it: a step returning [] ended "done" with nothing to run after it and no text to
+    produce, so the workflow stalled silently (execution "started", every chat a 409)."""
+    from mojodex_core.workflow.runner import NO_ITEM
+    from mojodex_core.workflow.steps.stanza_writer import StanzaWriter
+
+    user = poem_user(wf)
+    llm.script(Reply(json={"stanza_topics": ["tide"]}))
+    created = start_poem(user)
+    pk = created["user_task_execution_pk"]
+    (divider,) = wait_steps(user, pk, awaiting(1))
+    monkeypatch.setattr(StanzaWriter, "execute", lambda *_args: [])
+    validate(user, divider["user_workflow_step_execution_pk"])
+    rows = wait_steps(user, pk, lambda rs: any(r["rank"] == 2 and r["status"] in ("done", "failed") for r in rs))
+    writer = next(r for r in rows if r["rank"] == 2)
+    assert (writer["status"], writer["result"], writer["error"]) == ("failed", None, NO_ITEM), writer
+    monkeypatch.undo()
+    llm.script(Reply("Stanza about the tide"))
+    user.ok("PUT", "/user_workflow_step_execution",
+            json={"user_workflow_step_execution_pk": writer["user_workflow_step_execution_pk"]})
+    assert wait_completed(user, pk)["produced_text"] == "Stanza about the tide"
