@@ -125,7 +125,8 @@ class TitleSummaryWriter:
             # Serialised with the row's writers (an edit, a rename, a deletion), not with the rows
             # that only name it (the spool's llm_call rows, a turn's messages): see EXECUTION_LOCK.
             execution = db.get(UserTaskExecution, job.user_task_execution_pk, with_for_update=EXECUTION_LOCK)
-            if execution is None:
+            if execution is None or execution.status == "deleted":  # deleted during the LLM call: nothing written
+                log.info("title job dropped: execution %s was deleted", job.user_task_execution_pk)
                 return
             # A title the user chose (POST /user_task_execution_title) wins; one copied from a draft does not.
             draft = latest_version(db, job.user_task_execution_pk)

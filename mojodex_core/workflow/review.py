@@ -18,7 +18,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
-from mojodex_core.db import transaction
+from mojodex_core.db import EXECUTION_LOCK, transaction
 from mojodex_core.db.models import Message, User, UserTaskExecution
 from mojodex_core.execution.events import EventPublisher
 from mojodex_core.execution.failures import fail_or_mark, failure_reason
@@ -34,6 +34,7 @@ log = logging.getLogger("mojodex.workflow")
 LABEL = "WORKFLOW_REVIEW"
 CONVERSATION_MESSAGES = 20
 REVIEW_CLOSED = "This step is no longer under review (it was restarted or run again): your message was not acted on."
+DELETED = "The task execution was deleted."
 ReviewKind = Literal["explanation", "question", "instruction"]
 
 
@@ -119,8 +120,8 @@ class ReviewTurn:
             fail_or_mark(self._factory, self._events, session_id=review.session_id, message_pk=review.message_pk,
                          message_id=review.message_id, user_task_execution_pk=review.execution_pk, reason=reason)
             return
-        if rerun is None:  # closed while the model answered (a restart)
-            self._closed(review)
+        if isinstance(rerun, str):  # closed (a restart) or deleted while the model answered
+            self._closed(review, rerun)
             return
         if rerun:
             self._advance(review.session_id, review.execution_pk, cancel)
@@ -172,20 +173,25 @@ class ReviewTurn:
         ))
         return [{"role": "user" if r.sender == "user" else "assistant", "content": r.text} for r in reversed(rows)]
 
-    def _closed(self, review: _Review | _Closed) -> None:
+    def _closed(self, review: _Review | _Closed, reason: str = REVIEW_CLOSED) -> None:
         fail_or_mark(self._factory, self._events, session_id=review.session_id, message_pk=review.message_pk,
                      message_id=review.message_id, user_task_execution_pk=review.execution_pk,
-                     reason=REVIEW_CLOSED, retryable=False)
+                     reason=reason, retryable=False)
 
-    def _complete(self, review: _Review, decision: ReviewDecision) -> bool | None:
-        """Stores the answer; True when the step runs again on an instruction, None when the review
-        was closed meanwhile (the decision is traced, nothing is answered: the caller fails it)."""
+    def _complete(self, review: _Review, decision: ReviewDecision) -> bool | str:
+        """Stores the answer; True when the step runs again on an instruction. When the review was
+        closed (a restart) or the execution deleted meanwhile, the decision is traced, nothing is
+        answered, and the reason is returned: the caller fails the message with it."""
         with self._events.publishing(review.session_id) as publication, transaction(self._factory) as db:
             row = db.get(store.StepRow, review.row_pk, with_for_update=True)
+            # Locked after the step row, as the routes do: a deletion committed meanwhile is seen.
+            execution = db.get(UserTaskExecution, review.execution_pk, with_for_update=EXECUTION_LOCK)
+            if execution is None or execution.status == "deleted":
+                return DELETED
             still_rejected = row is not None and row.status == "done" and row.validated is False
             append_trace(db, review.execution_pk, [f"[DIRECT] {decision.kind}: {decision.reasoning}"], LABEL)
             if not still_rejected:
-                return None
+                return REVIEW_CLOSED
             user_message = db.get(Message, review.message_pk)
             user_message.status = "answered"
             data: dict[str, Any] = {"review_kind": decision.kind, "user_workflow_step_execution_pk": review.row_pk}

@@ -294,3 +294,35 @@ def test_a_row_naming_the_execution_does_not_hold_the_job(titled, llm, is_postgr
         assert execution_row(titled, pk).title_status == "done"
     finally:
         socket.close()
+
+
+def _title_events(live, session_id: str) -> int:
+    from sqlalchemy import func, select
+
+    from mojodex_core.db.models import SessionEvent
+
+    with live.db() as db:
+        return db.scalar(select(func.count()).select_from(SessionEvent).where(
+            SessionEvent.session_id == session_id, SessionEvent.event_name == "user_task_execution_title"))
+
+
+def test_an_execution_deleted_while_its_title_is_asked_gets_no_title(titled, llm):
+    # was: the job only checked that the row still existed (a deletion is soft), so an execution deleted
+    # during the title's LLM call still got a title, a summary, title_status done and an event
+    import time
+
+    client = titled.new_user()
+    pk, session_id = new_execution(client)
+    route(llm, [Reply(DRAFT)], Reply(chunks=[json.dumps(GENERATED)], delay_s=1.0))
+    run_form(client, pk)
+    deadline = time.monotonic() + 10
+    while title_requests(llm) == 0:  # the title's LLM call is under way
+        assert time.monotonic() < deadline, "the title job never asked the LLM"
+        time.sleep(0.02)
+    client.ok("DELETE", "/user_task_execution", params={"user_task_execution_pk": pk})
+    settle(titled)
+    row = execution_row(titled, pk)
+    assert (row.status, row.summary, row.title_status) == ("deleted", None, "pending")
+    assert row.title != GENERATED["title"]
+    assert _title_events(titled, session_id) == 0
+

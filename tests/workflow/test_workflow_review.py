@@ -280,3 +280,30 @@ def test_a_review_message_sent_again_after_its_review_closed_answers_as_before(w
     wait_steps(user, pk, lambda rows: awaiting(1)(rows) and len(rows[0]["result"]) == 1)
     resent = user.ok("PUT", "/user_message", data=voice, files={"file": ("v.wav", wav_bytes(0.2), "audio/wav")})
     assert resent["message_pk"] == sent["message_pk"] and resent["status"] != "failed"
+
+
+def test_a_review_answered_after_its_execution_was_deleted_changes_nothing(wf, llm):
+    # was: the answer was stored and sent, and an instruction invalidated the step, on a deleted execution
+    from sqlalchemy import select
+
+    from mojodex_core.db.models import Message, UserTaskExecution, UserWorkflowStepExecution
+
+    user, created, pk, divider = _rejected_divider(wf, llm)
+
+    def deleted_meanwhile(_body):  # noqa: ANN001, ANN202
+        with wf.db() as db:  # the deletion commits while the model answers
+            db.get(UserTaskExecution, pk).status = "deleted"
+        return decision("instruction", "I will write it in two stanzas.", INSTRUCTION)
+
+    llm.responder = deleted_meanwhile
+    _say(user, created, "Too long, two stanzas please", "review-deleted")
+    wf.wait_idle()
+    with wf.db() as db:
+        message = db.scalar(select(Message).where(Message.message_id == "review-deleted"))
+        assert (message.status, message.error) == ("failed", "The task execution was deleted.")
+        answers = db.scalars(select(Message.event_name).where(Message.session_id == created["session_id"],
+                                                              Message.sender == "assistant")).all()
+        assert "mojo_message" not in answers
+        row = db.get(UserWorkflowStepExecution, divider["user_workflow_step_execution_pk"])
+        assert (row.status, row.validated, row.learned_instruction) == ("done", False, None)
+    assert len(llm.requests) == 2  # the divider and the review: no re-run
