@@ -88,7 +88,7 @@ class TitleSummaryWriter:
     def _messages(self, job: TitleSummaryJob) -> list[dict[str, str]] | None:
         with self._factory() as db:
             execution = db.get(UserTaskExecution, job.user_task_execution_pk)
-            if execution is None or execution.status == "deleted":
+            if execution is None or execution.status == "deleted" or execution.title_status != "pending":
                 return None
             task = db.get(Task, db.get(UserTask, execution.user_task_fk).task_fk)
             session = db.get(Session, execution.session_id)
@@ -114,7 +114,8 @@ class TitleSummaryWriter:
     def run(self, job: TitleSummaryJob) -> None:
         messages = self._messages(job)
         if messages is None:
-            log.info("title job skipped: execution %s is gone", job.user_task_execution_pk)
+            log.info("title job skipped: execution %s is gone or its title no longer pending",
+                     job.user_task_execution_pk)
             return
         result = self._llm.structured(
             messages, TitleSummary, label=LABEL, user_task_execution_pk=job.user_task_execution_pk,
@@ -127,6 +128,10 @@ class TitleSummaryWriter:
             execution = db.get(UserTaskExecution, job.user_task_execution_pk, with_for_update=EXECUTION_LOCK)
             if execution is None or execution.status == "deleted":  # deleted during the LLM call: nothing written
                 log.info("title job dropped: execution %s was deleted", job.user_task_execution_pk)
+                return
+            if execution.title_status != "pending":  # another process's job wrote it (or gave up) meanwhile
+                log.info("title job dropped: execution %s title is %s", job.user_task_execution_pk,
+                         execution.title_status)
                 return
             # A title the user chose (POST /user_task_execution_title) wins; one copied from a draft does not.
             draft = latest_version(db, job.user_task_execution_pk)
@@ -145,10 +150,16 @@ class TitleSummaryWriter:
 
     def give_up(self, job: TitleSummaryJob, error: BaseException) -> None:
         with transaction(self._factory) as db:
-            db.execute(
+            # Only a title still pending: another process's job may have written it ("done") meanwhile.
+            gave_up = db.execute(
                 update(UserTaskExecution)
-                .where(UserTaskExecution.user_task_execution_pk == job.user_task_execution_pk)
+                .where(UserTaskExecution.user_task_execution_pk == job.user_task_execution_pk,
+                       UserTaskExecution.title_status == "pending")
                 .values(title_status="failed")
-            )
+            ).rowcount
+        if not gave_up:
+            log.info("title job of execution=%s ended (%s): its title is no longer pending",
+                     job.user_task_execution_pk, error)
+            return
         log.warning("title job gave up execution=%s after %d attempt(s): %s",
                     job.user_task_execution_pk, job.attempt, error)

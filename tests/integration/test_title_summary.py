@@ -326,3 +326,26 @@ def test_an_execution_deleted_while_its_title_is_asked_gets_no_title(titled, llm
     assert row.title != GENERATED["title"]
     assert _title_events(titled, session_id) == 0
 
+
+
+def test_a_job_gives_up_or_writes_only_while_the_title_is_pending(titled, llm):
+    # was: give_up set "failed" whatever the status (with several processes, over the "done" another
+    # wrote), and run wrote the title and sent its event again for a job already done
+    from mojodex_core.execution.title_summary import TitleSummaryJob, TitleSummaryWriter
+
+    client = titled.new_user()
+    pk, session_id = new_execution(client)
+    with titled.db() as db:  # another process wrote the title already
+        row = db.get(UserTaskExecution, pk)
+        row.title, row.summary, row.title_status = "Done elsewhere", "Its summary", "done"
+    platform = titled.platform
+    writer = TitleSummaryWriter(platform.session_factory, platform.events, platform.llm)
+    job = TitleSummaryJob(user_task_execution_pk=pk, session_id=session_id, attempt=3)
+    writer.give_up(job, RuntimeError("a retry that failed here"))
+    assert execution_row(titled, pk).title_status == "done"
+    llm.responder = lambda body: Reply(json=GENERATED)
+    writer.run(job)
+    row = execution_row(titled, pk)
+    assert (row.title, row.summary, row.title_status) == ("Done elsewhere", "Its summary", "done")
+    assert _title_events(titled, session_id) == 0
+    assert title_requests(llm) == 0  # nothing to ask: the title is not pending
