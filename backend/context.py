@@ -7,6 +7,7 @@ import os
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Iterator
 
 from flask import current_app
@@ -151,10 +152,12 @@ class Platform:
         if self.heartbeat is None:
             return
 
-        def on_lapsed(session_id: str, execution_pk: int, step_pk: int, rerun: bool) -> None:
-            message_pk = lapsed_step(self.session_factory, self.events, session_id, execution_pk, step_pk, rerun)
+        def on_lapsed(session_id: str, execution_pk: int, step_pk: int, rerun: bool, cutoff: datetime) -> bool:
+            marked, message_pk = lapsed_step(self.session_factory, self.events, session_id, execution_pk, step_pk,
+                                             rerun, cutoff)
             if message_pk is not None:
                 self.runner.submit(TurnJob(session_id=session_id, message_pk=message_pk))
+            return marked
 
         self.heartbeat.start(on_lapsed)
 

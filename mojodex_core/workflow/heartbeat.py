@@ -4,7 +4,9 @@ One thread per process: every ``interval_s`` it renews the heartbeat of the step
 runs, then looks for running steps of any process whose heartbeat is older than ``lapse_s``. Such
 a step is marked ``lapsed`` (its slot is then re-run once, by whichever process takes the
 ``workflow_run`` message) or, when it was already the re-run, ``failed`` (visible, relaunchable).
-The change is a conditional UPDATE, so two processes sweeping at once act once.
+The change is a conditional UPDATE, so two processes sweeping at once act once; it commits with
+its event and its re-run message (``on_lapsed``), so a failure leaves the step running for the
+next sweep rather than lapsed with nothing to run its slot again.
 """
 
 from __future__ import annotations
@@ -29,8 +31,23 @@ LAPSED = ("The step stopped: the process running it stopped renewing its heartbe
 LAPSED_TWICE = ("The step stopped twice: the process running it stopped renewing its heartbeat. "
                 "Relaunch it to retry.")
 
-# (session_id, user_task_execution_pk, step execution pk, re-run?) -> publishes and submits
-OnLapsed = Callable[[str, int, int, bool], None]
+# (session_id, user_task_execution_pk, step execution pk, re-run?, cutoff) -> marks the step with
+# ``mark_lapsed`` in the transaction that publishes its event and stores its re-run message, then
+# submits it; False when another sweep marked it first.
+OnLapsed = Callable[[str, int, int, bool, datetime], bool]
+
+
+def mark_lapsed(db: DbSession, step_pk: int, rerun: bool, cutoff: datetime) -> bool:
+    """Marks a running step whose heartbeat is older than ``cutoff`` lapsed (``rerun``) or failed;
+    False when it is no longer such a step (another sweep took it, or it ended)."""
+    return db.execute(
+        update(UserWorkflowStepExecution)
+        .where(UserWorkflowStepExecution.user_workflow_step_execution_pk == step_pk,
+               UserWorkflowStepExecution.status == "running",
+               UserWorkflowStepExecution.heartbeat_at < cutoff)
+        .values(status="lapsed" if rerun else "failed", error=LAPSED if rerun else LAPSED_TWICE,
+                end_date=datetime.now(UTC))
+    ).rowcount == 1
 
 
 class Heartbeat:
@@ -106,20 +123,18 @@ class Heartbeat:
             if pk in mine:
                 continue  # this process runs it: alive, whatever the clock says
             rerun = attempt <= 1
-            with transaction(self._factory) as db:
-                changed = db.execute(
-                    update(UserWorkflowStepExecution)
-                    .where(UserWorkflowStepExecution.user_workflow_step_execution_pk == pk,
-                           UserWorkflowStepExecution.status == "running",
-                           UserWorkflowStepExecution.heartbeat_at < cutoff)
-                    .values(status="lapsed" if rerun else "failed", error=LAPSED if rerun else LAPSED_TWICE,
-                            end_date=datetime.now(UTC))
-                ).rowcount
+            try:
+                if self._on_lapsed is not None:
+                    changed = self._on_lapsed(session_id, execution_pk, pk, rerun, cutoff)
+                else:
+                    with transaction(self._factory) as db:
+                        changed = mark_lapsed(db, pk, rerun, cutoff)
+            except Exception:  # nothing was committed: the step is still running, the next sweep retries
+                log.exception("could not mark step execution %s (execution %s) lapsed", pk, execution_pk)
+                continue
             if not changed:
                 continue
             log.warning("step execution %s (execution %s) lapsed: %s", pk, execution_pk,
                         "re-running it" if rerun else "failed (it was the re-run)")
             lapsed.append(pk)
-            if self._on_lapsed is not None:
-                self._on_lapsed(session_id, execution_pk, pk, rerun)
         return lapsed

@@ -129,3 +129,33 @@ def test_a_failure_after_the_claim_of_a_step_leaves_no_claimed_step(wf, llm, mon
     finally:
         with wf.db() as db:  # a claim left behind is not re-run in a later test
             db.get(UserTaskExecution, pk).status = "deleted"
+
+
+def test_a_lapse_whose_rerun_could_not_be_stored_is_swept_again(wf, llm, monkeypatch):
+    # was: the lapse was committed alone, then its event and re-run message in another transaction: when
+    # that one failed, the step stayed "lapsed" with nothing to run its slot again, for good
+    from mojodex_core.workflow import runner
+
+    user = poem_user(wf)
+    llm.script(Reply(json={"stanza_topics": ["a"]}))
+    created = start_poem(user)
+    pk = created["user_task_execution_pk"]
+    (done,) = wait_steps(user, pk, awaiting(1))
+    real, calls = runner.request_run, []
+
+    def failing_once(*args: object, **kwargs: object):  # noqa: ANN202
+        calls.append(args)
+        if len(calls) == 1:
+            raise RuntimeError("the database went away")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "request_run", failing_once)
+    llm.script(Reply(json={"stanza_topics": ["b"]}))
+    with wf.db() as db:  # as if its process died while running it
+        row = db.get(UserWorkflowStepExecution, done["user_workflow_step_execution_pk"])
+        row.status, row.validated = "running", None
+        row.heartbeat_at = datetime.now(UTC) - timedelta(seconds=LAPSE_S * 10)
+    (rerun,) = wait_steps(user, pk, awaiting(1), timeout=LAPSE_S * 6)
+    assert rerun["attempt"] == 2 and rerun["result"] == [{"stanza_topic": "b"}]
+    assert [r["status"] for r in steps(user, pk, history=True)] == ["lapsed", "done"]
+    assert len(calls) == 2
