@@ -338,7 +338,7 @@ def build_workflow_turn(
     max_tokens = settings.extra.get("max_tokens")
     workflow = WorkflowTurn(factory, events, llm, heartbeat, transcriber=transcriber, result_chat=result_chat,
                             max_tokens=max_tokens)
-    workflow.set_review(ReviewTurn(factory, events, llm, workflow.advance, max_tokens=max_tokens))
+    workflow.set_review(ReviewTurn(factory, events, llm, workflow, max_tokens=max_tokens))
     return workflow
 
 

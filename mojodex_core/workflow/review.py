@@ -1,8 +1,9 @@
 """The review chat of a rejected step: the workflow assistant reads the achieved steps and the step the
 user rejected, and answers with exactly one of an explanation, a clarifying question or a user
 instruction. An instruction invalidates the step, is kept as a learned instruction, and the step runs
-again with it in its prompt. The assistant's message is stored and sent like every message; its
-reasoning goes to the execution's reasoning trace.
+again with it in its prompt: the ``workflow_run`` message that runs it is stored with the answer, so
+a process that stops right after still leaves it to the start-up resume. The assistant's message is
+stored and sent like every message; its reasoning goes to the execution's reasoning trace.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from mojodex_core.execution.reasoning import append_trace
 from mojodex_core.knowledge import knowledge_block_for
 from mojodex_core.llm import LLMNotConfigured, LLMProvider
 from mojodex_core.workflow import store
+from mojodex_core.workflow.runner import request_run
 from mojodex_core.workflow.service import invalidate
 
 log = logging.getLogger("mojodex.workflow")
@@ -94,12 +96,13 @@ class _Closed:
 
 class ReviewTurn:
     def __init__(self, factory: sessionmaker[DbSession], events: EventPublisher, llm: LLMProvider | None,
-                 advance: Callable[[str, int, threading.Event], None], *, max_tokens: int | None = None) -> None:
+                 run_workflow: Callable[[TurnJob, threading.Event], None], *, max_tokens: int | None = None) -> None:
+        """``run_workflow`` answers a ``workflow_run`` message (the workflow's turn handler)."""
         self._max_tokens = max_tokens
         self._factory = factory
         self._events = events
         self._llm = llm
-        self._advance = advance
+        self._run_workflow = run_workflow
 
     def __call__(self, job: TurnJob, cancel: threading.Event) -> None:
         review = self._begin(job)
@@ -114,17 +117,17 @@ class ReviewTurn:
             decision = self._llm.structured(review.messages, ReviewDecision, label=LABEL,
                                             user_task_execution_pk=review.execution_pk, cancel=cancel,
                                             max_tokens=self._max_tokens)
-            rerun = self._complete(review, decision)
+            outcome = self._complete(review, decision)
         except Exception as exc:
             reason = failure_reason(exc, what="review turn", where=f"execution={review.execution_pk}")
             fail_or_mark(self._factory, self._events, session_id=review.session_id, message_pk=review.message_pk,
                          message_id=review.message_id, user_task_execution_pk=review.execution_pk, reason=reason)
             return
-        if isinstance(rerun, str):  # closed (a restart) or deleted while the model answered
-            self._closed(review, rerun)
+        if isinstance(outcome, str):  # closed (a restart) or deleted while the model answered
+            self._closed(review, outcome)
             return
-        if rerun:
-            self._advance(review.session_id, review.execution_pk, cancel)
+        if outcome is not None:  # the step runs again, now, on this session's runner
+            self._run_workflow(TurnJob(session_id=review.session_id, message_pk=outcome), cancel)
 
     def _begin(self, job: TurnJob) -> _Review | _Closed | None:
         with transaction(self._factory) as db:
@@ -178,10 +181,11 @@ class ReviewTurn:
                      message_id=review.message_id, user_task_execution_pk=review.execution_pk,
                      reason=reason, retryable=False)
 
-    def _complete(self, review: _Review, decision: ReviewDecision) -> bool | str:
-        """Stores the answer; True when the step runs again on an instruction. When the review was
-        closed (a restart) or the execution deleted meanwhile, the decision is traced, nothing is
-        answered, and the reason is returned: the caller fails the message with it."""
+    def _complete(self, review: _Review, decision: ReviewDecision) -> int | str | None:
+        """Stores the answer; on an instruction, returns the pk of the ``workflow_run`` message stored
+        with it, which runs the step again. When the review was closed (a restart) or the execution
+        deleted meanwhile, the decision is traced, nothing is answered, and the reason is returned:
+        the caller fails the message with it."""
         with self._events.publishing(review.session_id) as publication, transaction(self._factory) as db:
             row = db.get(store.StepRow, review.row_pk, with_for_update=True)
             # Locked after the step row, as the routes do: a deletion committed meanwhile is seen.
@@ -210,10 +214,11 @@ class ReviewTurn:
                 "user_task_execution_pk": review.execution_pk, "user_message_pk": review.message_pk,
             })
             if decision.kind != "instruction":
-                return False
+                return None
             db.execute(update(store.StepRow).where(store.StepRow.user_workflow_step_execution_pk == review.row_pk)
                        .values(learned_instruction=decision.instruction.strip()))
             db.refresh(row)
             invalidate(db, publication, [row], "user instruction")
+            run = request_run(db, review.session_id, review.execution_pk, "user instruction")
         log.info("review of step execution %s: %s", review.row_pk, decision.kind)
-        return True
+        return run.message_pk

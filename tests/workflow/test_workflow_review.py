@@ -307,3 +307,33 @@ def test_a_review_answered_after_its_execution_was_deleted_changes_nothing(wf, l
         row = db.get(UserWorkflowStepExecution, divider["user_workflow_step_execution_pk"])
         assert (row.status, row.validated, row.learned_instruction) == ("done", False, None)
     assert len(llm.requests) == 2  # the divider and the review: no re-run
+
+
+def test_an_instruction_leaves_the_rerun_of_its_step_for_the_start_up_resume(wf, llm, monkeypatch):
+    # was: the step re-ran through an inline call, with no workflow_run message stored: a process that
+    # died after the instruction was committed left the step invalidated and nothing to run it again
+    from sqlalchemy import select
+
+    from mojodex_core.db.models import MESSAGE_UNANSWERED, Message
+    from mojodex_core.execution.jobs import TurnJob
+
+    user, created, pk, _divider = _rejected_divider(wf, llm)
+    review = wf.platform.dispatcher.handler("workflow")._review
+    for name in ("_advance", "_run_workflow"):  # the process dies right after the answer is committed
+        if hasattr(review, name):
+            monkeypatch.setattr(review, name, lambda *_args: None)
+    llm.script(decision("instruction", "I will write it in two stanzas.", INSTRUCTION))
+    _say(user, created, "Too long, two stanzas please", "review-crash")
+    wf.wait_idle()
+    monkeypatch.undo()
+    assert steps(user, pk) == []  # the rejected step is invalidated; nothing ran it again
+    with wf.db() as db:  # what the start-up resume finds
+        unanswered = db.scalars(select(Message.message_pk).where(
+            Message.session_id == created["session_id"], Message.event_name == "workflow_run",
+            Message.status.in_(MESSAGE_UNANSWERED))).all()
+    assert len(unanswered) == 1
+    llm.script(Reply(json={"stanza_topics": ["a", "b"]}))
+    wf.platform.runner.submit(TurnJob(session_id=created["session_id"], message_pk=unanswered[0]))
+    (again,) = wait_steps(user, pk, awaiting(1))
+    assert again["result"] == [{"stanza_topic": "a"}, {"stanza_topic": "b"}]
+    assert INSTRUCTION in prompts(llm)[-1]
