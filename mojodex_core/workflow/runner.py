@@ -28,7 +28,7 @@ from sqlalchemy.orm import sessionmaker
 from mojodex_core.db import EXECUTION_LOCK, transaction
 from mojodex_core.db.models import Message, Task, User, UserTaskExecution, UserWorkflowStepExecutionResult
 from mojodex_core.execution.events import EventPublisher, Publication
-from mojodex_core.execution.failures import fail_or_mark, failure_reason, mark_failed
+from mojodex_core.execution.failures import fail_or_mark, failure_reason
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.execution.produced_text import append_version, version_payload
 from mojodex_core.execution.reasoning import append_trace
@@ -49,6 +49,11 @@ ENDED = "workflow_step_execution_ended"
 INVALIDATED = "workflow_step_execution_invalidated"
 PRODUCED_TEXT = "workflow_execution_produced_text"
 ADVANCING_EVENTS = ("form_input", RUN_EVENT)
+# A failure outside a step (the engine's transaction: claiming the next step, producing the text) is
+# retried after these pauses; then the run fails with an error event (a step's own failure is the step's).
+ADVANCE_RETRY_PAUSES_S = (0.2, 1.0)
+STALLED = ("The workflow stopped between two steps because of an internal error. Restart it from the step "
+           "that should run next to go on.")
 NO_ITEM = ("The step returned no item, so nothing can run after it and there is no result to write. "
            "Relaunch it to retry.")
 NOT_CHATTING = ("This workflow is running its steps: you can chat in the review of a step you rejected, "
@@ -158,12 +163,22 @@ class WorkflowTurn:
                          message_id=message_id, user_task_execution_pk=execution_pk,
                          reason="The task execution was deleted.", retryable=False)
             return
-        try:
-            self.advance(job.session_id, execution_pk, cancel)
-        except Exception:
-            log.exception("workflow run crashed execution=%s", execution_pk)
-            mark_failed(self._factory, job.message_pk, "The workflow failed because of an internal error.")
-            return
+        pauses = iter(ADVANCE_RETRY_PAUSES_S)
+        while True:
+            try:
+                self.advance(job.session_id, execution_pk, cancel)
+                break
+            except Exception:
+                # Each engine transaction is all or nothing: advancing again starts from what is stored.
+                log.exception("workflow run failed between steps execution=%s", execution_pk)
+                pause = next(pauses, None)
+                if pause is None:  # visible, and not stuck: a restart from the next rank goes on
+                    fail_or_mark(self._factory, self._events, session_id=job.session_id, message_pk=job.message_pk,
+                                 message_id=message_id, user_task_execution_pk=execution_pk, reason=STALLED,
+                                 retryable=False)
+                    return
+                if cancel.wait(pause):  # stopped (a restart, a deletion): what stopped it runs on
+                    break
         with transaction(self._factory) as db:
             db.execute(update(Message).where(Message.message_pk == job.message_pk, Message.status == "processing")
                        .values(status="answered"))

@@ -177,3 +177,59 @@ def test_a_step_that_returns_no_item_fails_visibly_and_can_be_relaunched(wf, llm
     user.ok("PUT", "/user_workflow_step_execution",
             json={"user_workflow_step_execution_pk": writer["user_workflow_step_execution_pk"]})
     assert wait_completed(user, pk)["produced_text"] == "Stanza about the tide"
+
+
+def _failing_between_steps(monkeypatch, times: int) -> list:  # noqa: ANN001
+    """The engine's transaction fails (a database error) ``times`` times, outside any step."""
+    from mojodex_core.workflow import store
+
+    real, calls = store.learned_instructions, []
+
+    def failing(*args):  # noqa: ANN002, ANN202
+        calls.append(args)
+        if len(calls) <= times:
+            raise RuntimeError("database error between steps")
+        return real(*args)
+
+    monkeypatch.setattr(store, "learned_instructions", failing)
+    return calls
+
+
+def test_a_failure_between_steps_is_retried(wf, llm, monkeypatch):
+    """A reviewer found it: a failure of the engine outside a step (a database error claiming the next step,
+    producing the text) marked the run's message failed and stopped: no step running, none failed, so
+    relaunch, validation and chat all answered 409 and nothing ever ran the next step."""
+    user = poem_user(wf)
+    llm.script(Reply(json={"stanza_topics": ["tide"]}))
+    created = start_poem(user)
+    pk = created["user_task_execution_pk"]
+    (divider,) = wait_steps(user, pk, awaiting(1))
+    calls = _failing_between_steps(monkeypatch, times=1)
+    llm.script(Reply("Stanza about the tide"))
+    validate(user, divider["user_workflow_step_execution_pk"])
+    assert wait_completed(user, pk)["produced_text"] == "Stanza about the tide"
+    assert len(calls) == 2
+
+
+def test_a_lasting_failure_between_steps_is_an_error_event_and_a_restart_goes_on(wf, llm, monkeypatch):
+    from mojodex_core.workflow.runner import STALLED
+
+    user = poem_user(wf)
+    llm.script(Reply(json={"stanza_topics": ["tide"]}))
+    created = start_poem(user)
+    pk = created["user_task_execution_pk"]
+    (divider,) = wait_steps(user, pk, awaiting(1))
+    socket = user.socket(created["session_id"])
+    try:
+        _failing_between_steps(monkeypatch, times=100)
+        validate(user, divider["user_workflow_step_execution_pk"])
+        error = socket.wait_event("error", timeout=15)[0]
+        assert error["error"] == STALLED and error["retryable"] is False
+    finally:
+        socket.close()
+    wf.wait_idle()
+    monkeypatch.undo()
+    assert [r["rank"] for r in steps(user, pk)] == [1]  # nothing half-written: no claimed rank 2
+    llm.script(Reply("Stanza about the tide"))
+    user.ok("POST", "/restart_user_workflow_execution", json={"user_task_execution_pk": pk, "from_rank": 2})
+    assert wait_completed(user, pk)["produced_text"] == "Stanza about the tide"
