@@ -172,18 +172,21 @@ def users_create(name: str, email: str, language: str, password: str | None) -> 
 @click.option("--email", required=True)
 @click.option("--password", required=True, envvar="MOJODEX_USER_PASSWORD", prompt=True, hide_input=True,
               help="At least 8 characters.")
-def users_set_password(email: str, password: str) -> None:
-    """Set (or change) the password a user signs in to the web app with."""
+@click.option("--keep-sessions", is_flag=True,
+              help="Keep the user's tokens (by default a new password signs the user out everywhere).")
+def users_set_password(email: str, password: str, keep_sessions: bool) -> None:
+    """Set (or change) the password a user signs in to the web app with; signs them out everywhere."""
     from mojodex_core.db import transaction
     from mojodex_core.passwords import set_password
-    from mojodex_core.users import UserError, find_user
+    from mojodex_core.users import UserError, find_user, revoke_tokens
 
     try:
         with transaction(_session_factory()) as session:
             set_password(find_user(session, email), password)
+            revoked = [] if keep_sessions else revoke_tokens(session, email=email)
     except UserError as exc:
         _fail(str(exc))
-    click.echo(f"password set for {email}")
+    click.echo(f"password set for {email}" + ("" if keep_sessions else f"; {len(revoked)} token(s) revoked"))
 
 
 @users.command("grant")

@@ -107,6 +107,24 @@ def test_cli_create_with_password_and_demo_password(live, database_url, tmp_path
         assert check_password(db, demo_email, password) is not None
 
 
+def test_cli_set_password_signs_the_user_out_everywhere(live, database_url, tmp_path, monkeypatch):
+    """A tester changed a password with the CLI: the tokens signed in with the old one still worked."""
+    monkeypatch.setenv("DATABASE_URL", database_url)
+    monkeypatch.setenv("MOJODEX_VAR_DIR", str(tmp_path))
+    email = _user_with_password(live)
+    tokens = [requests.post(live.base_url + "/login", json={"email": email, "password": "correct horse 42"})
+              .json()["token"] for _ in range(2)]
+    result = CliRunner().invoke(cli, ["users", "set-password", "--email", email, "--password", "new-password-2"])
+    assert result.exit_code == 0 and "2 token(s) revoked" in result.output, result.output
+    for token in tokens:
+        assert requests.get(live.base_url + "/user", headers={"Authorization": f"Bearer {token}"}).status_code == 401
+    kept = requests.post(live.base_url + "/login", json={"email": email, "password": "new-password-2"}).json()["token"]
+    result = CliRunner().invoke(cli, ["users", "set-password", "--email", email, "--password", "new-password-3",
+                                      "--keep-sessions"])
+    assert result.exit_code == 0 and "revoked" not in result.output, result.output
+    assert requests.get(live.base_url + "/user", headers={"Authorization": f"Bearer {kept}"}).status_code == 200
+
+
 def test_root_serves_the_build_or_says_how_to_get_it(live, monkeypatch, tmp_path):
     import backend.app as app_module
 
