@@ -183,7 +183,8 @@ class ReplyGenerator:
             # Parsed even when the task has no tools: an unknown tool is told to the model.
             requests = from_tags(reply) + from_function_calls(native_calls)
             reasoning = " ".join(reply.captured.get("reasoning", [])) or None
-            entry = trace_entry(reasoning, requests, reply.text)
+            # Past the bound the calls asked for are ignored: the decision traced is the answer given.
+            entry = trace_entry(reasoning, [] if forced else requests, reply.text)
             if trace is not None:
                 trace.append((entry, label))
             else:
@@ -210,12 +211,12 @@ class ReplyGenerator:
                 return TurnOutcome(dataclasses.replace(reply, text="\n".join(shown)), approval=approval)
             done = []
             for request in requests:
-                if used >= self._settings.max_calls:
-                    result = {"error": NO_MORE_TOOLS.format(limit=self._settings.max_calls)}
-                else:
-                    result = self._runs.run(request, task_tools, user_id=turn.user_id,
-                                            user_task_execution_pk=turn.user_task_execution_pk,
-                                            message_pk=turn.message_pk)
+                # A call past the bound is refused, and recorded like every other use asked for.
+                refused = NO_MORE_TOOLS.format(limit=self._settings.max_calls) if used >= self._settings.max_calls \
+                    else None
+                result = self._runs.run(request, task_tools, user_id=turn.user_id,
+                                        user_task_execution_pk=turn.user_task_execution_pk,
+                                        message_pk=turn.message_pk, refused=refused)
                 used += 1
                 done.append((request, result))
             messages += result_messages(reply.text_with_tags, reply.text, done)

@@ -91,10 +91,11 @@ class ToolRuns:
 
     def run(
         self, request: ToolRequest, task_tools: dict[str, dict[str, Any]], *, user_id: str,
-        user_task_execution_pk: int, message_pk: int,
+        user_task_execution_pk: int, message_pk: int, refused: str | None = None,
     ) -> dict[str, Any]:
-        """Check, record, run and record the result of one request; returns what the model is told."""
-        problem = check_request(request, task_tools)
+        """Check, record, run and record the result of one request; returns what the model is told.
+        ``refused``: why the caller does not let it run (recorded as a failed use, like a bad request)."""
+        problem = refused or check_request(request, task_tools)
         with transaction(self.session_factory) as db:
             execution = TaskToolExecution(
                 user_task_execution_fk=user_task_execution_pk, tool_name=request.name[:64] or "?",

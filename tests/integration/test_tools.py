@@ -287,6 +287,27 @@ def test_tool_calls_per_turn_are_bounded(tools_live, llm):
     last = llm.requests[3]
     assert "tools" not in last
     assert last["messages"][-1] == {"role": "system", "content": NO_MORE_TOOLS.format(limit=3)}
+    # The last decision was the answer (its call was ignored), not a tool call: a tester found it traced as one.
+    entries = [e.text for e in trace(tools_live, turn.pk)]
+    assert [e.split(" ")[0] for e in entries] == ["[TOOL_CALL]"] * 3 + ["[DIRECT]"], entries
+
+
+def test_calls_past_the_bound_in_one_reply_are_recorded_as_refused(tools_live, llm):
+    """A tester's model asked for five tools in one reply: it was told five results, but only three uses were
+    recorded, where every use asked for is."""
+    turn = ToolTurn(tools_live)
+    try:
+        llm.script(Reply("".join(tag_call("echo", {"text": f"n{i}"}) for i in range(5))),
+                   Reply(answer("Done.")))
+        assert turn.send("five at once")["text"] == "Done."
+    finally:
+        turn.close()
+    rows = tool_rows(tools_live, turn.pk)
+    assert [(q[0].query["text"], e.status) for e, q in rows] == [
+        ("n0", "done"), ("n1", "done"), ("n2", "done"), ("n3", "failed"), ("n4", "failed")]
+    assert all(e.error == NO_MORE_TOOLS.format(limit=3) for e, _q in rows[3:])
+    (results,) = tool_results_sent(llm.requests[1])  # the tag form: one message with the five results
+    assert results.count("<tool_result>") == 5 and results.count(NO_MORE_TOOLS.format(limit=3)) == 2
 
 
 def test_concurrent_decisions_have_one_winner(tools_live, llm):
