@@ -33,6 +33,7 @@ from mojodex_core.execution.failures import failure_reason
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.execution.produced_text import append_version, version_payload
 from mojodex_core.execution.prompt import PromptError
+from mojodex_core.execution.reasoning import append_trace, trace_entry
 from mojodex_core.execution.scheduler import scheduler
 from mojodex_core.execution.session_claims import check_fence
 from mojodex_core.llm import LLMNotConfigured, LLMProvider
@@ -44,6 +45,9 @@ log = logging.getLogger("mojodex.text_edit")
 EVENT_NAME = "text_edit_action"  # the event_name of the user message an edit answers
 ORIGIN = "text_edit"  # produced_text_version.origin of an edited version
 NO_LLM = "No LLM configured: text edit actions need one (set MOJODEX_LLM_BASE_URL or OPENAI_API_KEY)."
+
+
+LABEL = "TEXT_EDIT_ACTION"  # the LLM call's label and its trace entry's source
 
 
 class EditFailed(Exception):
@@ -174,7 +178,7 @@ class TextEditTurn:
 
         try:
             self._llm.chat(
-                context.llm_messages, label="TEXT_EDIT_ACTION", stream=True, on_token=on_token,
+                context.llm_messages, label=LABEL, stream=True, on_token=on_token,
                 user_task_execution_pk=context.user_task_execution_pk, cancel=cancel, max_tokens=self._max_tokens,
             )
         except BaseException:
@@ -216,6 +220,8 @@ class TextEditTurn:
                            "source_produced_text_version_pk": context.source_version_pk,
                            "text_edit_action_pk": context.text_edit_action_pk}
             user_message.answer_message_fk = answer.message_pk
+            reasoning = " ".join(reply.captured.get("reasoning", [])) or None
+            append_trace(db, context.user_task_execution_pk, [trace_entry(reasoning, [], draft)], LABEL)
             payload = version_payload(version, db.get(ProducedText, version.produced_text_fk), context.text_type)
             answer.seq = publication.add(db, "draft_message", {
                 **payload,

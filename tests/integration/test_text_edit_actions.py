@@ -76,6 +76,23 @@ def test_every_shipped_action_streams_a_new_version(live, llm):
         socket.close()
 
 
+def test_an_edit_leaves_its_decision_in_the_reasoning_trace(live, llm):
+    """A tester found the text edit's LLM call, whose reasoning is hidden from the user, missing from the trace
+    where every LLM decision goes."""
+    client = live.new_user()
+    pk, _sid, socket, draft = drafted(live, llm, client)
+    try:
+        action = actions_of(client, draft["produced_text_version_pk"])[0]
+        llm.script(Reply("<reasoning>cut the greeting</reasoning>" + edited("Short", "Shorter body")))
+        client.ok("POST", "/text_edit_action", json={"produced_text_version_pk": draft["produced_text_version_pk"],
+                                                     "text_edit_action_pk": action["text_edit_action_pk"]})
+        socket.wait_event("draft_message", 2)
+    finally:
+        socket.close()
+    entries = client.ok("GET", "/user_task_execution/reasoning", params={"user_task_execution_pk": pk})["reasoning"]
+    assert (entries[-1]["source"], entries[-1]["text"]) == ("TEXT_EDIT_ACTION", "[DIRECT] cut the greeting")
+
+
 def test_a_repeated_message_id_returns_the_same_version_never_a_second(live, llm):
     client = live.new_user()
     _pk, _sid, socket, draft = drafted(live, llm, client)
