@@ -40,7 +40,9 @@ def _error(message: str) -> dict[str, Any]:
 def check_request(request: ToolRequest, task_tools: dict[str, dict[str, Any]]) -> str | None:
     """Why the request cannot run (unknown tool, invalid query), or None. Pure."""
     if request.name not in task_tools or get_tool(request.name) is None:
-        offered = ", ".join(sorted(task_tools)) or "none"
+        offered = ", ".join(sorted(n for n in task_tools if get_tool(n) is not None)) or "none"
+        if request.name in task_tools:  # the spec lists it, but this server has no such tool
+            return f"the tool {request.name!r} is not installed on this server (tools of this task: {offered})"
         return f"unknown tool {request.name!r} (tools of this task: {offered})"
     if request.query_error:
         return f"invalid query for {request.name}: {request.query_error}"

@@ -51,6 +51,16 @@ def test_check_request():
     assert bad.startswith("invalid query for internal_memory: query: 3 is not of type")
 
 
+
+def test_a_tool_the_spec_lists_but_the_server_lacks_is_said_so():
+    """A tester got "unknown tool 'weather' (tools of this task: internal_memory, weather)": the spec listed a
+    tool this server does not have, and the message contradicted itself."""
+    tools = {**TASK_TOOLS, "weather": {"name": "weather", "usage_description": "x"}}
+    problem = check_request(ToolRequest(name="weather", query={}), tools)
+    assert problem == "the tool 'weather' is not installed on this server (tools of this task: internal_memory)"
+    assert check_request(ToolRequest(name="other", query={}), tools).endswith("(tools of this task: internal_memory)")
+
+
 def test_openai_tools_and_result_messages():
     (offered,) = openai_tools([TASK_TOOLS["internal_memory"]], {"internal_memory": {"type": "object"}})
     assert offered["function"]["name"] == "internal_memory"
