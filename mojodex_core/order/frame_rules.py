@@ -56,6 +56,20 @@ class ChunkRules:
                 return []
         return []
 
+    def _names_the_noun(self, i: int, values: list[Sense]) -> bool:
+        """Values followed, with only values between, by a noun they describe: "the small pepperoni pizza"."""
+        types = types_of(values)
+        for ch in self.chunks[i + 1:]:
+            if ch.kind == "filler":
+                continue
+            if ch.kind != "menu":
+                return False
+            if any(s.field is None and s.item_type in types for s in ch.senses):
+                return True
+            if anchor_senses(ch):
+                return False
+        return False
+
     def _restates_field(self, i: int, cur: Frame) -> bool:
         """ "a large pizza and a small", "a hawaiian and a margherita": after "and", an article
         followed by a value for a field the current item already has starts another item."""

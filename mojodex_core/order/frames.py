@@ -169,6 +169,10 @@ class _Segmenter(DoubtHandlers):
         if negated and self.neg_count and self._glued_prev(i) and any(
                 self.menu.item_types[s.item_type].fields[s.field].negatable for s in values):
             self.out.doubts.append(ch.text)  # "no, not ham, bacon": still negated, or the correction? not guessed
+        if self.cancel_next and self._names_the_noun(i, values):
+            # "remove the pepperoni pizza": the values describe the item taken off, they are not taken off it
+            self._add(self._new_frame(), Attr(tuple(values), False, qual, ch.text))
+            return
         if self.cancel_next:  # "remove the onions": a value, not an item, is being taken off
             negated, self.cancel_next = True, False
         if cur is not None and cur is self.cross_dist:

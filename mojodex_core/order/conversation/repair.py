@@ -119,7 +119,7 @@ def _split_removal(ctx: Ctx) -> tuple[str, str]:
     "Just the latte")."""
     removal, rest = [], []
     for clause in _CLAUSE.split(ctx.text or ""):
-        norm = normalise(clause)
+        norm = " , ".join(normalise(piece) for piece in clause.split(","))  # commas kept: they separate a list
         if has_phrase(norm, ctx.kw.get("remove", ())):
             padded = f" {norm} "
             cut = min((padded.find(w) for w in _KEEP_WORDS if w in padded), default=len(padded))
@@ -131,38 +131,57 @@ def _split_removal(ctx: Ctx) -> tuple[str, str]:
 
 
 def _references(ctx: Ctx, text: str) -> tuple[list[int], bool]:
-    """Live items ``text`` refers to (ordinals, item names, item-naming values) and whether a reference
-    resolved to nothing."""
-    tree = ctx.conv.order
-    live = [i for i, _ in tree.items.active()]
+    """Live items ``text`` refers to and whether a reference resolved to nothing. One reference per part of the
+    list ("the first one, the latte and the mocha"): the words of a part describe one item together ("the
+    first pizza", "the small pepperoni pizza"), they are not one reference each."""
     refs: list[int] = []
     unresolved = False
-    words = normalise(text).split()
-    for pos, word in enumerate(words):
-        n = ctx.kw.get("ordinals", {}).get(word)
-        if n is None or pos + 1 >= len(words) and word != "last":
-            continue
-        k = n - 1 if n > 0 else len(live) - 1
-        if 0 <= k < len(live):
-            refs.append(live[k])
-        else:
-            unresolved = True
-    for m in mentions(text, ctx.menu):
-        matched = [i for i in live if tree.items.items[i].item_type == m.item_type
-                   and (m.field is None or (m.value is not None and _uses(tree.items.items[i].fields, m.field,
-                                                                          m.value)))]
-        if m.field is not None and not matched and any(
-                x.field is None or x.item_type != m.item_type for x in mentions(text, ctx.menu) if x is not m):
-            continue  # a value qualifying another mention ("the large coke")
-        if not matched and m.field is not None and m.value is not None:
-            matched = _named_within(ctx, live, m.item_type, m.field, m.value)
-        if not matched:
-            unresolved = unresolved or m.field is None or ctx.menu.item_types[m.item_type].fields[m.field].names_item
-            continue
-        pick = next((i for i in matched if i not in refs), None)
-        if pick is not None:
-            refs.append(pick)
+    parts = _list_parts(ctx, text)
+    for part in parts:
+        idx, doubt = _part_reference(ctx, part)
+        if idx is not None and idx not in refs:
+            refs.append(idx)
+        # a reference several items fit: alone, the parser says so ("remove the pizza": which one?)
+        unresolved = unresolved or doubt is True or doubt is None and len(parts) > 1
     return refs, unresolved
+
+
+def _list_parts(ctx: Ctx, text: str) -> list[str]:
+    """ "the bagel, the latte and the mocha" -> its parts, at commas and the keyword lists' list words."""
+    joins = "|".join(re.escape(normalise(w)) for w in ctx.kw.get("list_joins", ()))
+    parts = [normalise(p) for p in text.split(",")]
+    if joins:
+        parts = [q for p in parts for q in re.split(rf"\b(?:{joins})\b", p)]
+    return [p for p in parts if p.strip()]
+
+
+def _part_reference(ctx: Ctx, part: str) -> tuple[int | None, bool | None]:
+    """The live item one part names (an ordinal, over the items of the type named if any; item names and values
+    the item holds), and whether it named something no item is (True) or several are (None)."""
+    tree = ctx.conv.order
+    live = [i for i, _ in tree.items.active()]
+    found = mentions(part, ctx.menu)
+    nouns = {m.item_type for m in found if m.field is None}
+    naming = {m.item_type for m in found if m.field is not None and m.value is not None
+              and ctx.menu.item_types[m.item_type].fields[m.field].names_item}
+    types = nouns or naming or {m.item_type for m in found}
+    values = [m for m in found if m.field is not None and m.value is not None and m.item_type in types]
+    words = part.split()
+    ordinal = next((ctx.kw.get("ordinals", {}).get(w) for pos, w in enumerate(words)
+                    if w in ctx.kw.get("ordinals", {}) and (pos + 1 < len(words) or w == "last")), None)
+    if ordinal is None and not found:
+        return None, False
+    typed = [i for i in live if not types or tree.items.items[i].item_type in types]
+    if ordinal is not None:
+        k = ordinal - 1 if ordinal > 0 else len(typed) - 1
+        return (typed[k], False) if 0 <= k < len(typed) else (None, True)
+    held = [i for i in typed if all(_uses(tree.items.items[i].fields, m.field, m.value) for m in values
+                                    if m.item_type == tree.items.items[i].item_type and m.field is not None)]
+    if not held and len(values) == 1 and values[0].field is not None and values[0].value is not None:
+        held = _named_within(ctx, live, values[0].item_type, values[0].field, values[0].value)
+    if len(held) == 1:
+        return held[0], False
+    return None, (None if held else True)
 
 
 def _named_within(ctx: Ctx, live: list[int], item_type: str, field: str, value: str) -> list[int]:

@@ -191,3 +191,43 @@ def test_an_order_has_at_most_the_menus_max_lines(pizza_menu):
     out = s.say("and a coke")
     assert len(s.conv.order.items.active()) == 3 and "at most 3 lines" in out.reply
     assert pizza_menu.max_lines == 50
+
+
+@pytest.mark.parametrize("menu, order, removal", [
+    ("pizzeria", "a small pepperoni pizza and a large cheese pizza", "remove the pepperoni pizza"),
+    ("pizzeria", "a small pepperoni pizza and a large cheese pizza", "remove the small pizza"),
+    ("pizzeria", "a small pepperoni pizza and a large cheese pizza", "take off the first pizza"),
+    ("pizzeria", "a small pizza with sausage and a large pizza with ham", "remove the pizza with sausage"),
+    ("bagel_shop", "a sesame bagel toasted with butter and a plain bagel toasted with butter",
+     "remove the sesame bagel"),
+    ("bagel_shop", "a sesame bagel toasted with butter and a plain bagel toasted with butter",
+     "remove the first bagel"),
+    ("drive_thru", "a cheeseburger and a bacon burger", "remove the first burger"),
+])
+def test_removing_one_described_item_removes_only_that_item(menu, order, removal):
+    """"remove the pepperoni pizza" (a small pepperoni and a large cheese pizza ordered) asked "cancel the whole
+    order?" and "yes" removed both: each word of the description ("pepperoni", "pizza") was taken for a
+    reference of its own, and the parser read "remove the pepperoni" as taking the topping off."""
+    from mojodex_core.order.menu import get_menu
+
+    s = Session(get_menu(menu))
+    s.say(order)
+    kept = [(it.item_type, it.fields) for _, it in s.conv.order.items.active()][1:]
+    out = s.say(removal)
+    assert out.conversation.pending_change is None and out.response_keys[0] == "ack-cancelled-rest", out.reply
+    assert [(it.item_type, it.fields) for _, it in s.conv.order.items.active()] == kept
+
+
+def test_removing_an_ambiguous_item_and_another_asks_which_one(pizza_menu):
+    s = Session(pizza_menu)
+    s.say("a small pizza with sausage and a large pizza with ham and a coke")
+    assert s.say("remove the pizza and the coke").response_key == "clarify-reference"
+    assert len(s.conv.order.items.active()) == 3
+
+
+def test_removing_a_described_item_and_another_removes_those_two(pizza_menu):
+    s = Session(pizza_menu)
+    s.say("a small pizza with sausage and a large pizza with ham and a coke")
+    assert s.say("remove the large pizza, and the coke").response_key == "confirm-unsafe-change"
+    s.say("yes")
+    assert [it.fields["size"] for _, it in s.conv.order.items.active()] == ["SMALL"]
