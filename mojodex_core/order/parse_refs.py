@@ -14,7 +14,7 @@ from typing import Any
 from .frame_parts import Frame, Segmentation
 from .menu import Menu
 from .parsed_input import ParsedInput, ReferenceDoubt
-from .references import current_item, diff_fields, find_ref, live_items, said_as
+from .references import current_item, diff_fields, find_ref, live_items, name_field, said_as
 from .resolve import resolve_frame
 from .tree import OrderTask
 
@@ -66,13 +66,15 @@ class ReferenceRules:
             return False
         explicit_number = frame.number is not None and not frame.article
         if frame.definite and not explicit_number:
-            idx, ambiguous = find_ref(tree, self.menu, item_type, fields)
+            idx, ambiguous = find_ref(tree, self.menu, item_type, fields, self._name_said(frame, item_type))
             if idx is None and self.seg.modify and frame.noun_at is not None:
                 _t, said, _l = resolve_frame(replace(frame, attrs=frame.attrs[:frame.noun_at]), self.menu)
                 idx, ambiguous = find_ref(tree, self.menu, item_type, said)
             if idx is not None:
                 self.ref = idx
                 changes = diff_fields(tree.items.items[idx], fields)
+                if self._names_the_reference(frame, item_type):
+                    changes.pop(name_field(self.menu, item_type) or "", None)  # "the coke" named the diet coke
                 if not changes and frame.joined_by_and and self.out.cancel_item_index not in (None, idx):
                     # "remove the pizza and the coke": a second removal, which the parse can't hold - said
                     self.leftovers.append(said_as(frame, self.menu, item_type))
@@ -85,10 +87,18 @@ class ReferenceRules:
                 self.leftovers.append(said_as(frame, self.menu, item_type))
         ref = self.ref
         if (ref is not None and self.seg.modify and not frame.definite
-                and (frame.article or frame.anchor is None and not frame.attrs and explicit_number)
-                and tree.items.items[ref].item_type == item_type):
-            self._modify(ref, diff_fields(tree.items.items[ref], fields))
-            return True
+                and (frame.article or frame.anchor is None and not frame.attrs and explicit_number)):
+            ref_type = tree.items.items[ref].item_type
+            if ref_type != item_type and frame.article and not frame.joined_by_and:
+                # "make the first one a diet coke" (a combo): the combo's drink, if it takes it; else not a new line
+                _t, fields, left = resolve_frame(replace(frame, anchor=ref_type, number=None), self.menu)
+                if not fields or left:
+                    self.leftovers.append(said_as(frame, self.menu, item_type))
+                    return True
+                item_type = ref_type
+            if ref_type == item_type:
+                self._modify(ref, diff_fields(tree.items.items[ref], fields))
+                return True
         target = current_item(tree)
         target_it = tree.items.items[target] if target is not None else None
         if n != 0 or not self.seg.modify_current:
@@ -106,6 +116,21 @@ class ReferenceRules:
             self.leftovers.append(said_as(frame, self.menu, item_type))  # "make it a combo": a burger can't become one
             return True
         return False
+
+    def _names_the_reference(self, frame: Frame, item_type: str) -> bool:
+        """The item's name was said once, before any noun: it names the item referred to ("make the coke large"),
+        it is no change of it ("make the drink a coke", "make the coke a diet coke" say the new name after)."""
+        key = name_field(self.menu, item_type)
+        named = [k for k, a in enumerate(frame.attrs) if any(s.item_type == item_type and s.field == key
+                                                             for s in a.senses)]
+        end = frame.noun_at if frame.noun_at is not None else len(frame.attrs)
+        return len(named) == 1 and named[0] < end
+
+    def _name_said(self, frame: Frame, item_type: str) -> str | None:
+        """The words that named the item ("shake" in "make the shake large")."""
+        key = name_field(self.menu, item_type)
+        return next((a.text for a in frame.attrs
+                     if any(s.item_type == item_type and s.field == key for s in a.senses)), None)
 
     def _fills_missing(self, item_type: str, fields: dict[str, Any]) -> bool:
         """ "medium, and a sprite" while the combo still has no drink: a new sprite, or the combo's drink? The

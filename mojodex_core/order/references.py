@@ -23,18 +23,20 @@ def find_item(tree: OrderTask, menu: Menu, item_type: str, fields: dict[str, Any
     return find_ref(tree, menu, item_type, fields)[0]
 
 
-def find_ref(tree: OrderTask, menu: Menu, item_type: str, fields: dict[str, Any]) -> tuple[int | None, bool]:
+def find_ref(tree: OrderTask, menu: Menu, item_type: str, fields: dict[str, Any], said: str | None = None
+             ) -> tuple[int | None, bool]:
     """The item a reference by type names: the live item of this type with the same name value, else the one
     item whose name contains the words said ("the coke" = the diet coke). Several such items: the one that
     holds the other values said ("the pizza with ham"), else - when none holds them all - the one that holds
     some of them ("the one with olives thin crust"); still several: the reference is ambiguous (second value)
-    and no item is picked. A single line of the type needs no description."""
+    and no item is picked. A single line of the type needs no description. ``said`` is the name as said ("shake":
+    the chocolate shake, though "shake" alone is the menu's vanilla milkshake)."""
     key = name_field(menu, item_type)
     live = [i for i, it in enumerate(tree.items.items) if it.status != "skipped" and it.item_type == item_type]
     if key and key in fields:
         same = [i for i in live if tree.items.items[i].fields.get(key) == fields[key]]
         if not same:
-            return _family(tree, menu, item_type, key, fields[key], live)
+            return _family(tree, menu, item_type, key, fields[key], live, said)
         live = same
     if len(live) <= 1:
         return (live[0] if live else None), False
@@ -54,15 +56,21 @@ def _adds(item: ItemTask, name: str, value: Any) -> bool:
     return isinstance(value, list) or item.fields.get(name) in (None, [])
 
 
-def _family(tree: OrderTask, menu: Menu, item_type: str, key: str, value: Any, live: list[int]
-            ) -> tuple[int | None, bool]:
+def _family(tree: OrderTask, menu: Menu, item_type: str, key: str, value: Any, live: list[int],
+            said_name: str | None = None) -> tuple[int | None, bool]:
+    """The one item whose name contains the words of the value said ("coke": the diet coke), or of the name as
+    said ("shake": the chocolate shake, by its name or a synonym)."""
     fdef = menu.item_types[item_type].fields[key]
     said = fdef.value(str(value))
     words = set(said.display.split()) if said else set()
+    spoken = set(said_name.lower().split()) if said_name else set()
     family = []
     for i in live:
         held = fdef.value(str(tree.items.items[i].fields.get(key)))
-        if words and held and words < set(held.display.split()):
+        if held is None:
+            continue
+        if words and words < set(held.display.split()) or spoken and any(
+                spoken < set(name.lower().split()) for name in (held.display, *held.synonyms)):
             family.append(i)
     if len(family) == 1:
         return family[0], False

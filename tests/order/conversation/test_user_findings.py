@@ -231,3 +231,39 @@ def test_removing_a_described_item_and_another_removes_those_two(pizza_menu):
     assert s.say("remove the large pizza, and the coke").response_key == "confirm-unsafe-change"
     s.say("yes")
     assert [it.fields["size"] for _, it in s.conv.order.items.active()] == ["SMALL"]
+
+
+def test_make_the_shake_large_changes_the_chocolate_shake(drive_menu):
+    """"a chocolate shake", then "make the shake large": "Got it, a large vanilla shake" - a second line, the
+    menu's "shake" being the vanilla milkshake, and the chocolate shake unchanged."""
+    s = Session(drive_menu)
+    s.say("a chocolate shake")
+    out = s.say("make the shake large")
+    assert out.response_keys[0] == "ack-modified", out.reply
+    assert [(it.fields["drink_type"], it.fields["size"]) for _, it in s.conv.order.items.active()] == [
+        ("chocolate shake", "large")]
+
+
+def test_make_the_coke_large_keeps_the_diet_coke(drive_menu):
+    s = Session(drive_menu)
+    s.say("a diet coke")
+    s.say("make the coke large")
+    assert [(it.fields["drink_type"], it.fields["size"]) for _, it in s.conv.order.items.active()] == [
+        ("diet coke", "large")]
+
+
+def test_make_the_first_one_a_diet_coke_changes_the_combos_drink(drive_menu):
+    """"make the first one a diet coke" (two combos) added a diet coke of its own, charged, and the combo kept
+    its coke."""
+    s = Session(drive_menu)
+    s.say("a number 1 medium with a coke and a number 2 large with a sprite")
+    s.say("make the first one a diet coke")
+    assert [(it.item_type, it.fields.get("combo_drink")) for _, it in s.conv.order.items.active()] == [
+        ("combo", "diet coke"), ("combo", "sprite")]
+
+
+def test_make_the_first_one_a_drink_it_cannot_take_adds_nothing(drive_menu):
+    s = Session(drive_menu)
+    s.say("a cheeseburger and a coke")
+    s.say("make the first one a sprite")
+    assert [it.item_type for _, it in s.conv.order.items.active()] == ["burger", "drink"]
