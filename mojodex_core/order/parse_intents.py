@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .lexicon import tokenize
 from .references import current_item
 
 _NAME_RE = re.compile(r"\b(?:my name is|my name's|name is|name's|call me|under the name(?: of)?)\s+"
@@ -25,7 +26,31 @@ _ADDRESS_RE = re.compile(r"\b(?:deliver(?:ed)?(?: it)?|bring it|send it|delivery
                          re.IGNORECASE)
 
 
-def read_intents(b: Any, text: str, contacts: list[str]) -> None:
+def name_said(text: str, lex: Any) -> tuple[str | None, str]:
+    """The name said with "my name is ..." and the text without it: the name's words are not menu words ("my
+    name is Olive": no olives). A second word the menu or the grammar knows is not part of the name."""
+    m = _NAME_RE.search(text)
+    if m is None:
+        return None, text
+    words = m.group(1).split()
+    end = m.end()
+    if len(words) == 2 and any(c.kind != "unknown" for c in lex.chunk(tokenize(words[1]))):
+        end = m.start(1) + len(words[0])
+    return text[m.start(1):end].strip().title(), text[:m.start()] + " " + text[end:]
+
+
+def answers_the_name(chunks: list[Any], tree: Any) -> bool:
+    """The name is asked and the message is only menu values that name no item, with no article, number or
+    grammar word ("Olive", "Basil"): a name, not a topping for the current item."""
+    pending = tree.pending if tree is not None else None
+    if pending is None or pending.task != "customer_name":
+        return False
+    menu_chunks = [c for c in chunks if c.kind == "menu"]
+    return bool(menu_chunks) and all(c.kind in ("menu", "filler") for c in chunks) and not any(
+        s.field is None or s.names_item for c in menu_chunks for s in c.senses)
+
+
+def read_intents(b: Any, text: str, contacts: list[str], name: str | None = None) -> None:
     """Fill the order-level fields of ``b.out`` (``b``: the parser's frame builder)."""
     flags, out, tree = b.seg.flags, b.out, b.tree
     pending = tree.pending if tree is not None else None
@@ -53,9 +78,8 @@ def read_intents(b: Any, text: str, contacts: list[str]) -> None:
         out.answers["method"] = method
     if contacts:
         out.customer_contact = contacts[0]
-    m = _NAME_RE.search(text)
-    if m:
-        out.customer_name = m.group(1).strip().title()
+    if name:
+        out.customer_name = name
     if pending is None:
         return
     said_yes = bool(flags.get("yes"))

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..parsed_input import Modification, ParsedInput, ParsedItem
 from ..parser import parse_deterministic, referenced_item
 from ..tree import OrderTask, PendingQuestion
-from .menu_index import mentions
+from .menu_index import Mention, mentions
 from .resources import has_phrase, normalise, only_phrases
 
 if TYPE_CHECKING:
@@ -270,13 +270,18 @@ def _which_one(ctx: Ctx) -> ParsedInput | None:
     return ParsedInput(modifications=mods, confidence=1.0)
 
 
+def _names_an_item(ctx: Ctx, m: Mention) -> bool:
+    return m.field is None or ctx.menu.item_types[m.item_type].fields[m.field].names_item
+
+
 def _name_is_not_a_name(ctx: Ctx, parsed: ParsedInput) -> ParsedInput:
-    """"c'est tout" or a menu word answering "what name?" is not a name (the parser knows English answers such as
-    "pickup" are not names; the keyword lists add the other languages)."""
+    """"c'est tout" or an item's name ("coke") answering "what name?" is not a name (the parser knows English
+    answers such as "pickup" are not names; the keyword lists add the other languages). A topping's name may be
+    a person's: "Basil", "Olive"."""
     name = normalise(parsed.customer_name or "")
     control = [ctx.kw.get(k, ()) for k in ("yes", "no", "done", "needs_time", "never_mind", "not_right", "goodbye")]
-    if name and (only_phrases(name, *control)
-                 or any(m.phrase and normalise(m.phrase) == name for m in mentions(name, ctx.menu))):
+    if name and (only_phrases(name, *control) or any(
+            m.phrase and normalise(m.phrase) == name and _names_an_item(ctx, m) for m in mentions(name, ctx.menu))):
         ctx.rule("repair", f"{parsed.customer_name!r} is not taken as a name")
         return parsed.model_copy(update={"customer_name": None})
     return parsed

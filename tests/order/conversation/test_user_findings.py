@@ -267,3 +267,23 @@ def test_make_the_first_one_a_drink_it_cannot_take_adds_nothing(drive_menu):
     s.say("a cheeseburger and a coke")
     s.say("make the first one a sprite")
     assert [it.item_type for _, it in s.conv.order.items.active()] == ["burger", "drink"]
+
+
+@pytest.mark.parametrize("answer, name", [("Olive", "Olive"), ("Basil", "Basil"), ("my name is Olive", "Olive")])
+def test_a_name_that_is_a_topping_answers_the_name_question(pizza_menu, answer, name):
+    """Asked for a name, "Olive", "Basil" or "my name is Olive" added the topping to the pizza and went back from
+    Confirming to Ordering."""
+    s = Session(pizza_menu)
+    out = s.run("a large pepperoni pizza", "pickup", "no that's all")
+    assert out.response_key == "confirm-missing" and s.conv.order.pending.task == "customer_name"
+    out = s.say(answer)
+    assert out.state_after == "Confirming" and s.conv.order.customer_info.name == name
+    assert s.conv.order.items.items[0].fields["toppings"] == [{"name": "PEPPERONI"}]
+
+
+def test_a_name_said_with_an_order_keeps_the_order(pizza_menu):
+    s = Session(pizza_menu)
+    s.run("a large pepperoni pizza", "pickup", "no that's all")
+    s.say("my name is Sam and a coke please")
+    assert s.conv.order.customer_info.name == "Sam"
+    assert [it.item_type for _, it in s.conv.order.items.active()] == ["pizza", "drink"]
