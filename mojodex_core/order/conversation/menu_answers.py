@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..frames import segment
+from ..lexicon import get_lexicon, tokenize
 from ..menu import ItemTypeDef, Menu
 from ..references import name_field
 from .menu_index import Mention, mentions
@@ -10,9 +12,32 @@ from .resources import has_phrase, join_list, keywords, money, normalise, say
 MAX_VALUES = 6
 
 
+def _item_words(menu: Menu) -> set[str]:
+    """Words that name an item type ("combo", "pizza"): a field of that name (the combo's "combo") is not what
+    "what combos do you have?" asks about."""
+    words = {normalise(w) for t_name, t in menu.item_types.items() for w in (t_name, t.label, *t.names)}
+    return words | {w + "s" for w in words}
+
+
 def _names_field(menu: Menu, norm: str) -> bool:
-    return any(f" {normalise(f.replace('_', ' '))}{s} " in f" {norm} " for t in menu.item_types.values()
-               for f, d in t.fields.items() if d.values for s in ("", "s"))
+    return bool(_named_fields(menu, norm, available_only=False))
+
+
+def _unknown_item(text: str, menu: Menu) -> str | None:
+    """What a question names that the menu doesn't have, read as the parser reads it: values right before an
+    unknown word ("onion rings", "garlic bread") name an unknown item, not the value."""
+    chunks = get_lexicon(menu).chunk(tokenize(text))
+    if not any(f.unknown_head for f in segment(chunks, menu).frames):
+        return None
+    spans: list[list[str]] = []
+    for k, ch in enumerate(chunks):
+        if ch.kind == "unknown":
+            if k and chunks[k - 1].kind == "unknown" and spans:
+                spans[-1].append(ch.text)
+            else:
+                spans.append([ch.text])
+    named = [" ".join(words) for words in spans if len(words) > 1]
+    return named[0].strip(" ?!.") if named else None
 
 
 def _topic(norm: str, language: str, menu: Menu) -> str:
@@ -37,11 +62,12 @@ def _field_words(field: str) -> set[str]:
     return {word, word + "s"}
 
 
-def _named_fields(menu: Menu, norm: str) -> list[tuple[str, str]]:
+def _named_fields(menu: Menu, norm: str, available_only: bool = True) -> list[tuple[str, str]]:
     """(item type, field) pairs whose field the text names ("what sizes?"), over every available item type."""
-    return [(t_name, f_name) for t_name, tdef in menu.item_types.items() if tdef.available
+    items = _item_words(menu)
+    return [(t_name, f_name) for t_name, tdef in menu.item_types.items() if tdef.available or not available_only
             for f_name, fdef in tdef.fields.items()
-            if fdef.values and any(f" {w} " in f" {norm} " for w in _field_words(f_name))]
+            if fdef.values and any(f" {w} " in f" {norm} " for w in _field_words(f_name) - items)]
 
 
 def _field_values(menu: Menu, item_type: str, field: str, lang: str) -> tuple[str, str]:
@@ -108,7 +134,7 @@ def _kinds(menu: Menu, named: list[Mention], norm: str, lang: str) -> tuple[str,
     tdef = menu.item_types[named[0].item_type]
     field = name_field(menu, named[0].item_type)  # the parser's: names_item, else the "<x>_type" field
     if field is None or not tdef.fields[field].values:
-        return None
+        return _options(menu, named[0], norm, lang)  # "what pizzas do you have?": no kinds, its options
     return "menu-kinds", say(lang, "menu-kinds", item=tdef.label, values=_values(tdef, field, lang))
 
 
@@ -135,5 +161,8 @@ def answer_menu_question(text: str, menu: Menu, lang: str) -> list[tuple[str, st
     if topic == "price":
         return [_price(menu, m, lang)]
     if topic == "stock":
+        unknown = _unknown_item(text, menu)
+        if unknown is not None:
+            return [("menu-not-on-menu", say(lang, "menu-not-on-menu", item=unknown, items=items))]
         return [_stock(menu, m, lang)]
     return [_options(menu, m, norm, lang)]

@@ -287,3 +287,20 @@ def test_a_name_said_with_an_order_keeps_the_order(pizza_menu):
     s.say("my name is Sam and a coke please")
     assert s.conv.order.customer_info.name == "Sam"
     assert [it.item_type for _, it in s.conv.order.items.active()] == ["pizza", "drink"]
+
+
+@pytest.mark.parametrize("menu, question, key, words", [
+    ("drive_thru", "do you have onion rings?", "menu-not-on-menu", "we don't have onion rings"),
+    ("pizzeria", "do you have garlic bread?", "menu-not-on-menu", "we don't have garlic bread"),
+    ("drive_thru", "what combos do you have?", "menu-kinds", "number 1 classic burger"),
+    ("pizzeria", "what pizzas do you have?", "menu-options", "toppings: cheese"),
+    ("drive_thru", "what sizes do combos come in?", "menu-field-values-question", "size options are medium and large"),
+])
+def test_menu_questions_answer_what_was_asked(menu, question, key, words):
+    """"do you have onion rings?" was answered "Yes, we have onion today." (a burger topping), "garlic bread"
+    "we have garlic", and "what combos / pizzas do you have?" "Yes, we have combo today." instead of a list."""
+    from mojodex_core.order.menu import get_menu
+
+    out = Session(get_menu(menu)).say(question)
+    assert out.response_keys[0] == key and words in out.reply, out.reply
+    assert not out.conversation.order.items.active()
