@@ -5,7 +5,11 @@ from __future__ import annotations
 from ..frames import segment
 from ..lexicon import get_lexicon, tokenize
 from ..menu import ItemTypeDef, Menu
+from ..parsed_input import ParsedInput, ParsedItem
+from ..parser import parse_deterministic
 from ..references import name_field
+from ..state import update_state
+from ..tree import ItemTask, new_order
 from .menu_index import Mention, mentions
 from .resources import has_phrase, join_list, keywords, money, normalise, say
 
@@ -74,6 +78,41 @@ def _field_values(menu: Menu, item_type: str, field: str, lang: str) -> tuple[st
     tdef = menu.item_types[item_type]
     return "menu-field-values-question", say(lang, "menu-field-values-question", item=tdef.label,
                                              field=field.replace("_", " "), values=_values(tdef, field, lang))
+
+
+def _as_ordered(menu: Menu, item: ParsedItem) -> ItemTask | None:
+    """The item as the order would hold it (defaults, surcharges), or None when the order would refuse it."""
+    tree, diff = update_state(new_order(menu.id), ParsedInput(new_items=[item]), menu)
+    return tree.items.items[0] if tree.items.items and not diff.errors else None
+
+
+def _quote(text: str, menu: Menu, named: list[Mention], lang: str) -> tuple[str, str] | None:
+    """"how much is a large pepperoni pizza?": the item read as an order is read, priced as the order would
+    price it (size, item name and option surcharges); per size when no size was said. Only when the item is
+    named: "how much is extra cheese?" is the option's surcharge."""
+    parsed = parse_deterministic(text, menu)
+    if len(parsed.new_items) != 1:
+        return None
+    said = parsed.new_items[0]
+    tdef = menu.item_types[said.item_type]
+    if not any(m.item_type == said.item_type and (m.field is None or tdef.fields[m.field].names_item)
+               for m in named):
+        return None
+    whole = _as_ordered(menu, said)
+    if whole is None:
+        return None
+    size = tdef.size_field
+    cur = menu.currency
+    if size is None or size in said.fields or not tdef.size_prices:
+        return "menu-price", say(lang, "menu-price", item=whole.summary, price=money(lang, whole.unit_price, cur))
+    parts = []
+    for s in tdef.size_prices:
+        vdef = tdef.fields[size].value(s)
+        sized = _as_ordered(menu, said.model_copy(update={"fields": {**said.fields, size: s}}))
+        if vdef is not None and vdef.in_stock and sized is not None:
+            parts.append(f"{money(lang, sized.unit_price, cur)} ({vdef.display})")
+    return "menu-price-sizes", say(lang, "menu-price-sizes", item=whole.short or tdef.label,
+                                   prices=join_list(lang, parts[:MAX_VALUES]))
 
 
 def _price(menu: Menu, m: Mention, lang: str) -> tuple[str, str]:
@@ -159,7 +198,7 @@ def answer_menu_question(text: str, menu: Menu, lang: str) -> list[tuple[str, st
     if kinds is not None:
         return [kinds]
     if topic == "price":
-        return [_price(menu, m, lang)]
+        return [_quote(text, menu, named, lang) or _price(menu, m, lang)]
     if topic == "stock":
         unknown = _unknown_item(text, menu)
         if unknown is not None:

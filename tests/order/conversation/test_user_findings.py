@@ -304,3 +304,21 @@ def test_menu_questions_answer_what_was_asked(menu, question, key, words):
     out = Session(get_menu(menu)).say(question)
     assert out.response_keys[0] == key and words in out.reply, out.reply
     assert not out.conversation.order.items.active()
+
+
+@pytest.mark.parametrize("menu, question, order", [
+    ("bagel_shop", "how much is a large latte?", "a large iced latte"),
+    ("drive_thru", "how much is a large number 4?", "a large number 4 with a coke"),
+    ("pizzeria", "how much is a large pepperoni pizza?", "a large pepperoni pizza"),
+    ("pizzeria", "how much is a large coke?", "a large coke"),
+])
+def test_a_price_quote_is_what_the_order_charges(menu, question, order):
+    """"how much is a large latte?" said $3.75 (the large coffee) and the order charged $4.75 (the latte's
+    surcharge); a large number 4 $10.75 vs $12.75, a large pepperoni pizza $13.50 vs $15.00."""
+    from mojodex_core.order.menu import get_menu
+
+    s = Session(get_menu(menu))
+    out = s.say(question)
+    assert out.response_keys[0] == "menu-price", out.reply
+    s.say(order)
+    assert f"${s.conv.order.total():.2f}." in out.reply, (out.reply, s.conv.order.total())
