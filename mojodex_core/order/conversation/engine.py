@@ -50,7 +50,8 @@ def _parse(ctx: Ctx) -> None:
     parsed = parse_deterministic(text, ctx.menu, tree)
     ctx.timings["parse"] += _ms(start)
     start = perf_counter()
-    ctx.decision = classify(text, parsed, ctx.menu, ctx.lang, llm=ctx.llm, threshold=ctx.threshold)
+    ctx.decision = classify(text, parsed, ctx.menu, ctx.lang, llm=ctx.llm, threshold=ctx.threshold,
+                            answering=tree.pending is not None)
     ctx.timings["supervisor"] += _ms(start)
     ctx.trace.append(ctx.decision.trace)
     if ctx.decision.intent == "order_entry" and ctx.llm is not None and needs_llm(parsed, ctx.threshold) and not (

@@ -116,13 +116,19 @@ def classify_with_llm(text: str, menu: Menu, llm: object) -> Decision | None:
 
 
 def classify(text: str, parsed: ParsedInput, menu: Menu, language: str, *, llm: object | None,
-             threshold: float) -> Decision:
+             threshold: float, answering: bool = False) -> Decision:
+    """``answering``: a question of the order is waiting for its answer (payment, name, an item's field). A
+    message not understood then is an unclear answer to it, asked again in its targeted form - not an
+    off-topic strike."""
     decision = classify_deterministic(text, parsed, menu, language, threshold)
     if decision is not None:
         return decision
     if llm is not None:
         decision = classify_with_llm(text, menu, llm)
-        if decision is not None:
+        if decision is not None and not (answering and decision.off_topic_type == "not-understandable"):
             return decision
+    if answering:
+        return _rule("order_entry", "not understood, as the answer to the pending question")
+    if llm is not None:
         return _rule("off_topic", "unsure and the LLM failed", "not-understandable")
     return _rule("off_topic", "unsure, no LLM configured", "not-understandable")

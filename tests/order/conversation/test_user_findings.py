@@ -322,3 +322,23 @@ def test_a_price_quote_is_what_the_order_charges(menu, question, order):
     assert out.response_keys[0] == "menu-price", out.reply
     s.say(order)
     assert f"${s.conv.order.total():.2f}." in out.reply, (out.reply, s.conv.order.total())
+
+
+def test_an_unclear_answer_to_the_payment_question_asks_it_again(pizza_menu):
+    """At the payment question "hmm" got "Sorry, I didn't understand that. What would you like to order?" (the
+    payment question not asked again) and counted as an off-topic strike: "hmm", "blorp", "the weather is nice"
+    ended the session and the order was lost."""
+    s = Session(pizza_menu)
+    out = s.run("a large pepperoni pizza", "pickup", "no that's all", "Ana", "555-1234")
+    assert out.response_key == "ask-payment"
+    out = s.say("hmm")
+    assert out.response_keys == ["ask-payment-options"] and not out.response_key.startswith("off-topic")
+    s.run("blorp", "the weather is nice")
+    assert s.state != "Idle" and not s.outcomes[-1].ended
+    s.say("card")
+    assert s.conv.order.payment.method == "card_link"
+
+
+def test_gibberish_with_no_question_pending_is_still_off_topic(pizza_menu):
+    s = Session(pizza_menu)
+    assert s.say("blorp").response_key == "off-topic-not-understandable-1"
