@@ -358,7 +358,8 @@ class DeletedOut(_Out):
 class RunOut(_Out):
     user_task_execution_pk: int
     session_id: str
-    message_pk: int
+    message_pk: int | None = Field(description="The form message's, or an order's greeting's (null when the customer "
+                                   "spoke before the order was started).")
 
 
 class TitleOut(_Out):

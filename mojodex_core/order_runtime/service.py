@@ -83,12 +83,14 @@ def start_order(
     with events.publishing(session_id) as publication, transaction(factory) as db:
         execution = db.get(UserTaskExecution, user_task_execution_pk, with_for_update=EXECUTION_LOCK)
         row = db.get(OrderSession, user_task_execution_pk)
-        greeted = db.scalar(select(Message.message_pk).where(
+        first = db.execute(select(Message.message_pk, Message.data).where(
             Message.user_task_execution_fk == user_task_execution_pk,
             Message.sender == "assistant",
-        ).order_by(Message.message_pk).limit(1))
-        if greeted is not None or execution.start_date is not None:
-            return Started(greeted, started_now=False)
+        ).order_by(Message.message_pk).limit(1)).first()
+        if first is not None or execution.start_date is not None:
+            # The greeting's pk; none when the customer spoke first (the conversation began with their message).
+            greeted = first is not None and (first.data or {}).get("response_key") == "greeting"
+            return Started(first.message_pk if greeted else None, started_now=False)
         execution.start_date = datetime.now(UTC)
         execution.status = "started"
         base = {"session_id": session_id, "user_task_execution_pk": user_task_execution_pk}

@@ -22,6 +22,19 @@ def last_audit(chat) -> dict:  # noqa: ANN001
     return chat.audit()[-1]
 
 
+def test_run_after_the_customer_spoke_first_names_no_greeting(orders):
+    """A tester spoke before POST /user_task_execution_run: run then answered the pk of the reply to that message
+    as the greeting's."""
+    client = customer(orders)
+    chat = open_order(client, start=False)
+    try:
+        chat.say("a plain bagel")
+        started = client.ok("POST", "/user_task_execution_run", json={"user_task_execution_pk": chat.pk})
+        assert (started["started"], started["message_pk"]) == (False, None)
+    finally:
+        chat.close()
+
+
 def test_start_returns_the_empty_order_and_the_greeting_then_run_without_inputs(orders):
     client = customer(orders)
     chat = open_order(client, start=False)
