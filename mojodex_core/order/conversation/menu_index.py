@@ -138,15 +138,15 @@ def field_value_alternative(menu: Menu, item_type: str, field: str, value: str) 
 
 
 def item_type_alternative(menu: Menu, item_type: str) -> str | None:
-    """The closest available item type: same role first, then by name."""
+    """The closest available item type: one of the same role (a drink for a drink), none when the role has no
+    other; by name only for an item type without a role."""
     tdef = menu.item_types.get(item_type)
     pool = [n for n, t in menu.item_types.items() if n != item_type and t.available]
     if not pool:
         return None
     role = getattr(tdef, "role", None) if tdef else None
-    same_role = [n for n in pool if role and getattr(menu.item_types[n], "role", None) == role]
-    if same_role:
-        return same_role[0]
+    if role:
+        return next((n for n in pool if getattr(menu.item_types[n], "role", None) == role), None)
     label = tdef.label if tdef else item_type
     ranked = process.extract(label, [menu.item_types[n].label for n in pool], scorer=fuzz.WRatio, limit=1)
     return pool[ranked[0][2]]

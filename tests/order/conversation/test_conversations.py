@@ -197,13 +197,21 @@ def test_out_of_stock_mid_order_proposes_a_concrete_alternative(pizza_menu):
     assert s.conv.order.items.items[0].fields["toppings"] == [{"name": "ONIONS"}]
 
 
-def test_out_of_stock_item_type_proposes_another_item(drive_menu):
+def test_out_of_stock_item_type_proposes_another_item_of_its_role(drive_menu):
     s = Session(drive_menu)
-    s.say("a large fries")
+    s.say("a cheeseburger")
+    s.menu = mark_unavailable(drive_menu, "burger", None, None, False)
+    out = s.event("out_of_stock", item_type="burger")
+    assert out.state_after == "Clarifying" and not s.conv.order.items.active()
+    assert out.response_key == "oos-alternative" and "Would you like a combo" in out.reply, out.reply
+
+
+def test_out_of_stock_item_type_alone_in_its_role_proposes_nothing(drive_menu):
+    s = Session(drive_menu)
+    s.say("a large fries")  # the only side: no burger instead of fries
     s.menu = mark_unavailable(drive_menu, "fries", None, None, False)
     out = s.event("out_of_stock", item_type="fries")
-    assert out.state_after == "Clarifying" and not s.conv.order.items.active()
-    assert out.response_key == "oos-alternative" and "Would you like a" in out.reply
+    assert out.state_after == "Clarifying" and out.response_key == "oos-no-alternative", out.reply
 
 
 def test_ordering_something_out_of_stock_goes_to_clarifying(bagel_menu):

@@ -342,3 +342,18 @@ def test_an_unclear_answer_to_the_payment_question_asks_it_again(pizza_menu):
 def test_gibberish_with_no_question_pending_is_still_off_topic(pizza_menu):
     s = Session(pizza_menu)
     assert s.say("blorp").response_key == "off-topic-not-understandable-1"
+
+
+def test_an_item_type_out_of_stock_is_replaced_by_one_of_its_role_only(pizza_menu):
+    """A tester marked the pizzeria's drinks out of stock: "Sorry, we're out of drink right now. Would you like a
+    pizza instead?" - the only other item type, a main."""
+    from mojodex_core.order.conversation import mark_unavailable
+
+    s = Session(pizza_menu)
+    s.say("a large cheese pizza and a coke")
+    s.menu = mark_unavailable(pizza_menu, "drink", None, None, False)
+    out = s.event("out_of_stock", item_type="drink")
+    assert "pizza" not in out.reply and out.reply.startswith("Sorry, we're out of drink"), out.reply
+    s.say("no")
+    assert [(it.item_type, it.status) for it in s.conv.order.items.items] == [("pizza", "complete"),
+                                                                             ("drink", "skipped")]
