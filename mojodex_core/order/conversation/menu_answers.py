@@ -27,10 +27,19 @@ def _names_field(menu: Menu, norm: str) -> bool:
     return bool(_named_fields(menu, norm, available_only=False))
 
 
-def _unknown_item(text: str, menu: Menu) -> str | None:
+def _question_words(lang: str) -> set[str]:
+    """Words a question about the menu is made of ("available", "left", "today"): never an item's name."""
+    kw = keywords(lang)
+    phrases = [p for ps in kw.get("question_topics", {}).values() for p in ps] + list(kw.get("question_words", ()))
+    return {w for p in phrases for w in p.split()}
+
+
+def _unknown_item(text: str, menu: Menu, lang: str) -> str | None:
     """What a question names that the menu doesn't have, read as the parser reads it: values right before an
-    unknown word ("onion rings", "garlic bread") name an unknown item, not the value."""
-    chunks = get_lexicon(menu).chunk(tokenize(text))
+    unknown word ("onion rings", "garlic bread") name an unknown item, not the value; the question's own words
+    ("do you have olives available?", "pepperoni left?") are not that unknown word."""
+    asked = _question_words(lang)
+    chunks = get_lexicon(menu).chunk([t for t in tokenize(text) if normalise(t.raw) not in asked])
     if not any(f.unknown_head for f in segment(chunks, menu).frames):
         return None
     spans: list[list[str]] = []
@@ -200,7 +209,7 @@ def answer_menu_question(text: str, menu: Menu, lang: str) -> list[tuple[str, st
     if topic == "price":
         return [_quote(text, menu, named, lang) or _price(menu, m, lang)]
     if topic == "stock":
-        unknown = _unknown_item(text, menu)
+        unknown = _unknown_item(text, menu, lang)
         if unknown is not None:
             return [("menu-not-on-menu", say(lang, "menu-not-on-menu", item=unknown, items=items))]
         return [_stock(menu, m, lang)]

@@ -357,3 +357,17 @@ def test_an_item_type_out_of_stock_is_replaced_by_one_of_its_role_only(pizza_men
     s.say("no")
     assert [(it.item_type, it.status) for it in s.conv.order.items.items] == [("pizza", "complete"),
                                                                              ("drink", "skipped")]
+
+
+@pytest.mark.parametrize("text, reply", [
+    ("do you have olives available?", "Yes, we have olives today."),
+    ("do you have pepperoni left?", "Yes, we have pepperoni today."),
+    ("is there any ham left today?", "Yes, we have ham today."),
+    ("do you have garlic bread available today?", "Sorry, we don't have garlic bread - we have pizza and drink."),
+])
+def test_a_stock_questions_own_words_are_not_an_unknown_item(pizza_menu, text, reply):
+    """A reviewer found "do you have olives available?" answered "Sorry, we don't have olives available": the
+    question's own word, unknown to the menu, was read as naming an unknown item."""
+    from mojodex_core.order.conversation.menu_answers import answer_menu_question
+
+    assert answer_menu_question(text, pizza_menu, "en")[0][1] == reply
