@@ -73,6 +73,14 @@ def index(menu: Menu) -> _Index:
     return built
 
 
+def menu_phrases(menu: Menu) -> list[str]:
+    """Every name the menu gives an item type or a value, normalised (not stemmed), longest first."""
+    names = {normalise(p) for tdef in menu.item_types.values() for p in (tdef.label, *tdef.names)}
+    names |= {normalise(p) for tdef in menu.item_types.values() for fdef in tdef.fields.values()
+              for v in fdef.values for p in _value_phrases(v)}
+    return sorted((n for n in names if n), key=lambda n: (-len(n), n))
+
+
 def mentions(text: str, menu: Menu) -> list[Mention]:
     """Menu things named in ``text`` (longest phrases first, no overlaps), in text order; a phrase naming
     several things ("large": a pizza size and a drink size) gives all of them."""

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..parsed_input import Modification, ParsedInput, ParsedItem
 from ..parser import parse_deterministic, referenced_item
 from ..tree import OrderTask, PendingQuestion
-from .menu_index import Mention, mentions
+from .menu_index import Mention, mentions, menu_phrases
 from .resources import has_phrase, normalise, only_phrases
 
 if TYPE_CHECKING:
@@ -147,12 +147,20 @@ def _references(ctx: Ctx, text: str) -> tuple[list[int], bool]:
 
 
 def _list_parts(ctx: Ctx, text: str) -> list[str]:
-    """ "the bagel, the latte and the mocha" -> its parts, at commas and the keyword lists' list words."""
-    joins = "|".join(re.escape(normalise(w)) for w in ctx.kw.get("list_joins", ()))
+    """ "the bagel, the latte and the mocha" -> its parts, at commas and the keyword lists' list words; not
+    within a menu name that has one ("the coffee with half and half", "mac and cheese")."""
+    words = [normalise(w) for w in ctx.kw.get("list_joins", ())]
     parts = [normalise(p) for p in text.split(",")]
-    if joins:
-        parts = [q for p in parts for q in re.split(rf"\b(?:{joins})\b", p)]
-    return [p for p in parts if p.strip()]
+    if not words:
+        return [p for p in parts if p.strip()]
+    joins = "|".join(re.escape(w) for w in words)
+    kept = [n for n in menu_phrases(ctx.menu) if re.search(rf"\b(?:{joins})\b", n)]
+    out = []
+    for part in parts:
+        for name in kept:  # its spaces made word characters for the split ("_": normalised text has none)
+            part = re.sub(rf"\b{re.escape(name)}\b", name.replace(" ", "_"), part)
+        out += [q.replace("_", " ") for q in re.split(rf"\b(?:{joins})\b", part)]
+    return [p for p in out if p.strip()]
 
 
 def _part_reference(ctx: Ctx, part: str) -> tuple[int | None, bool | None]:

@@ -371,3 +371,13 @@ def test_a_stock_questions_own_words_are_not_an_unknown_item(pizza_menu, text, r
     from mojodex_core.order.conversation.menu_answers import answer_menu_question
 
     assert answer_menu_question(text, pizza_menu, "en")[0][1] == reply
+
+
+def test_removing_an_item_named_with_a_value_containing_and(bagel_menu):
+    """A reviewer found "remove the coffee with half and half" asking which coffee since the removal's parts
+    were split at every "and": "half and half" is one menu name."""
+    s = Session(bagel_menu)
+    s.say("a large coffee with half and half and a small coffee with oat milk")
+    s.say("remove the coffee with half and half")
+    assert [(it.fields.get("size"), it.status) for it in s.conv.order.items.items] == [
+        ("large", "skipped"), ("small", "in_progress")]
