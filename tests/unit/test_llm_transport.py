@@ -64,12 +64,15 @@ def _client_run(llm, which: str) -> dict:
 
 def test_under_gevent_idle_connections_are_not_checked_through_gevents_poll(llm):
     # was: every request checked each idle pooled connection through gevent's poll, 14 µs each
+    # Each of the two requests on a pooled connection checks at least the connection it reuses: how many more
+    # is the pool's business (httpcore2 2.17.0 checks 2, the versions installed before 4 and more); which
+    # poll checks them is ours.
     default = _client_run(llm, "default")
-    assert default["checks"] >= 4, default  # the openai client's own pool: gevent's poll per idle connection
+    assert default["checks"] >= 2, default  # the openai client's own pool: gevent's poll
     ours = _client_run(llm, "ours")
     assert ours["texts"] == ["hello there"] * 7
     assert ours["checks"] == 0, ours
-    assert ours["os_checks"] >= 4, ours  # the idle connections are still checked, with the OS's poll
+    assert ours["os_checks"] >= 2, ours  # the idle connections are still checked, with the OS's poll
 
 
 def test_the_check_tells_an_open_idle_connection_from_a_closed_one():
