@@ -232,8 +232,8 @@ def check_stock_item(menu: Menu, item_type: object, field: object, value: object
 
 
 def missing_in_use(menu: Menu, items: Iterable[dict[str, Any]]) -> set[str]:
-    """What ordered ``items`` (stored item dicts) use and ``menu`` no longer has: an item type ("drink"), or a
-    value of a menu field ("pizza.toppings MUSHROOMS"). Pure."""
+    """What ordered ``items`` (stored item dicts) use and ``menu`` no longer has: an item type ("drink"), a field
+    holding a value ("pizza.toppings"), or a value of a menu field ("pizza.toppings MUSHROOMS"). Pure."""
     missing: set[str] = set()
     for item in items:
         if item.get("status") == "skipped":
@@ -244,7 +244,11 @@ def missing_in_use(menu: Menu, items: Iterable[dict[str, Any]]) -> set[str]:
             continue
         for name, current in (item.get("fields") or {}).items():
             fdef = tdef.fields.get(name)
-            if fdef is None or fdef.kind not in ("choice", "measure"):
+            if fdef is None:
+                if current not in (None, [], ""):  # a whole field dropped while an order holds a value of it
+                    missing.add(f"{item.get('item_type')}.{name}")
+                continue
+            if fdef.kind not in ("choice", "measure"):
                 continue
             for entry in current if isinstance(current, list) else [current]:
                 value = entry.get("name") if isinstance(entry, dict) else entry

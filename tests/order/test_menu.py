@@ -54,3 +54,10 @@ def test_missing_in_use_names_item_types_and_values_a_menu_dropped(pizza_menu):
         {"item_type": "boat", "status": "skipped", "fields": {}},  # removed from the order: not in use
     ]
     assert missing_in_use(pizza_menu, items) == {"pizza.toppings TRUFFLE", "calzone"}
+
+    # A reviewer found a field dropped whole let the upload through: the order kept a topping the menu no longer
+    # priced, and its ticket listed it.
+    no_toppings = pizza_menu.model_copy(deep=True)
+    del no_toppings.item_types["pizza"].fields["toppings"]
+    assert missing_in_use(no_toppings, items[:1]) == {"pizza.toppings"}
+    assert missing_in_use(no_toppings, [{"item_type": "pizza", "fields": {"size": "LARGE", "toppings": []}}]) == set()
