@@ -39,15 +39,18 @@ def name_said(text: str, lex: Any) -> tuple[str | None, str]:
     return text[m.start(1):end].strip().title(), text[:m.start()] + " " + text[end:]
 
 
-def answers_the_name(chunks: list[Any], tree: Any) -> bool:
-    """The name is asked and the message is only menu values that name no item, with no article, number or
-    grammar word ("Olive", "Basil"): a name, not a topping for the current item."""
+def answers_the_name(chunks: list[Any], tree: Any, menu: Any) -> bool:
+    """The name is asked and the message is one word, an add-on's value that names no item, with no article,
+    number or grammar word ("Olive", "Basil"): a name, not a topping for the current item. A size or a style
+    ("large", "thin crust") is still read as an order."""
     pending = tree.pending if tree is not None else None
     if pending is None or pending.task != "customer_name":
         return False
-    menu_chunks = [c for c in chunks if c.kind == "menu"]
-    return bool(menu_chunks) and all(c.kind in ("menu", "filler") for c in chunks) and not any(
-        s.field is None or s.names_item for c in menu_chunks for s in c.senses)
+    words = [c for c in chunks if c.kind != "boundary"]
+    if len(words) != 1 or words[0].kind != "menu" or len(words[0].text.split()) != 1:
+        return False
+    return all(s.field is not None and not s.names_item and menu.item_types[s.item_type].fields[s.field].with_list
+               for s in words[0].senses)
 
 
 def read_intents(b: Any, text: str, contacts: list[str], name: str | None = None) -> None:

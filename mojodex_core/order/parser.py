@@ -256,7 +256,7 @@ def parse_deterministic(text: str, menu: Menu, tree: OrderTask | None = None) ->
     chunks = lex.chunk(tokenize(clean))
     seg = segment(chunks, menu)
     builder = _Builder(menu, tree, seg, chunks)
-    if not answers_the_name(chunks, tree):
+    if not answers_the_name(chunks, tree, menu):
         builder.frames()
     read_intents(builder, text, contacts, name)
     builder.leftovers.extend(unused_negations(chunks, builder.out))

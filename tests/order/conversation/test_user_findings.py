@@ -381,3 +381,14 @@ def test_removing_an_item_named_with_a_value_containing_and(bagel_menu):
     s.say("remove the coffee with half and half")
     assert [(it.fields.get("size"), it.status) for it in s.conv.order.items.items] == [
         ("large", "skipped"), ("small", "in_progress")]
+
+
+@pytest.mark.parametrize("answer, change", [("thin crust", ("style", ["THIN_CRUST"])), ("large", ("size", "LARGE"))])
+def test_a_size_or_style_at_the_name_question_is_still_an_order_change(pizza_menu, answer, change):
+    """A reviewer found 785f1ab took any value naming no item as the name: "thin crust" became "Thin Crust"."""
+    s = Session(pizza_menu)
+    s.run("a small cheese pizza", "pickup", "that's it")
+    s.say(answer)
+    field, value = change
+    assert s.conv.order.customer_info.name is None
+    assert s.conv.order.items.items[0].fields[field] == value
