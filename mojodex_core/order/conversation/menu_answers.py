@@ -113,7 +113,7 @@ def _quote(text: str, menu: Menu, named: list[Mention], lang: str) -> tuple[str,
     size = tdef.size_field
     cur = menu.currency
     if size is None or size in said.fields or not tdef.size_prices:
-        return "menu-price", say(lang, "menu-price", item=whole.summary, price=money(lang, whole.unit_price, cur))
+        return "menu-price", say(lang, "menu-price", item=whole.summary, price=money(lang, whole.line_total, cur))
     parts = []
     for s in tdef.size_prices:
         vdef = tdef.fields[size].value(s)

@@ -392,3 +392,12 @@ def test_a_size_or_style_at_the_name_question_is_still_an_order_change(pizza_men
     field, value = change
     assert s.conv.order.customer_info.name is None
     assert s.conv.order.items.items[0].fields[field] == value
+
+
+def test_a_quote_for_several_items_is_their_total(pizza_menu):
+    """A reviewer found "how much are two large pepperoni pizzas?" quoted $15.00, one pizza's price, next to
+    "2 x"; the order would charge $30.00."""
+    from mojodex_core.order.conversation.menu_answers import answer_menu_question
+
+    (key, text), = answer_menu_question("how much are two large pepperoni pizzas?", pizza_menu, "en")
+    assert key == "menu-price" and text.endswith("$30.00."), text
