@@ -33,6 +33,9 @@ class ReferenceRules:
     def _modify(self, idx: int, fields: dict[str, Any]) -> None:
         raise NotImplementedError
 
+    def _holding(self, frame: Frame, fits: list[int]) -> list[int]:
+        raise NotImplementedError
+
     def _cancel(self, frame: Frame, item_type: str, fields: dict[str, Any]) -> None:
         """ "remove the coke": the line it names; "remove one coke" of a line of three: one fewer; more than
         the line holds, several lines, or a second removal (which the parse can't hold): said, not guessed."""
@@ -81,6 +84,12 @@ class ReferenceRules:
                 self._modify(idx, changes)
                 return True
             if ambiguous:  # "make the coke large" with two lines of coke: which one? not a new line either
+                same = [i for i in live if tree.items.items[i].item_type == item_type]
+                held = self._holding(frame, same)
+                if len(held) == 1:  # "remove the olives" with two pizzas, one with olives: that one
+                    self.ref = held[0]
+                    self._modify(held[0], diff_fields(tree.items.items[held[0]], fields))
+                    return True
                 self.leftovers.append(said_as(frame, self.menu, item_type))
                 return True
             if live and frame.has_noun:  # "no ice in the drink" with no drink ordered: not a new line

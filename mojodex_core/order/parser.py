@@ -182,6 +182,8 @@ class _Builder(ReferenceRules):
                 self.out.new_items.append(ParsedItem(item_type=item_type, fields=fields))
             return
         asked = pending.item_index if pending is not None and pending.task == "item" else None
+        if asked not in fits and len(fits) > 1:
+            fits = self._holding(frame, fits) or fits  # "remove the olives": the one item that has them
         if asked in fits or len(fits) == 1:
             idx = asked if asked in fits else fits[0]
         else:  # "bottle" with a coke and a sprite, no question pending about either: which one? not guessed
@@ -194,6 +196,24 @@ class _Builder(ReferenceRules):
             self._answer(fields)
         else:
             self._modify(idx, fields)
+
+    def _holding(self, frame: Frame, fits: list[int]) -> list[int]:
+        """The items among ``fits`` that hold every value ``frame`` takes off (its fields all ``excluded_*``);
+        none when it does more than take values off."""
+        tree = self.tree
+        assert tree is not None
+        held = []
+        for i in fits:
+            item = tree.items.items[i]
+            _t, fields, _left = resolve_frame(replace(frame, anchor=item.item_type), self.menu)
+            if not fields or any(not k.startswith("excluded_") for k in fields):
+                return []
+            names = {(e.get("name") if isinstance(e, dict) else e) for k, v in fields.items() for e in v}
+            current = {(e.get("name") if isinstance(e, dict) else e) for k in fields
+                       for e in item.fields.get(k.removeprefix("excluded_")) or []}
+            if names <= current:
+                held.append(i)
+        return held
 
     def _over_the_order(self, frame: Frame, fits: list[int]) -> bool:
         """ "both large" with a coke and fries ordered: the values go to every live item (the two of "both").

@@ -401,3 +401,21 @@ def test_a_quote_for_several_items_is_their_total(pizza_menu):
 
     (key, text), = answer_menu_question("how much are two large pepperoni pizzas?", pizza_menu, "en")
     assert key == "menu-price" and text.endswith("$30.00."), text
+
+
+@pytest.mark.parametrize("text", ["remove the olives", "I don't want olives on my pizza", "no olives please"])
+def test_taking_a_topping_off_goes_to_the_one_pizza_that_has_it(pizza_menu, text):
+    """A reviewer found that with two pizzas, one with olives, taking the olives off changed nothing and said
+    nothing: the reference fitted both pizzas. The one holding the value is the one meant."""
+    s = Session(pizza_menu)
+    s.say("a large pizza with pepperoni and olives and a small cheese pizza")
+    s.say(text)
+    assert [it.fields["toppings"] for it in s.conv.order.items.items] == [[{"name": "PEPPERONI"}],
+                                                                         [{"name": "CHEESE"}]]
+
+
+def test_taking_off_a_topping_both_pizzas_have_is_not_guessed(pizza_menu):
+    s = Session(pizza_menu)
+    s.say("a large pizza with olives and a small pizza with olives")
+    s.say("remove the olives")
+    assert [it.fields["toppings"] for it in s.conv.order.items.items] == [[{"name": "OLIVES"}]] * 2
