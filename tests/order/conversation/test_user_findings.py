@@ -419,3 +419,11 @@ def test_taking_off_a_topping_both_pizzas_have_is_not_guessed(pizza_menu):
     s.say("a large pizza with olives and a small pizza with olives")
     s.say("remove the olives")
     assert [it.fields["toppings"] for it in s.conv.order.items.items] == [[{"name": "OLIVES"}]] * 2
+
+
+def test_the_french_not_on_menu_answer_needs_no_elision(pizza_menu):
+    """A reviewer found "nous n'avons pas de olives" (French elides: "d'olives"): the text now quotes the name."""
+    from mojodex_core.order.conversation.menu_answers import answer_menu_question
+
+    (_key, text), = answer_menu_question("avez-vous des onion rings ?", pizza_menu, "fr")
+    assert "« onion rings » n'est pas sur notre carte" in text and "pas de " not in text, text
