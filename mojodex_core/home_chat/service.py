@@ -26,6 +26,17 @@ from mojodex_core.task_view import displayed_data_for
 
 # Only instruct tasks are routed to: their turn runs on any message, with no form to fill first.
 ROUTABLE_TYPES = ("instruct",)
+# What the routing list of the chat's prompt says of each task: enough to choose one. A spec's definition
+# may be long (it is the task's own prompt), and every message of every user granted the task would carry it.
+ROUTING_DEFINITION_CHARS = 600
+
+
+def routing_definition(definition: str) -> str:
+    """The start of a task's definition, cut at a word, for the chat's routing list."""
+    text = " ".join(definition.split())
+    if len(text) <= ROUTING_DEFINITION_CHARS:
+        return text
+    return text[:ROUTING_DEFINITION_CHARS].rsplit(" ", 1)[0] + "..."
 
 
 @dataclass(frozen=True)
@@ -51,7 +62,7 @@ def available_tasks(db: DbSession, user_id: str, language: str) -> list[Routable
         tasks.append(RoutableTask(
             name=task.name_for_system,
             name_for_user=displayed.name_for_user if displayed else task.name_for_system,
-            definition=task.definition_for_system,
+            definition=routing_definition(task.definition_for_system),
             user_task_pk=user_task.user_task_pk,
         ))
     return tasks

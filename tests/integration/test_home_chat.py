@@ -111,6 +111,27 @@ def test_a_message_that_matches_no_task_is_answered_in_free_chat(live, llm):
     assert tool["name"] == "route_to_task" and tool["parameters"]["properties"]["task_name"]["enum"] == ["test_email"]
 
 
+def test_a_long_task_definition_is_cut_in_the_routing_list(live, llm):
+    """A tester stored a task whose definition was 1.9 MB: every home chat message of every user granted it sent
+    1.9 MB to the LLM. The routing list gives the start of each definition."""
+    from mojodex_core.home_chat.service import ROUTING_DEFINITION_CHARS
+
+    name = f"long_{uuid.uuid4().hex[:8]}"
+    spec = copy.deepcopy(TEST_TASK)
+    spec.update(name_for_system=name, definition_for_system="Write a letter. " + "word " * 400_000)
+    with live.db() as db:
+        store_spec(db, validate_spec(spec), "upsert")
+    client = live.new_user(tasks=[name])
+    session_id = _home(client)["session_id"]
+    llm.script(Reply(FREE))
+    _say(client, session_id, "hi there")
+    live.wait_idle()
+    prompt = llm.requests[0]["messages"][0]["content"]
+    line = next(row for row in prompt.splitlines() if row.startswith(f"- {name}:"))
+    assert line.startswith(f"- {name}: Email. Write a letter. word word") and line.endswith("...")
+    assert len(line) < ROUTING_DEFINITION_CHARS + 100 and len(prompt) < 20_000
+
+
 def test_routing_by_tag_creates_the_execution_and_the_task_answers_until_its_result(live, llm):
     client = live.new_user()
     session_id = _home(client)["session_id"]
