@@ -8,6 +8,7 @@ from ..menu import ItemTypeDef, Menu
 from ..parsed_input import ParsedInput, ParsedItem
 from ..parser import parse_deterministic
 from ..references import name_field
+from ..render import with_article
 from ..state import update_state
 from ..tree import ItemTask, new_order
 from .menu_index import Mention, mentions
@@ -100,6 +101,8 @@ def _quote(text: str, menu: Menu, named: list[Mention], lang: str) -> tuple[str,
     price it (size, item name and option surcharges); per size when no size was said. Only when the item is
     named: "how much is extra cheese?" is the option's surcharge."""
     parsed = parse_deterministic(text, menu)
+    if len(parsed.new_items) > 1:
+        return _quote_all(parsed.new_items, menu, lang)
     if len(parsed.new_items) != 1:
         return None
     said = parsed.new_items[0]
@@ -122,6 +125,18 @@ def _quote(text: str, menu: Menu, named: list[Mention], lang: str) -> tuple[str,
             parts.append(f"{money(lang, sized.unit_price, cur)} ({vdef.display})")
     return "menu-price-sizes", say(lang, "menu-price-sizes", item=whole.short or tdef.label,
                                    prices=join_list(lang, parts[:MAX_VALUES]))
+
+
+def _quote_all(items: list[ParsedItem], menu: Menu, lang: str) -> tuple[str, str] | None:
+    """"how much for two cheeseburgers and a large fries?": each item priced as the order would price its line,
+    and their total; None when one of them is no line the order would take (then one mention is answered)."""
+    lines = [_as_ordered(menu, item) for item in items]
+    if any(line is None for line in lines):
+        return None
+    total = round(sum(line.line_total for line in lines if line is not None), 2)
+    names = join_list(lang, [with_article(line.summary or line.label, line.quantity) if lang == "en"
+                             else line.summary or line.label for line in lines if line is not None])
+    return "menu-price-total", say(lang, "menu-price-total", items=names, price=money(lang, total, menu.currency))
 
 
 def _price(menu: Menu, m: Mention, lang: str) -> tuple[str, str]:

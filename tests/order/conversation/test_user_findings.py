@@ -427,3 +427,18 @@ def test_the_french_not_on_menu_answer_needs_no_elision(pizza_menu):
 
     (_key, text), = answer_menu_question("avez-vous des onion rings ?", pizza_menu, "fr")
     assert "« onion rings » n'est pas sur notre carte" in text and "pas de " not in text, text
+
+
+@pytest.mark.parametrize("menu_id, text, price", [
+    ("pizzeria", "how much is a small pizza with ham and a coke?", "$12.50"),
+    ("pizzeria", "how much are three small pizzas with ham and a 2 liter coke?", "$35.25"),
+    ("drive_thru", "how much for two cheeseburgers and a large fries?", "$15.50"),
+])
+def test_a_quote_for_several_items_is_what_the_order_would_charge(menu_id, text, price):
+    """A tester asked the price of two items at once: the answer named one item at its bare price ($9.00 where
+    the order charges $12.50)."""
+    from mojodex_core.order.conversation.menu_answers import answer_menu_question
+    from mojodex_core.order.menu import get_menu
+
+    (key, reply), = answer_menu_question(text, get_menu(menu_id), "en")
+    assert key == "menu-price-total" and reply.endswith(f"come to {price}."), reply
