@@ -243,6 +243,8 @@ def missing_in_use(menu: Menu, items: Iterable[dict[str, Any]]) -> set[str]:
             missing.add(str(item.get("item_type")))
             continue
         for name, current in (item.get("fields") or {}).items():
+            if name.startswith("excluded_"):
+                continue  # "no onions": nothing charged or ticketed; moot if the menu dropped onions
             fdef = tdef.fields.get(name)
             if fdef is None:
                 if current not in (None, [], ""):  # a whole field dropped while an order holds a value of it

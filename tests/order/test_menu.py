@@ -61,3 +61,12 @@ def test_missing_in_use_names_item_types_and_values_a_menu_dropped(pizza_menu):
     del no_toppings.item_types["pizza"].fields["toppings"]
     assert missing_in_use(no_toppings, items[:1]) == {"pizza.toppings"}
     assert missing_in_use(no_toppings, [{"item_type": "pizza", "fields": {"size": "LARGE", "toppings": []}}]) == set()
+
+
+def test_an_exclusion_held_by_a_live_order_is_no_field_of_the_menu(pizza_menu):
+    """1722367 named "pizza.excluded_toppings" as a field the menu dropped: any live order with "no onions" made
+    every replacement of its menu a 409."""
+    from mojodex_core.order_runtime.menus import missing_in_use
+
+    item = {"item_type": "pizza", "fields": {"size": "LARGE", "excluded_toppings": [{"name": "ONIONS"}]}}
+    assert missing_in_use(pizza_menu, [item]) == set()
