@@ -232,8 +232,9 @@ def check_stock_item(menu: Menu, item_type: object, field: object, value: object
 
 
 def missing_in_use(menu: Menu, items: Iterable[dict[str, Any]]) -> set[str]:
-    """What ordered ``items`` (stored item dicts) use and ``menu`` no longer has: an item type ("drink"), a field
-    holding a value ("pizza.toppings"), or a value of a menu field ("pizza.toppings MUSHROOMS"). Pure."""
+    """What ordered ``items`` (stored item dicts) use and ``menu`` no longer has or takes: an item type ("drink"),
+    a field holding a value, or taking it no more ("pizza.toppings": dropped, made single, made text), a value of
+    a menu field ("pizza.toppings MUSHROOMS"), a quantity past the type's limits ("burger.quantity 3"). Pure."""
     missing: set[str] = set()
     for item in items:
         if item.get("status") == "skipped":
@@ -250,12 +251,23 @@ def missing_in_use(menu: Menu, items: Iterable[dict[str, Any]]) -> set[str]:
                 if current not in (None, [], ""):  # a whole field dropped while an order holds a value of it
                     missing.add(f"{item.get('item_type')}.{name}")
                 continue
-            if fdef.kind not in ("choice", "measure"):
+            if current in (None, [], ""):
                 continue
-            for entry in current if isinstance(current, list) else [current]:
-                value = entry.get("name") if isinstance(entry, dict) else entry
-                if value is not None and fdef.value(str(value)) is None:
-                    missing.add(f"{item.get('item_type')}.{name} {value}")
+            if fdef.kind in ("choice", "measure"):
+                gone = [entry.get("name") if isinstance(entry, dict) else entry
+                        for entry in (current if isinstance(current, list) else [current])]
+                gone = [v for v in gone if v is not None and fdef.value(str(v)) is None]
+                missing.update(f"{item.get('item_type')}.{name} {v}" for v in gone)
+                if gone:
+                    continue
+            try:  # the value as the new field takes it (a list field made single, a choice made text...)
+                if isinstance(current, list) != fdef.multi:
+                    raise ValueError("a list where one value is taken, or the reverse")
+                fdef.validate_value(current)
+            except (ValueError, TypeError, KeyError):
+                missing.add(f"{item.get('item_type')}.{name}")
+            if name == "quantity" and isinstance(current, int) and not tdef.min_qty <= current <= tdef.max_qty:
+                missing.add(f"{item.get('item_type')}.quantity {current}")
     return missing
 
 

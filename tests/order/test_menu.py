@@ -70,3 +70,24 @@ def test_an_exclusion_held_by_a_live_order_is_no_field_of_the_menu(pizza_menu):
 
     item = {"item_type": "pizza", "fields": {"size": "LARGE", "excluded_toppings": [{"name": "ONIONS"}]}}
     assert missing_in_use(pizza_menu, [item]) == set()
+
+
+def test_missing_in_use_names_fields_that_no_longer_take_the_value_held(pizza_menu):
+    """A tester made a live burger's toppings single (multi false) or text, and its max_qty 2 under a line of 3:
+    each upload was a 200, and the order lost its topping surcharge."""
+    from mojodex_core.order_runtime.menus import missing_in_use
+
+    item = {"item_type": "pizza", "status": "complete",
+            "fields": {"quantity": 3, "size": "LARGE", "toppings": [{"name": "HAM"}],
+                       "excluded_toppings": [{"name": "ONIONS"}]}}
+    assert missing_in_use(pizza_menu, [item]) == set()  # an exclusion ("no onions") is no field of the menu's
+    single = pizza_menu.model_copy(deep=True)
+    single.item_types["pizza"].fields["toppings"].multi = False
+    assert missing_in_use(single, [item]) == {"pizza.toppings"}
+    text = pizza_menu.model_copy(deep=True)
+    text.item_types["pizza"].fields["toppings"] = text.item_types["pizza"].fields["toppings"].model_copy(
+        update={"kind": "text", "values": [], "multi": False})
+    assert missing_in_use(text, [item]) == {"pizza.toppings"}
+    fewer = pizza_menu.model_copy(deep=True)
+    fewer.item_types["pizza"].max_qty = 2
+    assert missing_in_use(fewer, [item]) == {"pizza.quantity 3"}
