@@ -30,7 +30,10 @@ class ProviderStepLLM:
         self.trace.append((label, f"{kind} {self._step}: {why}"))
 
     def chat(self, messages: list[dict[str, str]], *, label: str) -> str:
-        text = self._llm.chat(messages, label=label, user_task_execution_pk=self._pk, cancel=self._cancel,
+        # Streamed, though nobody sees the tokens: the cancel (a stop, a restart, a deletion) then ends the call
+        # at its next chunk, not once the whole answer has come.
+        text = self._llm.chat(messages, label=label, stream=True, on_token=lambda _chunk: None,
+                              user_task_execution_pk=self._pk, cancel=self._cancel,
                               max_tokens=self._max_tokens).text
         reasoning, _ = extract_reasoning(text)
         self._record(label, reasoning, text)

@@ -56,6 +56,7 @@ STALLED = ("The workflow stopped between two steps because of an internal error.
            "that should run next to go on.")
 NO_ITEM = ("The step returned no item, so nothing can run after it and there is no result to write. "
            "Relaunch it to retry.")
+STOPPED = "The step was stopped before it ended. Relaunch it to run it again."
 NOT_CHATTING = ("This workflow is running its steps: you can chat in the review of a step you rejected, "
                 "or about the final result once it is written.")
 
@@ -259,6 +260,10 @@ class WorkflowTurn:
                 error = failure_reason(exc, shown=(StepError,), what="workflow step",
                                        crashed="The step failed because of an internal error. Relaunch it to retry.",
                                        where=f"execution={execution_pk} step={action.step.name}")
+        if error is None and cancel.is_set():
+            # Stopped while it ran (its last call answered anyway): nothing runs after it, so it must be
+            # relaunchable, not "done" with the steps after it never started.
+            result, error = None, STOPPED
         elapsed_ms = (time.monotonic() - started) * 1000
         decisions += [(f"WORKFLOW_STEP_{action.step.name}", note) for note in context.trace]
         self._finish(session_id, row_pk, action, result, error, elapsed_ms, decisions)

@@ -233,3 +233,27 @@ def test_a_lasting_failure_between_steps_is_an_error_event_and_a_restart_goes_on
     llm.script(Reply("Stanza about the tide"))
     user.ok("POST", "/restart_user_workflow_execution", json={"user_task_execution_pk": pk, "from_rank": 2})
     assert wait_completed(user, pk)["produced_text"] == "Stanza about the tide"
+
+
+def test_stopping_a_writing_step_fails_it_and_a_relaunch_goes_on(wf, llm):
+    """A tester pressed stop while a stanza was being written: the step ended "done" seconds later, nothing ran
+    after it and no text was produced, with no failed step to relaunch and chat refused - stuck until a restart.
+    The step's plain chat call could not be interrupted either."""
+    user = poem_user(wf)
+    llm.script(Reply(json={"stanza_topics": ["tide"]}))
+    created = start_poem(user)
+    pk = created["user_task_execution_pk"]
+    (divider,) = wait_steps(user, pk, awaiting(1))
+    llm.script(Reply("Stanza about the tide", delay_s=3))  # before its body, or each streamed word
+    validate(user, divider["user_workflow_step_execution_pk"])
+    wait_steps(user, pk, lambda rows: any(r["rank"] == 2 and r["status"] == "running" for r in rows)
+               and len(llm.requests) >= 2)
+    assert user.ok("POST", "/user_task_execution_stop", json={"user_task_execution_pk": pk})["stopped"] is True
+    rows = wait_steps(user, pk, lambda rs: any(r["rank"] == 2 and r["status"] == "failed" for r in rs))
+    (stopped,) = [r for r in rows if r["rank"] == 2]
+    assert stopped["error"]
+    llm.script(Reply("Stanza about the tide"))
+    user.ok("PUT", "/user_workflow_step_execution", json={
+        "user_workflow_step_execution_pk": stopped["user_workflow_step_execution_pk"]})
+    assert wait_completed(user, pk)["produced_text"] == "Stanza about the tide"
+
