@@ -278,6 +278,11 @@ class WorkflowTurn:
                 # Invalidated (a restart) or lapsed (taken for dead) while it ran: its result is not used.
                 log.info("step execution %s ended as %s: result dropped", row_pk, row.status if row else "gone")
                 return
+            execution = db.get(UserTaskExecution, row.user_task_execution_fk, with_for_update=EXECUTION_LOCK)
+            if execution is None or execution.status == "deleted":  # deleted while it ran: ended, nothing told
+                row.status, row.error, row.end_date = "failed", "The task execution was deleted.", datetime.now(UTC)
+                log.info("step execution %s ended after its execution was deleted: result dropped", row_pk)
+                return
             row.end_date = datetime.now(UTC)
             if error is not None:
                 row.status, row.error = "failed", error

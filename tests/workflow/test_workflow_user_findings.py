@@ -145,7 +145,7 @@ def test_a_badly_shaped_result_edit_names_the_field_and_a_running_step_is_a_409(
         "user_workflow_step_execution_pk": divider["user_workflow_step_execution_pk"], "result": [{"wrong_key": "x"}]})
     assert bad.status_code == 400, bad.text
     assert bad.json()["field"] == "result" and "wrong_key" in bad.json()["error"]
-    llm.script(Reply("Stanza about the tide", delay_s=1.5))
+    llm.script(Reply("Stanza about the tide", delay_s=0.4))  # each streamed word
     validate(user, divider["user_workflow_step_execution_pk"])
     rows = wait_steps(user, pk, lambda rs: any(r["rank"] == 2 and r["status"] == "running" for r in rs))
     writer = next(r for r in rows if r["rank"] == 2)
@@ -257,3 +257,31 @@ def test_stopping_a_writing_step_fails_it_and_a_relaunch_goes_on(wf, llm):
         "user_workflow_step_execution_pk": stopped["user_workflow_step_execution_pk"]})
     assert wait_completed(user, pk)["produced_text"] == "Stanza about the tide"
 
+
+def test_a_step_ending_after_its_execution_was_deleted_tells_nobody(wf, llm):
+    """A tester deleted an execution while a stanza was written: 3 s later the step stored its result and sent
+    workflow_step_execution_ended into the deleted execution's session."""
+    from sqlalchemy import select
+
+    from mojodex_core.db.models import SessionEvent, UserWorkflowStepExecution
+
+    user = poem_user(wf)
+    llm.script(Reply(json={"stanza_topics": ["tide"]}))
+    created = start_poem(user)
+    pk = created["user_task_execution_pk"]
+    (divider,) = wait_steps(user, pk, awaiting(1))
+    llm.script(Reply("Stanza about the tide", delay_s=2))
+    validate(user, divider["user_workflow_step_execution_pk"])
+    wait_steps(user, pk, lambda rows: any(r["rank"] == 2 and r["status"] == "running" for r in rows)
+               and len(llm.requests) >= 2)
+    with wf.db() as db:
+        before = len(db.scalars(select(SessionEvent).where(SessionEvent.session_id == created["session_id"])).all())
+    user.ok("DELETE", "/user_task_execution", params={"user_task_execution_pk": pk})
+    wf.wait_idle()
+    with wf.db() as db:
+        events = db.scalars(select(SessionEvent).where(SessionEvent.session_id == created["session_id"])).all()
+        step = db.scalars(select(UserWorkflowStepExecution).where(UserWorkflowStepExecution.rank == 2,
+                                                                 UserWorkflowStepExecution.user_task_execution_fk == pk)
+                          ).one()
+        assert [e.event_name for e in events[before:]] in ([], ["error"]), [e.event_name for e in events[before:]]
+        assert step.status == "failed"
