@@ -175,6 +175,7 @@ class _Segmenter(DoubtHandlers):
             return
         if self.cancel_next:  # "remove the onions": a value, not an item, is being taken off
             negated, self.cancel_next = True, False
+            self.neg, self.neg_count = True, 0  # and the values listed with it ("remove the ham and olives")
         if cur is not None and cur is self.cross_dist:
             pass  # "..., both large": the value goes to every item of the list (see :meth:`on_dist`)
         elif cur is not None and cur.anchor and not any(s.item_type == cur.anchor for s in values):

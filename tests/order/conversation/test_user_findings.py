@@ -442,3 +442,16 @@ def test_a_quote_for_several_items_is_what_the_order_would_charge(menu_id, text,
 
     (key, reply), = answer_menu_question(text, get_menu(menu_id), "en")
     assert key == "menu-price-total" and reply.endswith(f"come to {price}."), reply
+
+
+def _toppings(s: Session) -> list[str]:
+    return [t["name"] for _, it in s.conv.order.items.active() for t in it.fields.get("toppings") or []]
+
+
+def test_remove_two_toppings_takes_both_off(pizza_menu):
+    """"remove the ham and olives" took the ham off and added olives again (the removal covered one value)."""
+    s = Session(pizza_menu)
+    s.say("a large pizza with ham, olives and mushrooms")
+    s.say("remove the ham and olives")
+    assert _toppings(s) == ["MUSHROOMS"]
+
