@@ -119,6 +119,13 @@ GRAMMAR: dict[str, dict[str, Any]] = {
     },
 }
 
+# Removals said around their object: "take the olives off", "leave the onions out", "get the bacon off". The
+# verb (a filler on its own) reads as a "cancel" word when menu words and then one of its particles follow it.
+SPLIT_REMOVALS: dict[str, tuple[str, ...]] = {
+    "take": ("off", "out", "away"), "leave": ("off", "out"), "get": ("off",), "hold": ("off",),
+    "keep": ("off",), "pull": ("off",), "scrape": ("off",),
+}
+
 # Words that carry no order content. Unknown words outside this list are reported as unparsed.
 FILLER_WORDS = [
     "i", "i'd", "i'll", "i'm", "i've", "me", "my", "mine", "we", "we'd", "we'll", "us", "our", "you", "your",

@@ -340,7 +340,31 @@ class Lexicon:
             else:
                 out.append(Chunk("unknown", i, i + 1, (), None, raw))
             i += 1
-        return out
+        return _split_removals(out, norms)
+
+
+# chunks that may stand between a split removal's verb and its particle ("take the ham and olives off")
+_SPLIT_OBJECT = frozenset({"def", "menu", "and", "or", "qual"})
+
+
+def _split_removals(chunks: list[Chunk], norms: list[str]) -> list[Chunk]:
+    """ "take the olives off": the verb becomes a ``cancel`` word (as "take off the olives") when menu words and
+    then one of its particles (``grammar_words.SPLIT_REMOVALS``) follow it; the particle is a filler."""
+    for i, ch in enumerate(chunks):
+        particles = gw.SPLIT_REMOVALS.get(norms[ch.start]) if ch.kind in ("filler", "unknown") else None
+        if not particles:
+            continue
+        seen_menu = False
+        for nxt in chunks[i + 1:]:
+            word = norms[nxt.start] if nxt.end - nxt.start == 1 else ""
+            if nxt.kind == "filler" and word in particles:
+                if seen_menu:
+                    chunks[i] = ch._replace(kind="cancel")
+                break
+            if nxt.kind not in _SPLIT_OBJECT and not (nxt.kind == "filler" and nxt.text != ","):
+                break
+            seen_menu = seen_menu or nxt.kind == "menu"
+    return chunks
 
 
 def _field_phrases(fdef: Any) -> list[tuple[str, Any]]:

@@ -455,3 +455,33 @@ def test_remove_two_toppings_takes_both_off(pizza_menu):
     s.say("remove the ham and olives")
     assert _toppings(s) == ["MUSHROOMS"]
 
+
+@pytest.mark.parametrize("text", ["take the olives off", "leave the olives off", "take the olives out",
+                                  "can you take the olives off please", "leave the olives out"])
+def test_a_removal_said_around_its_object_removes(pizza_menu, text):
+    """"take the olives off" on a large ham pizza answered "No problem, large pizza with ham and olives": "take"
+    and "off" were fillers, so the olives were added."""
+    s = Session(pizza_menu)
+    s.say("a large pizza with ham")
+    s.say(text)
+    assert _toppings(s) == ["HAM"]
+    s = Session(pizza_menu)
+    s.say("a large pizza with ham and olives")
+    s.say(text)
+    assert _toppings(s) == ["HAM"]
+
+
+def test_take_the_bacon_off_a_bagel(bagel_menu):
+    """"take the bacon off" was read as unclear at the bagel shop."""
+    s = Session(bagel_menu)
+    s.say("a plain bagel toasted with bacon")
+    out = s.say("take the bacon off")
+    assert out.response_keys[0] != "clarify-unparsed" and "bacon" not in out.reply
+    assert [it.fields["extras"] for _, it in s.conv.order.items.active()] == [[]]
+
+
+def test_take_the_ham_and_olives_off(pizza_menu):
+    s = Session(pizza_menu)
+    s.say("a large pizza with ham, olives and mushrooms")
+    s.say("take the ham and olives off")
+    assert _toppings(s) == ["MUSHROOMS"]
