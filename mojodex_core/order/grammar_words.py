@@ -126,6 +126,9 @@ SPLIT_REMOVALS: dict[str, tuple[str, ...]] = {
     "keep": ("off",), "pull": ("off",), "scrape": ("off",),
 }
 
+# Words said after an address that are not part of it: "deliver to 9 Pine Street instead".
+ADDRESS_TAIL = ("instead", "please", "thanks", "thank you", "actually", "now", "then", "rather")
+
 # Words that carry no order content. Unknown words outside this list are reported as unparsed.
 FILLER_WORDS = [
     "i", "i'd", "i'll", "i'm", "i've", "me", "my", "mine", "we", "we'd", "we'll", "us", "our", "you", "your",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from . import grammar_words as gw
 from .lexicon import tokenize
 from .references import current_item
 
@@ -22,8 +23,29 @@ GLUE = frozenset({"filler", "boundary", "yes", "no_answer", "def", "and", "or", 
 _REFUSAL = frozenset({"yes", "no_answer", "neg", "cancel", "cancel_all", "modify", "checkout"})
 # an answer to another question, not a name: "pickup" answering "can I get a name?"
 _NOT_A_NAME = _REFUSAL | {"pickup", "delivery", "pay"}
-_ADDRESS_RE = re.compile(r"\b(?:deliver(?:ed)?(?: it)?|bring it|send it|delivery)\s+(?:to|at)\s+(.+)$",
-                         re.IGNORECASE)
+# an address said in a sentence: "deliver to 9 Pine Street", "change the address to 9 Pine Street"
+_ADDRESS_RE = re.compile(r"\b(?:(?:deliver(?:ed)?(?: it)?|bring it|send it|delivery)\s+(?:to|at)"
+                         r"|(?:(?:the|my|our|new|delivery)\s+)*address\s+(?:to|is|should be|will be|as|at|of)"
+                         r"|(?:the|my|our|new|delivery)\s+address(?=\s*:?\s*\d))\s*:?\s+(.+)$", re.IGNORECASE)
+_TAIL_WORDS = "|".join(map(re.escape, gw.ADDRESS_TAIL))
+_ADDRESS_TAIL_RE = re.compile(rf"(?:[\s,.!]+(?:{_TAIL_WORDS}))+[\s.!]*$", re.IGNORECASE)
+
+
+def address_said(text: str) -> tuple[str | None, str]:
+    """The address said in a sentence ("deliver to 9 Pine Street instead") and the text without that part, so
+    that its words are not read as an order (the house number is no quantity); words after it that are not
+    part of it (``grammar_words.ADDRESS_TAIL``) stay in the text."""
+    m = _ADDRESS_RE.search(text)
+    if m is None:
+        return None, text
+    address = m.group(1)
+    tail = _ADDRESS_TAIL_RE.search(address)
+    rest = address[tail.start():] if tail else ""
+    address = address[: tail.start()] if tail else address
+    address = address.strip(" .!,")
+    if not address:
+        return None, text
+    return address, text[: m.start()] + " " + rest
 
 
 def name_said(text: str, lex: Any) -> tuple[str | None, str]:
@@ -53,7 +75,8 @@ def answers_the_name(chunks: list[Any], tree: Any, menu: Any) -> bool:
                for s in words[0].senses)
 
 
-def read_intents(b: Any, text: str, contacts: list[str], name: str | None = None) -> None:
+def read_intents(b: Any, text: str, contacts: list[str], name: str | None = None, address: str | None = None
+                 ) -> None:
     """Fill the order-level fields of ``b.out`` (``b``: the parser's frame builder)."""
     flags, out, tree = b.seg.flags, b.out, b.tree
     pending = tree.pending if tree is not None else None
@@ -68,9 +91,8 @@ def read_intents(b: Any, text: str, contacts: list[str], name: str | None = None
         out.order_type = "pickup"
     if flags.get("delivery"):
         out.order_type = "delivery"
-    m = _ADDRESS_RE.search(text)
-    if m:
-        out.address, out.order_type = m.group(1).strip(" .!"), "delivery"
+    if address:
+        out.address, out.order_type = address, "delivery"
     if flags.get("checkout"):
         out.wants_checkout = True
     if flags.get("pay"):

@@ -17,7 +17,7 @@ from .frames import Frame, Segmentation, segment
 from .lexicon import extract_contacts, get_lexicon, tokenize
 from .menu import Menu
 from .parse_checks import item_named_by_a_part, unused_negations
-from .parse_intents import GLUE, answers_the_name, name_said, read_intents
+from .parse_intents import GLUE, address_said, answers_the_name, name_said, read_intents
 from .parse_refs import ORDINAL_TEXT, ReferenceRules
 from .parsed_input import Modification, ParsedInput, ParsedItem
 from .references import current_item, diff_fields, find_item, fitting_types, live_items, positive, said_as
@@ -273,12 +273,13 @@ def parse_deterministic(text: str, menu: Menu, tree: OrderTask | None = None) ->
     lex = get_lexicon(menu)
     clean, contacts = extract_contacts(text)
     name, clean = name_said(clean, lex)
+    address, clean = address_said(clean)
     chunks = lex.chunk(tokenize(clean))
     seg = segment(chunks, menu)
     builder = _Builder(menu, tree, seg, chunks)
     if not answers_the_name(chunks, tree, menu):
         builder.frames()
-    read_intents(builder, text, contacts, name)
+    read_intents(builder, text, contacts, name, address)
     builder.leftovers.extend(unused_negations(chunks, builder.out))
     out = builder.out
     out.repeat_last = bool(seg.flags.get("repeat"))

@@ -485,3 +485,16 @@ def test_take_the_ham_and_olives_off(pizza_menu):
     s.say("a large pizza with ham, olives and mushrooms")
     s.say("take the ham and olives off")
     assert _toppings(s) == ["MUSHROOMS"]
+
+
+@pytest.mark.parametrize("text", ["change the address to 9 Pine Street", "deliver to 9 Pine Street instead",
+                                  "my address is 9 Pine Street, thanks"])
+def test_a_new_address_at_the_read_back_changes_the_address_only(pizza_menu, text):
+    """At the read-back, "change the address to 9 Pine Street" answered "No problem, 9 x coke" and kept the old
+    address; "deliver to 9 Pine Street instead" made 9 cokes and the address "9 Pine Street instead"."""
+    s = Session(pizza_menu)
+    s.run("a large ham pizza and a coke", "delivery", "22 Oak Avenue", "that's it", "Bob", "555-1234", "cash")
+    out = s.say(text)
+    assert s.conv.order.delivery_method.address.street == "9 Pine Street"
+    assert [it.fields["quantity"] for _, it in s.conv.order.items.active()] == [1, 1]
+    assert out.response_keys == ["confirm-summary"] and "9 Pine Street," in out.reply
