@@ -141,8 +141,8 @@ def _references(ctx: Ctx, text: str) -> tuple[list[int], bool]:
         idx, doubt = _part_reference(ctx, part)
         if idx is not None and idx not in refs:
             refs.append(idx)
-        # a reference several items fit: alone, the parser says so ("remove the pizza": which one?)
-        unresolved = unresolved or doubt is True or doubt is None and len(parts) > 1
+        # a reference several items fit ("remove the coke" with two cokes): which one? asked, not guessed
+        unresolved = unresolved or doubt is True or doubt is None
     return refs, unresolved
 
 
@@ -259,7 +259,7 @@ def _which_one(ctx: Ctx) -> ParsedInput | None:
     """The answer to "which one do you mean?": the change asked before, applied to the item named now
     ("the coke", "the first one" - read by the parser - or "2", the number in the question's list)."""
     proposal = ctx.conv.proposal
-    if proposal is None or proposal.get("kind") != "reference":
+    if proposal is None or proposal.get("kind") not in ("reference", "remove"):
         return None
     tree = ctx.conv.order
     live = [i for i, _ in tree.items.active()]
@@ -271,6 +271,9 @@ def _which_one(ctx: Ctx) -> ParsedInput | None:
         idx = referenced_item(ctx.text or "", ctx.menu, tree)
     if idx is None:
         return None
+    if proposal["kind"] == "remove":
+        ctx.rule("repair", f"which one: item {idx + 1} is removed")
+        return ParsedInput(cancel_item_index=idx, confidence=1.0)
     mods = _modifications(ctx, idx, proposal.get("fields", {}))
     if not mods:
         return None
@@ -310,6 +313,8 @@ def repair(ctx: Ctx) -> tuple[ParsedInput, list[int], bool]:
     if removal is not None:
         base, refs, unresolved = removal
         if unresolved:  # nothing applied: the targeted question asks which item was meant
+            if not refs:  # one removal: kept for the answer ("the second one")
+                ctx.pending_reference = {"kind": "remove"}
             return ParsedInput(confidence=0.0), [], True
         return base, refs, False
     return parsed, [], _reference_doubt(ctx, parsed)

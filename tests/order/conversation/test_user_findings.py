@@ -508,3 +508,15 @@ def test_a_value_refused_in_words_is_not_added_anyway(bagel_menu):
     out = s.say("Honey")
     assert "clarify-unparsed" in out.response_keys
     assert [it.item_type for _, it in s.conv.order.items.active()] == ["bagel"]
+
+
+@pytest.mark.parametrize("answer, left", [("the second one", ["SPRITE", "COKE"]), ("4", ["COKE", "SPRITE"])])
+def test_remove_the_coke_with_two_cokes_asks_which_and_the_answer_removes_it(pizza_menu, answer, left):
+    """"a coke, a sprite and a coke" then "remove the coke": the bot ignored it and asked pickup or delivery
+    again; "the second one" then got a pattern hint."""
+    s = Session(pizza_menu)
+    s.run("a large ham pizza", "a coke, a sprite and a coke")
+    assert s.say("remove the coke").response_key == "clarify-reference"
+    assert len(s.conv.order.items.active()) == 4
+    s.say(answer)
+    assert [it.fields.get("drink_type") for _, it in s.conv.order.items.active()] == [None] + left
