@@ -121,7 +121,7 @@ class _Updater:
             self.error("invalid_value", f"{name} on {tdef.label}", f"Sorry, {tdef.label} has no option {name!r}.")
             return False
         if name != base:
-            return self._exclude(item, base, fdef, value if isinstance(value, list) else [value])
+            return self._exclude(item, idx, base, fdef, value if isinstance(value, list) else [value])
         if value is None:
             if fdef.required:  # a required field can't be cleared: nothing changes
                 return False
@@ -150,7 +150,7 @@ class _Updater:
             self.diff.ops.append(DiffOp(op="set", path=f"items[{idx}].{name}", old=old, new=new_value))
         return old != new_value or was_default
 
-    def _exclude(self, item: ItemTask, name: str, fdef: FieldDef, entries: list[Any]) -> bool:
+    def _exclude(self, item: ItemTask, idx: int, name: str, fdef: FieldDef, entries: list[Any]) -> bool:
         before = (item.fields.get(name), list(item.fields.get(f"excluded_{name}") or []))
         names = {_entry_name(e) for e in entries}
         if fdef.multi:
@@ -161,6 +161,10 @@ class _Updater:
         bucket.extend(e for e in entries if e not in bucket)
         if name not in item.asked:
             item.asked.append(name)  # "no cream cheese" also answers "any spread?"
+        # in the audit diff like any other change: "remove the ham" is a change the conversation acknowledges
+        for key, old in ((name, before[0]), (f"excluded_{name}", before[1])):
+            if old != item.fields.get(key):
+                self.diff.ops.append(DiffOp(op="set", path=f"items[{idx}].{key}", old=old, new=item.fields.get(key)))
         return before != (item.fields.get(name), item.fields.get(f"excluded_{name}"))
 
     def _valid(self, tdef: ItemTypeDef, name: str, fdef: FieldDef, entry: Any) -> bool:

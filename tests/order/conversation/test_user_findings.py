@@ -520,3 +520,29 @@ def test_remove_the_coke_with_two_cokes_asks_which_and_the_answer_removes_it(piz
     assert len(s.conv.order.items.active()) == 4
     s.say(answer)
     assert [it.fields.get("drink_type") for _, it in s.conv.order.items.active()] == [None] + left
+
+
+@pytest.mark.parametrize("text", ["remove the ham", "no ham on the first one"])
+def test_a_confident_change_while_clarifying_is_applied(pizza_menu, text):
+    """A tester found "remove the ham" said in Clarifying lost: the parse was a confident exclusion, but taking a
+    topping off left no trace in the update's diff, so the turn made "no progress" (STILL_UNCLEAR, a pattern
+    hint) and the ham stayed. In Ordering the same change was applied without being acknowledged."""
+    s = Session(pizza_menu)
+    s.run("a large pizza with ham and a small pizza with bacon", "take the bacon and the olives away please")
+    assert s.state == "Clarifying"
+    out = s.say(text)
+    assert (out.transition, out.state_after) == ("USER_CLARIFIES_OK", "Ordering")
+    assert s.conv.order.items.items[0].fields["toppings"] == []
+    assert out.response_keys[0] == "ack-modified" and "no ham" in out.reply, out.reply
+
+
+def test_a_topping_taken_off_is_in_the_diff(pizza_menu):
+    from mojodex_core.order.parser import parse_deterministic
+    from mojodex_core.order.state import update_state
+    from mojodex_core.order.tree import new_order
+
+    tree, _ = update_state(new_order(pizza_menu.id), parse_deterministic("a large ham pizza", pizza_menu,
+                                                                         new_order(pizza_menu.id)), pizza_menu)
+    _, diff = update_state(tree, parse_deterministic("no ham", pizza_menu, tree), pizza_menu)
+    assert [(op.path, op.new) for op in diff.ops if op.op == "set" and op.path.startswith("items")] == [
+        ("items[0].toppings", []), ("items[0].excluded_toppings", [{"name": "HAM"}])]
