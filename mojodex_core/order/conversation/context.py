@@ -10,7 +10,7 @@ from ..parsed_input import ParsedInput
 from ..state import StateDiff, update_state
 from ..tree import OrderTask
 from .model import Conversation, TurnInput
-from .resources import has_phrase, keywords, normalise, only_phrases
+from .resources import has_phrase, hesitation_only, keywords, normalise, only_phrases
 from .steps import Step, next_step
 from .supervisor import Decision
 
@@ -63,6 +63,10 @@ class Ctx:
 
     def has(self, key: str) -> str | None:
         return has_phrase(self.norm, self.kw.get(key, ()))
+
+    def hesitates(self) -> bool:
+        """Nothing but hesitation words ("hmm", "umm", "errr")."""
+        return hesitation_only(self.norm, self.kw.get("hesitation", ()))
 
     @property
     def tree(self) -> OrderTask:

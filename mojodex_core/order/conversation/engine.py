@@ -50,8 +50,11 @@ def _parse(ctx: Ctx) -> None:
     parsed = parse_deterministic(text, ctx.menu, tree)
     ctx.timings["parse"] += _ms(start)
     start = perf_counter()
+    # Answering: a question of the order is pending, or the assistant asked one of its own ("anything else?",
+    # "which one?", an offer) - not the opening "what would you like?", where gibberish is still off topic.
+    answering = tree.pending is not None or ctx.conv.last_question not in (None, "order")
     ctx.decision = classify(text, parsed, ctx.menu, ctx.lang, llm=ctx.llm, threshold=ctx.threshold,
-                            answering=tree.pending is not None)
+                            answering=answering)
     ctx.timings["supervisor"] += _ms(start)
     ctx.trace.append(ctx.decision.trace)
     if ctx.decision.intent == "order_entry" and ctx.llm is not None and needs_llm(parsed, ctx.threshold) and not (

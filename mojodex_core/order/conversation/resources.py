@@ -134,3 +134,13 @@ def only_phrases(norm_text: str, *phrase_lists: tuple[str, ...]) -> bool:
     for filler in _FILLERS_PADDED:
         rest = rest.replace(filler, " ")
     return found and not rest.strip()
+
+
+def _squeeze(text: str) -> str:
+    """Letters said longer collapsed: "hmmm", "ummm", "errr" -> "hm", "um", "er"."""
+    return re.sub(r"([a-z])\1+", r"\1", text)
+
+
+def hesitation_only(norm_text: str, phrases: tuple[str, ...]) -> bool:
+    """The text is nothing but hesitation words ("hmm", "umm... errr"), however long they are drawn out."""
+    return only_phrases(_squeeze(norm_text), tuple(_squeeze(p) for p in phrases))

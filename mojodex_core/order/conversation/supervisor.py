@@ -17,7 +17,7 @@ from ..menu import Menu
 from ..parsed_input import ParsedInput
 from .menu_index import mentions
 from .model import Intent, OffTopicType
-from .resources import has_phrase, keywords, normalise, only_phrases
+from .resources import has_phrase, hesitation_only, keywords, normalise, only_phrases
 
 log = logging.getLogger(__name__)
 LABEL = "order_intent"
@@ -69,6 +69,8 @@ def classify_deterministic(text: str, parsed: ParsedInput, menu: Menu, language:
     if only_phrases(norm, *(kw.get(k, ()) for k in CONTROL_KEYS)) or any(has_phrase(norm, kw.get(k, ()))
                                                                          for k in strong):
         return _rule("order_entry", "conversation keywords")
+    if hesitation_only(norm, kw.get("hesitation", ())):  # "hmm": the customer is thinking, not off topic
+        return _rule("order_entry", "a hesitation")
     if not parsed.is_empty() and parsed.confidence >= threshold and not parsed.unparsed:
         return _rule("order_entry", "menu words")
     if named or not parsed.is_empty():
@@ -117,9 +119,9 @@ def classify_with_llm(text: str, menu: Menu, llm: object) -> Decision | None:
 
 def classify(text: str, parsed: ParsedInput, menu: Menu, language: str, *, llm: object | None,
              threshold: float, answering: bool = False) -> Decision:
-    """``answering``: a question of the order is waiting for its answer (payment, name, an item's field). A
-    message not understood then is an unclear answer to it, asked again in its targeted form - not an
-    off-topic strike."""
+    """``answering``: a question the assistant asked is waiting for its answer (payment, name, an item's field,
+    "anything else?"). A message not understood then is an unclear answer to it, asked again in its targeted
+    form - not an off-topic strike."""
     decision = classify_deterministic(text, parsed, menu, language, threshold)
     if decision is not None:
         return decision

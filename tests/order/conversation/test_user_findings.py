@@ -546,3 +546,34 @@ def test_a_topping_taken_off_is_in_the_diff(pizza_menu):
     _, diff = update_state(tree, parse_deterministic("no ham", pizza_menu, tree), pizza_menu)
     assert [(op.path, op.new) for op in diff.ops if op.op == "set" and op.path.startswith("items")] == [
         ("items[0].toppings", []), ("items[0].excluded_toppings", [{"name": "HAM"}])]
+
+
+def test_hesitations_at_the_anything_else_prompt_never_end_the_session(drive_menu):
+    """A tester said "hmm", "umm", "errr" at "Would you like something else?": three off-topic strikes, the
+    third ended the session ("I can only take orders... Goodbye!") and the order was lost. Only the questions of
+    the order (tree.pending) took an unclear answer as an answer; the next-step prompt is a question too."""
+    s = Session(drive_menu)
+    out = s.run("a cheeseburger", "pickup")
+    assert out.response_key.startswith("next-step")
+    for text in ("hmm", "umm", "errr", "hmmmm"):
+        out = s.say(text)
+        assert out.intent == "order_entry" and not out.response_key.startswith("off-topic"), (text, out.reply)
+        assert not out.ended and s.state != "Idle"
+    assert s.conv.off_topic_count == 0 and len(s.conv.order.items.active()) == 1
+    s.say("a coke")
+    assert [it.item_type for _, it in s.conv.order.items.active()][-1] == "drink"
+
+
+def test_gibberish_at_the_anything_else_prompt_is_asked_again(drive_menu):
+    s = Session(drive_menu)
+    s.run("a cheeseburger", "pickup")
+    out = s.say("blorp")
+    assert out.intent == "order_entry" and out.state_after == "Clarifying" and s.conv.off_topic_count == 0
+
+
+def test_off_topic_at_the_anything_else_prompt_still_strikes(drive_menu):
+    s = Session(drive_menu)
+    s.run("a cheeseburger", "pickup")
+    out = s.say("what's the weather like today?")
+    assert out.response_key == "off-topic-simply-unrelated-1" and s.conv.off_topic_count == 1
+
