@@ -56,6 +56,15 @@ def _yes_no(ctx: Ctx, parsed: ParsedInput) -> ParsedInput | None:
     return None
 
 
+def _hesitation(ctx: Ctx, parsed: ParsedInput) -> ParsedInput | None:
+    """ "hmm", "umm", "errr": nothing to apply and nothing to say back (not an unknown word, not a name) - the
+    question is asked again (an unclear answer: the clarify escalation)."""
+    if not ctx.hesitates():
+        return None
+    ctx.rule("repair", "a hesitation: nothing to apply, the question is asked again")
+    return ParsedInput(confidence=0.0)
+
+
 def _greeting_only(ctx: Ctx, parsed: ParsedInput) -> ParsedInput | None:
     """A greeting of the keyword lists ("bonjour", "salut") and nothing else is a greeting: not an unknown word,
     nor a fuzzy menu match ("salut" -> salt bagel) the parser is unsure of."""
@@ -305,7 +314,7 @@ def repair(ctx: Ctx) -> tuple[ParsedInput, list[int], bool]:
     answered = _which_one(ctx)
     if answered is not None:
         return answered, [], False
-    for fix in (_greeting_only, _yes_no, _info_keywords, _same_again):
+    for fix in (_hesitation, _greeting_only, _yes_no, _info_keywords, _same_again):
         fixed = fix(ctx, parsed)
         if fixed is not None:
             return fixed, [], False

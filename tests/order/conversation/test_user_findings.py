@@ -577,3 +577,13 @@ def test_off_topic_at_the_anything_else_prompt_still_strikes(drive_menu):
     out = s.say("what's the weather like today?")
     assert out.response_key == "off-topic-simply-unrelated-1" and s.conv.off_topic_count == 1
 
+
+
+@pytest.mark.parametrize("language, text", [("en", "umm"), ("en", "errr"), ("fr", "euh")])
+def test_a_hesitation_is_never_the_name(pizza_menu, language, text):
+    """A tester answered the name question "hmm" (asked again), then "umm": the order's name became "Umm"."""
+    s = Session(pizza_menu, language)
+    out = s.run("a large pepperoni pizza", "pickup", "that's it")
+    assert out.response_key == "confirm-missing"
+    s.run("hmm", text)
+    assert s.conv.order.customer_info.name is None
