@@ -10,6 +10,7 @@ from ..parsed_input import Modification, ParsedInput, ParsedItem
 from ..render import refresh_display, with_article
 from .compose import acknowledge, ask, commit
 from .context import Ctx, apply_parsed, pending_change_dump
+from .events import CHECKOUT_QUESTIONS
 from .menu_answers import answer_menu_question
 from .menu_index import (
     closest,
@@ -113,7 +114,8 @@ def resume_thinking(ctx: Ctx) -> None:
 
 def give_pattern_hint(ctx: Ctx) -> None:
     tree = ctx.conv.order
-    step = next_step(tree, ctx.menu, "Ordering")
+    # the hint is for the question asked: the name, contact or payment when Confirming asked it
+    step = next_step(tree, ctx.menu, "Confirming" if ctx.conv.last_question in CHECKOUT_QUESTIONS else "Ordering")
     q = step.pending
     item = tree.items.items[q.item_index or 0] if q is not None and q.task == "item" else None
     example = (example_answer(ctx.menu, item, q.field if q else None) or step_example(tree, ctx.menu, step, ctx.lang)

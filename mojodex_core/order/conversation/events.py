@@ -27,6 +27,16 @@ def _progress(ctx: Ctx) -> bool:
     return ctx.diff is not None and any(op.op != "error" for op in ctx.diff.ops)
 
 
+# The questions Confirming asks before the read-back: an answer to one given after its clarification goes back to
+# Confirming (to the next of them), not to Ordering's "anything else?".
+CHECKOUT_QUESTIONS = ("customer_name", "customer_contact", "payment")
+
+
+def _answers_checkout_question(ctx: Ctx) -> bool:
+    return (ctx.conv.last_question in CHECKOUT_QUESTIONS and _progress(ctx) and not low_confidence(ctx)
+            and not items_changed(ctx))
+
+
 def _done(ctx: Ctx) -> bool:
     if ctx.has("done") and not items_changed(ctx):
         return True
@@ -57,6 +67,7 @@ PREDICATES: dict[str, Callable[[Ctx], bool]] = {
     "asked_twice": asked_twice,
     "never_mind": lambda c: bool(c.has("never_mind")) or (_says_no(c) and (
         c.conv.proposal is not None or c.conv.last_question in ("reference", "unparsed", "order"))),
+    "answers_checkout_question": _answers_checkout_question,
     "clarified": lambda c: (c.conv.proposal is not None and _says_yes(c)) or (_progress(c) and not low_confidence(c)),
     "not_right": lambda c: bool(c.has("not_right")) or (c.conv.last_question == "checkout" and _says_no(c)),
     "confirms": lambda c: c.conv.last_question == "checkout" and not items_changed(c)
@@ -79,10 +90,10 @@ UTTERANCE_EVENTS: dict[str, tuple[tuple[str, str], ...]] = {
                           ("UTTERANCE_OK", "always")),
     "Thinking": COMMON + (("E.OOS", "out_of_stock"), ("BIG_CHANGE", "unsafe"), ("USER_SAYS_DONE", "done"),
                           ("USER_NEEDS_TIME", "idle_words"), ("UTTERANCE_UNCLEAR", "unclear"),
-                          ("USER_STARTS_ORDER", "always")),
+                          ("INFO_GIVEN", "answers_checkout_question"), ("USER_STARTS_ORDER", "always")),
     "Clarifying": COMMON + (("USER_SAYS_NEVER_MIND", "never_mind"), ("E.OOS", "out_of_stock"),
                             ("BIG_CHANGE", "unsafe"), ("USER_SAYS_DONE", "done_items_complete"),
-                            ("USER_CLARIFIES_OK", "clarified"),
+                            ("INFO_GIVEN", "answers_checkout_question"), ("USER_CLARIFIES_OK", "clarified"),
                             ("STILL_UNCLEAR", "always")),
     "Confirming": COMMON + (("E.OOS", "out_of_stock"), ("BIG_CHANGE", "unsafe"),
                             ("USER_SAYS_NOT_RIGHT", "not_right"), ("USER_CONFIRMS", "confirms"),

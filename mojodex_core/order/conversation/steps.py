@@ -113,6 +113,9 @@ def step_example(tree: OrderTask, menu: Menu, step: Step, lang: str) -> str | No
         return say(lang, f"payment-{payment_options(tree)[0]}")
     if step.key == "order_type":
         return say(lang, "order-type-pickup")
+    examples = {"customer_name": "example-customer-name", "customer_contact": "example-customer-contact"}
+    if step.key in examples:
+        return say(lang, examples[step.key])
     return None
 
 

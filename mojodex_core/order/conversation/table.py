@@ -80,6 +80,9 @@ TABLE: tuple[Row, ...] = (
     Row("Confirming", "INFO_GIVEN", None, "Confirming", "summarize", "ext"),
     Row("Confirming", "UTTERANCE_UNCLEAR", "lowConfidence", "Confirming", "ask_targeted_question", "ext"),
     Row("Confirming", "NO_PROGRESS", "askedTwice", "Clarifying", "ask_targeted_question", "ext"),
+    # the name, contact or payment asked again (Clarifying) or hinted at (Thinking): its answer resumes Confirming
+    Row("Clarifying", "INFO_GIVEN", None, "Confirming", "summarize", "ext"),
+    Row("Thinking", "INFO_GIVEN", None, "Confirming", "summarize", "ext"),
 )
 
 GuardFn = Callable[[object], bool]

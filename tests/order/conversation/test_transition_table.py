@@ -135,6 +135,8 @@ SCENARIOS = {
     41: lambda m: confirming(m, readback=False).say("Dana"),
     42: lambda m: confirming(m, readback=False).say("yes"),
     43: lambda m: confirming(m, readback=False).run("Dana", "pickup", "pickup"),
+    44: lambda m: confirming(m, readback=False).run("hmm", "umm", "Dana"),
+    45: lambda m: confirming(m, readback=False).run("hmm", "umm", "errr", "Dana"),
 }
 
 

@@ -587,3 +587,25 @@ def test_a_hesitation_is_never_the_name(pizza_menu, language, text):
     assert out.response_key == "confirm-missing"
     s.run("hmm", text)
     assert s.conv.order.customer_info.name is None
+
+
+@pytest.mark.parametrize("hesitations", [("hmm", "umm"), ("hmm", "umm", "errr")])
+def test_the_name_given_after_its_clarification_goes_on_to_the_payment(pizza_menu, hesitations):
+    """A tester hesitated at the name question until it went to Clarifying, then gave the name: the flow went
+    back to Ordering's "Would you like something else?" (seed row 9), "555-1234" was then no contact and "card"
+    no payment. The answer to a question Confirming asked resumes Confirming."""
+    s = Session(pizza_menu)
+    s.run("a large pepperoni pizza", "pickup", "that's it", *hesitations)
+    assert s.state in ("Clarifying", "Thinking")
+    out = s.say("Ana")
+    assert (out.transition, out.state_after) == ("INFO_GIVEN", "Confirming")
+    assert s.conv.order.customer_info.name == "Ana" and s.conv.last_question == "customer_contact"
+    out = s.run("555-1234", "card")
+    assert out.response_key == "confirm-summary" and s.conv.order.payment.method == "card_link"
+    assert s.say("yes").closed
+
+
+def test_the_pattern_hint_for_the_name_is_a_name(pizza_menu):
+    s = Session(pizza_menu)
+    out = s.run("a large pepperoni pizza", "pickup", "that's it", "hmm", "umm", "errr")
+    assert out.response_key == "pattern-hint" and '"Sam"' in out.reply, out.reply
