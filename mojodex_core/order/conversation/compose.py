@@ -107,7 +107,10 @@ def ask(ctx: Ctx, *, lead: str | None = None) -> None:
     step = next_step(tree, ctx.menu, state)
     tree.pending = step.pending
     conv = ctx.conv
-    count = conv.question_count + 1 if step.key == conv.last_question else 1
+    # a turn that changed an item made progress, even when the next question is the same ("add olives", then
+    # "add ham" at "anything else?"): the count starts again
+    changed_items = any(op["path"].startswith("items") for op in ctx.ops)
+    count = conv.question_count + 1 if step.key == conv.last_question and not changed_items else 1
     if count >= 3:
         key, text = options_question(tree, ctx.menu, step, ctx.lang)
         ctx.rule("question_loop", f"{step.key} asked {count - 1} times without progress: asked with its options")

@@ -609,3 +609,14 @@ def test_the_pattern_hint_for_the_name_is_a_name(pizza_menu):
     s = Session(pizza_menu)
     out = s.run("a large pepperoni pizza", "pickup", "that's it", "hmm", "umm", "errr")
     assert out.response_key == "pattern-hint" and '"Sam"' in out.reply, out.reply
+
+
+def test_changes_to_the_items_are_progress_for_the_question_loop(pizza_menu):
+    """A tester added toppings at "anything else?": the third time the bot said "I don't have anything yet - want
+    to start with pizza...?" with a pizza in the order; turns that changed items counted as "without progress"."""
+    s = Session(pizza_menu)
+    s.run("a large pepperoni pizza", "pickup")
+    for text in ("add olives", "add ham", "add mushrooms"):
+        out = s.say(text)
+        assert out.response_key.startswith("next-step") and "anything yet" not in out.reply, (text, out.reply)
+    assert s.conv.question_count == 1
