@@ -290,6 +290,28 @@ def _which_one(ctx: Ctx) -> ParsedInput | None:
     return ParsedInput(modifications=mods, confidence=1.0)
 
 
+def _instead_of_the_offer(ctx: Ctx, parsed: ParsedInput) -> ParsedInput | None:
+    """Out of stock, an alternative offered (``proposal`` of kind ``value``): another value of that field named
+    instead ("a sprite instead", "pepsi") goes on the line that lost its value, not on a new line (which would
+    leave the emptied line to be asked again and charged)."""
+    proposal = ctx.conv.proposal
+    if proposal is None or proposal.get("kind") != "value":
+        return None
+    idx, item_type, field = proposal["item_index"], proposal["item_type"], proposal["field"]
+    tree = ctx.conv.order
+    if not 0 <= idx < len(tree.items.items) or tree.items.items[idx].status == "skipped" or tree.items.items[
+            idx].fields.get(field) not in (None, [], ""):
+        return None
+    named = [n for n, it in enumerate(parsed.new_items) if it.item_type == item_type and field in it.fields]
+    if len(named) != 1:
+        return None
+    item = parsed.new_items[named[0]]
+    mods = [Modification(item_index=idx, field=name, new_value=value) for name, value in item.fields.items()]
+    ctx.rule("repair", f"{item.fields[field]!r} instead of the offer: on item {idx + 1}")
+    rest = [it for n, it in enumerate(parsed.new_items) if n != named[0]]
+    return parsed.model_copy(update={"new_items": rest, "modifications": mods + list(parsed.modifications)})
+
+
 def _names_an_item(ctx: Ctx, m: Mention) -> bool:
     return m.field is None or ctx.menu.item_types[m.item_type].fields[m.field].names_item
 
@@ -314,7 +336,7 @@ def repair(ctx: Ctx) -> tuple[ParsedInput, list[int], bool]:
     answered = _which_one(ctx)
     if answered is not None:
         return answered, [], False
-    for fix in (_hesitation, _greeting_only, _yes_no, _info_keywords, _same_again):
+    for fix in (_hesitation, _greeting_only, _instead_of_the_offer, _yes_no, _info_keywords, _same_again):
         fixed = fix(ctx, parsed)
         if fixed is not None:
             return fixed, [], False

@@ -620,3 +620,22 @@ def test_changes_to_the_items_are_progress_for_the_question_loop(pizza_menu):
         out = s.say(text)
         assert out.response_key.startswith("next-step") and "anything yet" not in out.reply, (text, out.reply)
     assert s.conv.question_count == 1
+
+
+@pytest.mark.parametrize("text, drink", [("a sprite instead", "SPRITE"), ("pepsi", "PEPSI")])
+def test_another_drink_named_after_an_out_of_stock_offer_replaces_the_coke(pizza_menu, text, drink):
+    """A tester's coke went out of stock, the bot offered diet coke and the customer said "a sprite instead": a new
+    sprite line, and the emptied coke line stayed, priced $2.00 and asked again ("What would you like to
+    drink?" - "sprite": two sprites). The named drink goes on the line that lost its coke."""
+    from mojodex_core.order.conversation import mark_unavailable
+
+    s = Session(pizza_menu)
+    s.say("a large ham pizza and a coke")
+    s.menu = mark_unavailable(pizza_menu, "drink", "drink_type", "COKE", False)
+    assert s.event("out_of_stock", item_type="drink", field="drink_type", value="COKE").response_key == (
+        "oos-alternative")
+    out = s.say(text)
+    items = [(it.item_type, it.fields.get("drink_type")) for _, it in s.conv.order.items.active()]
+    assert items == [("pizza", None), ("drink", drink)]
+    assert out.response_keys[-1] == "ask-order-type", out.reply
+    assert s.conv.order.total() == 17.0
