@@ -355,13 +355,18 @@ def _split_removals(chunks: list[Chunk], norms: list[str]) -> list[Chunk]:
         if not particles:
             continue
         seen_menu = False
-        for nxt in chunks[i + 1:]:
+        for k in range(i + 1, len(chunks)):
+            nxt = chunks[k]
             word = norms[nxt.start] if nxt.end - nxt.start == 1 else ""
             if nxt.kind == "filler" and word in particles:
                 if seen_menu:
                     chunks[i] = ch._replace(kind="cancel")
+                    # the particle ends what is taken off: "take the ham off and give me olives"
+                    chunks[k] = nxt._replace(kind="boundary")
                 break
-            if nxt.kind not in _SPLIT_OBJECT and not (nxt.kind == "filler" and nxt.text != ","):
+            # only the object between them: "take the plain bagel and get the bacon off" is an order, then a
+            # removal ("i'll", "get" end the object)
+            if nxt.kind not in _SPLIT_OBJECT:
                 break
             seen_menu = seen_menu or nxt.kind == "menu"
     return chunks

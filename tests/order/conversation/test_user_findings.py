@@ -639,3 +639,28 @@ def test_another_drink_named_after_an_out_of_stock_offer_replaces_the_coke(pizza
     assert items == [("pizza", None), ("drink", drink)]
     assert out.response_keys[-1] == "ask-order-type", out.reply
     assert s.conv.order.total() == 17.0
+
+
+@pytest.mark.parametrize("menu_id, text, item_type", [
+    ("bagel_shop", "i'll take the plain bagel and get the bacon off", "bagel"),
+    ("pizzeria", "i'll take the large pepperoni pizza and i'll be out front", "pizza"),
+])
+def test_take_ordering_an_item_is_no_split_removal(menu_id, text, item_type):
+    """A reviewer found 1dafe10's scan from "take" ran over "and", "i'll", "get" to a later "off"/"out": the
+    order was read as a removal ("there's no plain bacon bagel in your order") and nothing was ordered."""
+    from mojodex_core.order.menu import get_menu
+
+    s = Session(get_menu(menu_id))
+    s.say(text)
+    assert [it.item_type for _, it in s.conv.order.items.active()] == [item_type]
+
+
+def test_what_follows_a_split_removal_is_not_taken_off(pizza_menu):
+    """A reviewer found "take the ham off and give me olives" excluded the olives too: the particle did not end
+    what was taken off."""
+    s = Session(pizza_menu)
+    s.say("a large pizza with ham")
+    s.say("take the ham off and give me olives")
+    (_, pizza), = s.conv.order.items.active()
+    assert (pizza.fields["toppings"], pizza.fields.get("excluded_toppings")) == ([{"name": "OLIVES"}],
+                                                                                 [{"name": "HAM"}])
