@@ -188,6 +188,9 @@ def _part_reference(ctx: Ctx, part: str) -> tuple[int | None, bool | None]:
                     if w in ctx.kw.get("ordinals", {}) and (pos + 1 < len(words) or w == "last")), None)
     if ordinal is None and not found:
         return None, False
+    if ordinal is None and not nouns and not naming and all(
+            m.field is not None and ctx.menu.item_types[m.item_type].fields[m.field].with_list for m in found):
+        return None, False  # "remove the ham": an add-on taken off (the parser's), not an item named by it
     typed = [i for i in live if not types or tree.items.items[i].item_type in types]
     if ordinal is not None:
         k = ordinal - 1 if ordinal > 0 else len(typed) - 1

@@ -664,3 +664,13 @@ def test_what_follows_a_split_removal_is_not_taken_off(pizza_menu):
     (_, pizza), = s.conv.order.items.active()
     assert (pizza.fields["toppings"], pizza.fields.get("excluded_toppings")) == ([{"name": "OLIVES"}],
                                                                                  [{"name": "HAM"}])
+
+
+def test_taking_a_topping_off_two_pizzas_never_removes_a_pizza(pizza_menu):
+    """A reviewer found e9c8698 read "remove the ham", with two ham pizzas, as the removal of a pizza: "which one
+    do you mean?", "the first one" - and the large pizza was gone, not its ham."""
+    s = Session(pizza_menu)
+    s.say("a large pizza with ham and a small pizza with ham")
+    s.say("remove the ham")
+    s.say("the first one")
+    assert [it.fields["size"] for _, it in s.conv.order.items.active()] == ["LARGE", "SMALL"]
