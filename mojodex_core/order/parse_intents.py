@@ -25,8 +25,9 @@ _REFUSAL = frozenset({"yes", "no_answer", "neg", "cancel", "cancel_all", "modify
 _NOT_A_NAME = _REFUSAL | {"pickup", "delivery", "pay"}
 # an address said in a sentence: "deliver to 9 Pine Street", "change the address to 9 Pine Street"
 _ADDRESS_RE = re.compile(r"\b(?:(?:deliver(?:ed)?(?: it)?|bring it|send it|delivery)\s+(?:to|at)"
-                         r"|(?:(?:the|my|our|new|delivery)\s+)*address\s+(?:to|is|should be|will be|as|at|of)"
+                         r"|(?:(?:the|my|our|new|delivery)\s+)*address\s+(?:to|is|should be|will be|as|at)"
                          r"|(?:the|my|our|new|delivery)\s+address(?=\s*:?\s*\d))\s*:?\s+(.+)$", re.IGNORECASE)
+_ADDRESS_END_RE = re.compile(r"\s*,\s*and\b|\s+and\s+(?:add|also|give|get|i|i'll|i'd|a|an|\d)\b", re.IGNORECASE)
 _TAIL_WORDS = "|".join(map(re.escape, gw.ADDRESS_TAIL))
 _ADDRESS_TAIL_RE = re.compile(rf"(?:[\s,.!]+(?:{_TAIL_WORDS}))+[\s.!]*$", re.IGNORECASE)
 
@@ -36,16 +37,19 @@ def address_said(text: str) -> tuple[str | None, str]:
     that its words are not read as an order (the house number is no quantity); words after it that are not
     part of it (``grammar_words.ADDRESS_TAIL``) stay in the text."""
     m = _ADDRESS_RE.search(text)
-    if m is None:
+    if m is None or text.rstrip().endswith("?"):  # "what's the address?": asked, not given
         return None, text
     address = m.group(1)
+    more = _ADDRESS_END_RE.search(address)  # "9 Pine Street, and add 2 cokes": the order goes on after it
+    after = address[more.start():] if more is not None else ""
+    address = address[: more.start()] if more is not None else address
     tail = _ADDRESS_TAIL_RE.search(address)
     rest = address[tail.start():] if tail else ""
     address = address[: tail.start()] if tail else address
     address = address.strip(" .!,")
     if not address:
         return None, text
-    return address, text[: m.start()] + " " + rest
+    return address, text[: m.start()] + " " + rest + after
 
 
 def name_said(text: str, lex: Any) -> tuple[str | None, str]:

@@ -674,3 +674,23 @@ def test_taking_a_topping_off_two_pizzas_never_removes_a_pizza(pizza_menu):
     s.say("remove the ham")
     s.say("the first one")
     assert [it.fields["size"] for _, it in s.conv.order.items.active()] == ["LARGE", "SMALL"]
+
+
+def test_asking_the_restaurants_address_changes_nothing(pizza_menu):
+    """A reviewer found ea698dd read "what's the address of the restaurant?" on a pickup order as a delivery
+    address: the order switched to delivery "to the restaurant?"."""
+    s = Session(pizza_menu)
+    s.run("a large ham pizza and a coke", "pickup")
+    s.say("what's the address of the restaurant?")
+    assert (s.conv.order.delivery_method.order_type, s.conv.order.delivery_method.address) == ("pickup", None)
+
+
+@pytest.mark.parametrize("text, added", [("my address is 9 Pine Street, and add 2 cokes", 2),
+                                         ("deliver to 9 Pine Street and a coke", 1)])
+def test_an_order_said_after_an_address_is_taken(pizza_menu, text, added):
+    """A reviewer found ea698dd kept "9 Pine Street, and add 2 cokes" as the address: the cokes were lost."""
+    s = Session(pizza_menu)
+    s.run("a large ham pizza", "delivery", "22 Oak Avenue")
+    s.say(text)
+    assert s.conv.order.delivery_method.address.street == "9 Pine Street"
+    assert [(it.item_type, it.quantity) for _, it in s.conv.order.items.active()] == [("pizza", 1), ("drink", added)]
