@@ -174,12 +174,12 @@ class _Builder(ReferenceRules):
         fits = [i for i in live_items(tree) if tree.items.items[i].item_type in types]
         if self._over_the_order(frame, fits):
             return
-        if not fits:  # "honey" after a bagel: no item ordered takes it, and it names none - reported, and not
-            # added as a new line too (a coffee with honey): a parse never both refuses words and applies them
+        if not fits:  # "large" at a shop where nothing ordered takes a size: a new line, as before
             item_type, fields, left = resolve_frame(frame, self.menu, self.notes)
             self.leftovers.extend(left)
             if item_type is not None and fields:
                 self.leftovers.extend(a.text for a in frame.attrs)
+                self.out.new_items.append(ParsedItem(item_type=item_type, fields=fields))
             return
         asked = pending.item_index if pending is not None and pending.task == "item" else None
         if asked not in fits and len(fits) > 1:

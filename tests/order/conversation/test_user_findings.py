@@ -500,16 +500,6 @@ def test_a_new_address_at_the_read_back_changes_the_address_only(pizza_menu, tex
     assert out.response_keys == ["confirm-summary"] and "9 Pine Street," in out.reply
 
 
-def test_a_value_refused_in_words_is_not_added_anyway(bagel_menu):
-    """"Honey" after a bagel answered 'Sorry, we don't have "honey"' and yet added a coffee with honey: the parse
-    reported the word as not understood and also built a new line from it."""
-    s = Session(bagel_menu)
-    assert s.run("a plain bagel toasted with butter", "no thanks", "pickup").response_key.startswith("next-step")
-    out = s.say("Honey")
-    assert "clarify-unparsed" in out.response_keys
-    assert [it.item_type for _, it in s.conv.order.items.active()] == ["bagel"]
-
-
 @pytest.mark.parametrize("answer, left", [("the second one", ["SPRITE", "COKE"]), ("4", ["COKE", "SPRITE"])])
 def test_remove_the_coke_with_two_cokes_asks_which_and_the_answer_removes_it(pizza_menu, answer, left):
     """"a coke, a sprite and a coke" then "remove the coke": the bot ignored it and asked pickup or delivery
