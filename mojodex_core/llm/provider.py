@@ -127,7 +127,10 @@ class LLMProvider:
         user_task_execution_pk: int | None = None,
         cancel: threading.Event | None = None,
         tools: list[dict[str, Any]] | None = None,
+        read_timeout_s: float | None = None,
     ) -> LLMResult:
+        """``read_timeout_s``: each read's bound when nothing is shown (a stream only there to be cancelled),
+        as ``structured`` does; by default the first token's."""
         started = time.monotonic()
         tally = CallTally(model=self.settings.model)
         extra: dict[str, Any] = {}
@@ -146,6 +149,7 @@ class LLMProvider:
                 max_tokens=max_tokens,
                 cancel=cancel,
                 options=extra,
+                read_timeout_s=read_timeout_s,
             )
         except BaseException as exc:
             self._record(label, tally, started, user_task_execution_pk, exc)

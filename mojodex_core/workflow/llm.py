@@ -32,9 +32,10 @@ class ProviderStepLLM:
     def chat(self, messages: list[dict[str, str]], *, label: str) -> str:
         # Streamed, though nobody sees the tokens: the cancel (a stop, a restart, a deletion) then ends the call
         # at its next chunk, not once the whole answer has come.
-        text = self._llm.chat(messages, label=label, stream=True, on_token=lambda _chunk: None,
-                              user_task_execution_pk=self._pk, cancel=self._cancel,
-                              max_tokens=self._max_tokens).text
+        # No token handler: nothing is shown, so the call keeps its retries and waits as long as a whole answer.
+        text = self._llm.chat(messages, label=label, stream=True, on_token=None, user_task_execution_pk=self._pk,
+                              cancel=self._cancel, max_tokens=self._max_tokens,
+                              read_timeout_s=self._llm.settings.timeout_s).text
         reasoning, _ = extract_reasoning(text)
         self._record(label, reasoning, text)
         return text

@@ -285,3 +285,18 @@ def test_a_step_ending_after_its_execution_was_deleted_tells_nobody(wf, llm):
                           ).one()
         assert [e.event_name for e in events[before:]] in ([], ["error"]), [e.event_name for e in events[before:]]
         assert step.status == "failed"
+
+
+def test_a_step_call_dropped_mid_answer_is_retried(wf, llm):
+    """A reviewer found 94197b5 streamed a step's call with a token handler: the first chunk counted as shown,
+    so a connection dropped mid-answer was no longer retried and the step failed."""
+    from tests.support.scripted_llm import DropMidStream
+
+    user = poem_user(wf)
+    llm.script(Reply(json={"stanza_topics": ["tide"]}))
+    created = start_poem(user)
+    pk = created["user_task_execution_pk"]
+    (divider,) = wait_steps(user, pk, awaiting(1))
+    llm.script(DropMidStream(after_chunks=2), Reply("Stanza about the tide"))
+    validate(user, divider["user_workflow_step_execution_pk"])
+    assert wait_completed(user, pk)["produced_text"] == "Stanza about the tide"
