@@ -257,7 +257,7 @@ class WorkflowTurn:
                 )
                 result = _checked(result)
             except Exception as exc:
-                error = failure_reason(exc, shown=(StepError,), what="workflow step",
+                error = failure_reason(exc, shown=(StepError,), what="workflow step", cancelled=STOPPED,
                                        crashed="The step failed because of an internal error. Relaunch it to retry.",
                                        where=f"execution={execution_pk} step={action.step.name}")
         if error is None and cancel.is_set():

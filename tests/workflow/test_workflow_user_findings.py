@@ -251,7 +251,7 @@ def test_stopping_a_writing_step_fails_it_and_a_relaunch_goes_on(wf, llm):
     assert user.ok("POST", "/user_task_execution_stop", json={"user_task_execution_pk": pk})["stopped"] is True
     rows = wait_steps(user, pk, lambda rs: any(r["rank"] == 2 and r["status"] == "failed" for r in rs))
     (stopped,) = [r for r in rows if r["rank"] == 2]
-    assert stopped["error"]
+    assert stopped["error"] == "The step was stopped before it ended. Relaunch it to run it again."
     llm.script(Reply("Stanza about the tide"))
     user.ok("PUT", "/user_workflow_step_execution", json={
         "user_workflow_step_execution_pk": stopped["user_workflow_step_execution_pk"]})
