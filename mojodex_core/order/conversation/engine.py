@@ -22,7 +22,7 @@ from .events import detect
 from .model import Conversation, ConversationEnded, TurnInput, TurnOutcome
 from .repair import repair
 from .resources import normalise, say
-from .supervisor import classify
+from .supervisor import bounded, classify
 from .table import lookup, next_state
 
 log = logging.getLogger(__name__)
@@ -53,8 +53,10 @@ def _parse(ctx: Ctx) -> None:
     # Answering: a question of the order is pending, or the assistant asked one of its own ("anything else?",
     # "which one?", an offer) - not the opening "what would you like?", where gibberish is still off topic.
     answering = tree.pending is not None or ctx.conv.last_question not in (None, "order")
-    ctx.decision = classify(text, parsed, ctx.menu, ctx.lang, llm=ctx.llm, threshold=ctx.threshold,
-                            answering=answering)
+    decision = classify(text, parsed, ctx.menu, ctx.lang, llm=ctx.llm, threshold=ctx.threshold,
+                        answering=answering)
+    ctx.decision = bounded(decision, ctx.conv.unclear_turns)
+    ctx.conv.unclear_turns = ctx.conv.unclear_turns + 1 if decision.unclear else 0
     ctx.timings["supervisor"] += _ms(start)
     ctx.trace.append(ctx.decision.trace)
     if ctx.decision.intent == "order_entry" and ctx.llm is not None and needs_llm(parsed, ctx.threshold) and not (

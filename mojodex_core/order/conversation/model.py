@@ -32,6 +32,7 @@ class Conversation(BaseModel):
     order: OrderTask
     language: str = "en"
     off_topic_count: int = 0
+    unclear_turns: int = 0  # hesitations and unclear answers in a row (supervisor.MAX_UNCLEAR_TURNS)
     clarify_attempts: int = 0
     silence_count: int = 0
     pending_change: dict | None = None  # an unsafe change (ParsedInput dump + "cancel_indexes") waiting for a yes

@@ -40,11 +40,24 @@ class Decision:
     intent: Intent
     off_topic_type: OffTopicType | None
     trace: str
+    unclear: bool = False  # a hesitation or an unclear answer: order_entry, bounded by MAX_UNCLEAR_TURNS
 
 
-def _rule(intent: Intent, why: str, kind: OffTopicType | None = None) -> Decision:
+# Unclear turns in a row (hesitations, unclear answers) taken as answers; past them, each is an off-topic strike
+# again, so a session can't be kept open for ever with messages nobody understands.
+MAX_UNCLEAR_TURNS = 6
+
+
+def _rule(intent: Intent, why: str, kind: OffTopicType | None = None, *, unclear: bool = False) -> Decision:
     label = f"{intent}/{kind}" if kind else intent
-    return Decision(intent, kind, f"[RULE] supervisor: {label} ({why})")
+    return Decision(intent, kind, f"[RULE] supervisor: {label} ({why})", unclear)
+
+
+def bounded(decision: Decision, unclear_turns: int) -> Decision:
+    """``decision``, or an off-topic strike when it is one unclear turn too many."""
+    if decision.unclear and unclear_turns >= MAX_UNCLEAR_TURNS:
+        return _rule("off_topic", f"{unclear_turns} unclear turns in a row", "not-understandable")
+    return decision
 
 
 def classify_deterministic(text: str, parsed: ParsedInput, menu: Menu, language: str,
@@ -70,7 +83,7 @@ def classify_deterministic(text: str, parsed: ParsedInput, menu: Menu, language:
                                                                          for k in strong):
         return _rule("order_entry", "conversation keywords")
     if hesitation_only(norm, kw.get("hesitation", ())):  # "hmm": the customer is thinking, not off topic
-        return _rule("order_entry", "a hesitation")
+        return _rule("order_entry", "a hesitation", unclear=True)
     if not parsed.is_empty() and parsed.confidence >= threshold and not parsed.unparsed:
         return _rule("order_entry", "menu words")
     if named or not parsed.is_empty():
@@ -130,7 +143,7 @@ def classify(text: str, parsed: ParsedInput, menu: Menu, language: str, *, llm: 
         if decision is not None and not (answering and decision.off_topic_type == "not-understandable"):
             return decision
     if answering:
-        return _rule("order_entry", "not understood, as the answer to the pending question")
+        return _rule("order_entry", "not understood, as the answer to the pending question", unclear=True)
     if llm is not None:
         return _rule("off_topic", "unsure and the LLM failed", "not-understandable")
     return _rule("off_topic", "unsure, no LLM configured", "not-understandable")

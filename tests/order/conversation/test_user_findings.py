@@ -684,3 +684,14 @@ def test_an_order_said_after_an_address_is_taken(pizza_menu, text, added):
     s.say(text)
     assert s.conv.order.delivery_method.address.street == "9 Pine Street"
     assert [(it.item_type, it.quantity) for _, it in s.conv.order.items.active()] == [("pizza", 1), ("drink", added)]
+
+
+@pytest.mark.parametrize("words", [["blorp"], ["hmm", "umm", "errr"]])
+def test_unclear_turns_without_end_are_bounded(pizza_menu, words):
+    """A reviewer found that once unclear answers stopped being strikes (9752847), "blorp" at "anything else?"
+    cycled Clarifying and Thinking for ever: a client could keep a session open with nothing understood. Six
+    unclear turns in a row are answers; the next are strikes, and the third strike ends the session."""
+    s = Session(pizza_menu)
+    s.run("a small cheese pizza", "pickup")
+    states = [s.say(words[i % len(words)]).state_after for i in range(9)]
+    assert "Idle" not in states[:6] and states[-1] == "Idle", states
