@@ -131,8 +131,8 @@ def _quote_all(items: list[ParsedItem], menu: Menu, lang: str) -> tuple[str, str
     """"how much for two cheeseburgers and a large fries?": each item priced as the order would price its line,
     and their total; None when one of them is no line the order would take (then one mention is answered)."""
     lines = [_as_ordered(menu, item) for item in items]
-    if any(line is None for line in lines):
-        return None
+    if any(line is None or line.get_missing_fields() for line in lines):
+        return None  # "a pizza and a coke": the pizza's size decides its price - not said, not guessed
     total = round(sum(line.line_total for line in lines if line is not None), 2)
     names = join_list(lang, [with_article(line.summary or line.label, line.quantity) if lang == "en"
                              else line.summary or line.label for line in lines if line is not None])

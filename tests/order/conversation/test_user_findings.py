@@ -695,3 +695,12 @@ def test_unclear_turns_without_end_are_bounded(pizza_menu, words):
     s.run("a small cheese pizza", "pickup")
     states = [s.say(words[i % len(words)]).state_after for i in range(9)]
     assert "Idle" not in states[:6] and states[-1] == "Idle", states
+
+
+def test_a_quote_for_several_items_does_not_guess_a_size(pizza_menu):
+    """A reviewer found "how much is a pizza and a coke?" quoted $13.00, a pizza priced without the size the
+    order would ask; the answer is the pizza's price per size."""
+    from mojodex_core.order.conversation.menu_answers import answer_menu_question
+
+    (key, _text), = answer_menu_question("how much is a pizza and a coke?", pizza_menu, "en")
+    assert key == "menu-price-sizes"
