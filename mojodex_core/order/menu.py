@@ -24,6 +24,11 @@ class MenuError(ValueError):
     """A menu file is missing, unreadable or invalid."""
 
 
+def entry_name(entry: Any) -> Any:
+    """The value id of a field entry: an id, or a qualified entry ``{"name": id, "quantity": ...}``."""
+    return entry.get("name") if isinstance(entry, dict) else entry
+
+
 def default_label(value_id: str) -> str:
     """Human label for an entity id: ``BANANA_PEPPERS`` -> ``banana peppers``."""
     return value_id.replace("_", " ").lower()
@@ -199,7 +204,7 @@ class ItemTypeDef(BaseModel):
             if not fdef.values or value is None or name == self.size_field:
                 continue
             for entry in value if isinstance(value, list) else [value]:
-                vid = entry.get("name") if isinstance(entry, dict) else entry
+                vid = entry_name(entry)
                 vdef = fdef.value(str(vid))
                 if vdef:
                     factor = 2.0 if isinstance(entry, dict) and entry.get("quantity") == "EXTRA" else 1.0

@@ -15,7 +15,7 @@ from typing import Any
 
 from .frames import Frame, Segmentation, segment
 from .lexicon import extract_contacts, get_lexicon, tokenize
-from .menu import Menu
+from .menu import Menu, entry_name
 from .parse_checks import item_named_by_a_part, unused_negations
 from .parse_intents import GLUE, address_said, answers_the_name, name_said, read_intents
 from .parse_refs import ORDINAL_TEXT, ReferenceRules
@@ -208,8 +208,8 @@ class _Builder(ReferenceRules):
             _t, fields, _left = resolve_frame(replace(frame, anchor=item.item_type), self.menu)
             if not fields or any(not k.startswith("excluded_") for k in fields):
                 return []
-            names = {(e.get("name") if isinstance(e, dict) else e) for k, v in fields.items() for e in v}
-            current = {(e.get("name") if isinstance(e, dict) else e) for k in fields
+            names = {entry_name(e) for v in fields.values() for e in v}
+            current = {entry_name(e) for k in fields
                        for e in item.fields.get(k.removeprefix("excluded_")) or []}
             if names <= current:
                 held.append(i)

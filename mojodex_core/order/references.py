@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from .frame_parts import Frame
-from .menu import Menu
+from .menu import Menu, entry_name
 from .tree import ItemTask, OrderTask
 
 
@@ -77,16 +77,13 @@ def _family(tree: OrderTask, menu: Menu, item_type: str, key: str, value: Any, l
     return None, len(family) > 1
 
 
-def _entry(value: Any) -> Any:
-    return value.get("name") if isinstance(value, dict) else value
-
 
 def _holds(item: ItemTask, name: str, value: Any) -> bool:
     """The item already has the value (every entry of a list value)."""
     held = item.fields.get(name)
     if isinstance(value, list):
-        have = {_entry(e) for e in held} if isinstance(held, list) else set()
-        return all(_entry(e) in have for e in value)
+        have = {entry_name(e) for e in held} if isinstance(held, list) else set()
+        return all(entry_name(e) in have for e in value)
     return held == value
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .frame_parts import Attr, Frame
-from .menu import Menu
+from .menu import Menu, entry_name
 
 
 def resolve_frame(frame: Frame, menu: Menu, notes: list[str] | None = None
@@ -39,24 +39,21 @@ def resolve_frame(frame: Frame, menu: Menu, notes: list[str] | None = None
     return item_type, fields, leftovers
 
 
-def _entry_id(entry: Any) -> Any:
-    return entry.get("name") if isinstance(entry, dict) else entry
-
 
 def _drop(fields: dict[str, Any], name: str, value: Any) -> None:
     """Take ``value`` out of ``fields[name]`` (a list or a single choice)."""
     held = fields.get(name)
     if isinstance(held, list):
-        fields[name] = [e for e in held if _entry_id(e) != value]
+        fields[name] = [e for e in held if entry_name(e) != value]
         if not fields[name]:
             del fields[name]
-    elif held is not None and _entry_id(held) == value:
+    elif held is not None and entry_name(held) == value:
         del fields[name]
 
 
 def _holds(fields: dict[str, Any], name: str, value: Any) -> bool:
     held = fields.get(name)
-    return any(_entry_id(e) == value for e in (held if isinstance(held, list) else [held] if held else []))
+    return any(entry_name(e) == value for e in (held if isinstance(held, list) else [held] if held else []))
 
 
 def _conflict(attr: Attr, notes: list[str] | None) -> bool:
@@ -136,7 +133,7 @@ def name_conflicts(menu: Menu, item_type: str, fields: dict[str, Any]) -> list[s
             if not key.startswith("excluded_") or base is None:
                 continue
             for entry in entries:
-                value = base.value(str(_entry_id(entry)))
+                value = base.value(str(entry_name(entry)))
                 if value is not None and set(value.display.split()) <= words:
                     out.append(f"no {value.display}")
     return out

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from .menu import FieldDef, ItemTypeDef, Menu, get_menu
+from .menu import FieldDef, ItemTypeDef, Menu, entry_name, get_menu
 from .parsed_input import Modification, ParsedInput, ParsedItem
 from .render import refresh_display
 from .tree import AddressTask, ItemTask, OrderError, OrderTask, PendingQuestion, TurnNotes
@@ -137,7 +137,7 @@ class _Updater:
         if fdef.multi:
             current = list(item.fields.get(name) or [])
             for e in kept:
-                current = [c for c in current if _entry_name(c) != _entry_name(e)] + [e]
+                current = [c for c in current if entry_name(c) != entry_name(e)] + [e]
             new_value: Any = current
         else:
             new_value = kept[0]
@@ -152,10 +152,10 @@ class _Updater:
 
     def _exclude(self, item: ItemTask, idx: int, name: str, fdef: FieldDef, entries: list[Any]) -> bool:
         before = (item.fields.get(name), list(item.fields.get(f"excluded_{name}") or []))
-        names = {_entry_name(e) for e in entries}
+        names = {entry_name(e) for e in entries}
         if fdef.multi:
-            item.fields[name] = [e for e in item.fields.get(name) or [] if _entry_name(e) not in names]
-        elif _entry_name(item.fields.get(name)) in names:
+            item.fields[name] = [e for e in item.fields.get(name) or [] if entry_name(e) not in names]
+        elif entry_name(item.fields.get(name)) in names:
             item.fields[name] = None
         bucket = item.fields.setdefault(f"excluded_{name}", [])
         bucket.extend(e for e in entries if e not in bucket)
@@ -176,9 +176,9 @@ class _Updater:
         try:
             fdef.validate_value([entry] if fdef.multi else entry)
         except ValueError:
-            self.error("not_on_menu", str(_entry_name(entry)), f"Sorry, we don't have {_entry_name(entry)}.")
+            self.error("not_on_menu", str(entry_name(entry)), f"Sorry, we don't have {entry_name(entry)}.")
             return False
-        vdef = fdef.value(str(_entry_name(entry))) if fdef.values else None
+        vdef = fdef.value(str(entry_name(entry))) if fdef.values else None
         if vdef is not None and not vdef.in_stock:
             self.error("out_of_stock", vdef.display, f"Sorry, we're out of {vdef.display} today.")
             return False
@@ -281,9 +281,6 @@ class _Updater:
         self.notes.cancelled.append(idx)
 
 
-def _entry_name(entry: Any) -> Any:
-    return entry.get("name") if isinstance(entry, dict) else entry
-
 
 def current_item(tree: OrderTask) -> int | None:
     """The item the conversation is on: the pending one, else in progress, else the last live one."""
@@ -304,7 +301,7 @@ def _in_stock_default(fdef: FieldDef) -> Any:
     if not fdef.values or default is None:
         return list(default) if isinstance(default, list) else default
     if isinstance(default, list):
-        return [e for e in default if getattr(fdef.value(str(_entry_name(e))), "in_stock", True)]
+        return [e for e in default if getattr(fdef.value(str(entry_name(e))), "in_stock", True)]
     return default if getattr(fdef.value(str(default)), "in_stock", True) else None
 
 

@@ -21,7 +21,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as DbSession
 
 from mojodex_core.db.models import MenuStock, OrderSession, StoredMenu
-from mojodex_core.order.menu import Menu, MenuError, load_menu
+from mojodex_core.order.menu import Menu, MenuError, entry_name, load_menu
 from mojodex_core.task_spec.fields import is_menu_id
 
 
@@ -254,8 +254,7 @@ def missing_in_use(menu: Menu, items: Iterable[dict[str, Any]]) -> set[str]:
             if current in (None, [], ""):
                 continue
             if fdef.kind in ("choice", "measure"):
-                gone = [entry.get("name") if isinstance(entry, dict) else entry
-                        for entry in (current if isinstance(current, list) else [current])]
+                gone = [entry_name(entry) for entry in (current if isinstance(current, list) else [current])]
                 gone = [v for v in gone if v is not None and fdef.value(str(v)) is None]
                 missing.update(f"{item.get('item_type')}.{name} {v}" for v in gone)
                 if gone:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..flow import recalculate
+from ..menu import entry_name
 from ..parsed_input import Modification, ParsedInput, ParsedItem
 from ..render import refresh_display, with_article
 from .compose import acknowledge, ask, commit
@@ -215,7 +216,7 @@ def _remove_unavailable(ctx: Ctx, item_type: str, field: str | None, value: str 
         else:
             old = it.fields[field]
             if isinstance(old, list):
-                new = [e for e in old if (e.get("name") if isinstance(e, dict) else e) != value]
+                new = [e for e in old if entry_name(e) != value]
             else:
                 new = None
             it.fields[field] = new

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from ..menu import entry_name
 from ..parsed_input import Modification, ParsedInput, ParsedItem
 from ..parser import parse_deterministic, referenced_item
 from ..tree import OrderTask, PendingQuestion
@@ -217,7 +218,7 @@ def _named_within(ctx: Ctx, live: list[int], item_type: str, field: str, value: 
         item = ctx.conv.order.items.items[i]
         current = item.fields.get(field)
         for entry in current if isinstance(current, list) else [current]:
-            vdef = fdef.value(entry.get("name") if isinstance(entry, dict) else entry) if entry else None
+            vdef = fdef.value(entry_name(entry)) if entry else None
             names = [vdef.display, *vdef.synonyms] if vdef is not None else []
             if item.item_type == item_type and any(words in f" {normalise(n)} " for n in names):
                 found.append(i)
@@ -228,7 +229,7 @@ def _named_within(ctx: Ctx, live: list[int], item_type: str, field: str, value: 
 def _uses(fields: dict[str, Any], field: str, value: str) -> bool:
     current = fields.get(field)
     entries = current if isinstance(current, list) else [current]
-    return any((e.get("name") if isinstance(e, dict) else e) == value for e in entries)
+    return any(entry_name(e) == value for e in entries)
 
 
 def _removals(ctx: Ctx, parsed: ParsedInput) -> tuple[ParsedInput, list[int], bool] | None:

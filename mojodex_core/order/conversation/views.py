@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..menu import Menu
+from ..menu import Menu, entry_name
 from ..render import refresh_display, with_article
 from ..tree import ItemTask, OrderTask
 from .model import Conversation
@@ -126,14 +126,11 @@ def mark_unavailable(menu: Menu, item_type: str, field: str | None, value: str |
     return copy
 
 
-def _entry_name(entry: Any) -> Any:
-    return entry.get("name") if isinstance(entry, dict) else entry
-
 
 def uses(item_fields: dict[str, Any], field: str, value: str | None) -> bool:
     current = item_fields.get(field)
     entries = current if isinstance(current, list) else [current]
-    return any(_entry_name(e) == value for e in entries if e is not None)
+    return any(entry_name(e) == value for e in entries if e is not None)
 
 
 def affected_by(conversation: Conversation, item_type: str, field: str | None, value: str | None) -> bool:
