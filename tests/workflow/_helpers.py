@@ -71,3 +71,15 @@ def validate(user: Client, step_pk: int, validated: bool = True) -> dict[str, An
 def prompts(llm) -> list[str]:  # noqa: ANN001
     """The system prompts the scripted LLM received, in order."""
     return [next((m["content"] for m in r["messages"] if m["role"] == "system"), "") for r in llm.requests]
+
+
+def at_the_divider(live: LiveServer, llm, topics: list[str]) -> tuple[Client, dict[str, Any], int, dict[str, Any]]:  # noqa: ANN001
+    """A new poem whose divider answered ``topics`` and awaits validation: (user, created, pk, the divider's row)."""
+    from tests.support.scripted_llm import Reply
+
+    user = poem_user(live)
+    llm.script(Reply(json={"stanza_topics": topics}))
+    created = start_poem(user)
+    pk = created["user_task_execution_pk"]
+    (divider,) = wait_steps(user, pk, awaiting(1))
+    return user, created, pk, divider

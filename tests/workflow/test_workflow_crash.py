@@ -20,7 +20,7 @@ from mojodex_core.workflow.heartbeat import LAPSED, LAPSED_TWICE
 from mojodex_core.workflow.runner import WorkflowTurn
 from tests.support.live import REPO_ROOT, Client
 from tests.support.scripted_llm import Hang, Reply
-from tests.workflow._helpers import POEM, awaiting, poem_user, start_poem, steps, wait_steps
+from tests.workflow._helpers import POEM, at_the_divider, awaiting, poem_user, start_poem, steps, wait_steps
 from tests.workflow.conftest import LAPSE_S
 
 
@@ -80,11 +80,7 @@ def test_a_step_whose_process_is_killed_is_run_again_exactly_once(wf, llm, datab
 
 
 def test_a_rerun_that_lapses_too_is_failed_visibly_and_can_be_relaunched(wf, llm):
-    user = poem_user(wf)
-    llm.script(Reply(json={"stanza_topics": ["a"]}))
-    created = start_poem(user)
-    pk = created["user_task_execution_pk"]
-    (done,) = wait_steps(user, pk, awaiting(1))
+    user, created, pk, done = at_the_divider(wf, llm, ["a"])
     socket = user.socket(created["session_id"])
     try:
         # As if a second process died while running the slot's re-run: attempt 2, heartbeat long gone.
@@ -136,11 +132,7 @@ def test_a_lapse_whose_rerun_could_not_be_stored_is_swept_again(wf, llm, monkeyp
     # that one failed, the step stayed "lapsed" with nothing to run its slot again, for good
     from mojodex_core.workflow import runner
 
-    user = poem_user(wf)
-    llm.script(Reply(json={"stanza_topics": ["a"]}))
-    created = start_poem(user)
-    pk = created["user_task_execution_pk"]
-    (done,) = wait_steps(user, pk, awaiting(1))
+    user, created, pk, done = at_the_divider(wf, llm, ["a"])
     real, calls = runner.request_run, []
 
     def failing_once(*args: object, **kwargs: object):  # noqa: ANN202

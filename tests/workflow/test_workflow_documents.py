@@ -13,10 +13,10 @@ from tests.support.live import REPO_ROOT, serving
 from tests.support.scripted_llm import Reply
 from tests.workflow._helpers import (
     DOC,
+    at_the_divider,
     awaiting,
     poem_user,
     start_doc,
-    start_poem,
     validate,
     wait_completed,
     wait_steps,
@@ -126,11 +126,7 @@ def test_a_workflow_naming_an_unknown_step_is_refused_before_storage(wf):
 
 
 def test_the_result_chat_edits_the_final_document_into_a_new_version(wf, llm):
-    user = poem_user(wf)
-    llm.script(Reply(json={"stanza_topics": ["a"]}))
-    created = start_poem(user)
-    pk = created["user_task_execution_pk"]
-    (divider,) = wait_steps(user, pk, awaiting(1))
+    user, created, pk, divider = at_the_divider(wf, llm, ["a"])
     llm.script(Reply("Waves roll in"))
     validate(user, divider["user_workflow_step_execution_pk"])
     wait_completed(user, pk)

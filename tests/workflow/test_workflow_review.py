@@ -10,6 +10,7 @@ import time
 
 from tests.support.scripted_llm import Reply
 from tests.workflow._helpers import (
+    at_the_divider,
     awaiting,
     poem_user,
     prompts,
@@ -24,11 +25,7 @@ INSTRUCTION = "Use at most two stanzas"
 
 
 def _rejected_divider(wf, llm):  # noqa: ANN001, ANN202
-    user = poem_user(wf)
-    llm.script(Reply(json={"stanza_topics": ["a", "b", "c", "d"]}))
-    created = start_poem(user)
-    pk = created["user_task_execution_pk"]
-    (divider,) = wait_steps(user, pk, awaiting(1))
+    user, created, pk, divider = at_the_divider(wf, llm, ["a", "b", "c", "d"])
     rejected = validate(user, divider["user_workflow_step_execution_pk"], validated=False)
     assert rejected["validated"] is False and rejected["run_submitted"] is False  # the review chat is open
     return user, created, pk, divider

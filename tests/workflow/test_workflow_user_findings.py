@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 from tests.support.scripted_llm import HTTPError, Reply
-from tests.workflow._helpers import awaiting, poem_user, start_poem, steps, validate, wait_completed, wait_steps
+from tests.workflow._helpers import (
+    at_the_divider,
+    awaiting,
+    poem_user,
+    start_poem,
+    steps,
+    validate,
+    wait_completed,
+    wait_steps,
+)
 
 
 def _reasoning(user, pk):  # noqa: ANN001, ANN202
@@ -11,11 +20,7 @@ def _reasoning(user, pk):  # noqa: ANN001, ANN202
 
 
 def test_each_llm_backed_step_leaves_a_reasoning_trace_entry(wf, llm):
-    user = poem_user(wf)
-    llm.script(Reply(json={"stanza_topics": ["tide", "dawn"]}))
-    created = start_poem(user)
-    pk = created["user_task_execution_pk"]
-    (divider,) = wait_steps(user, pk, awaiting(1))
+    user, created, pk, divider = at_the_divider(wf, llm, ["tide", "dawn"])
     llm.script(Reply("Stanza about the tide"), Reply("Stanza about dawn"))
     validate(user, divider["user_workflow_step_execution_pk"])
     wait_completed(user, pk)
@@ -39,11 +44,7 @@ def test_a_failed_llm_call_of_a_step_leaves_no_decision_in_the_trace(wf, llm):
 
 def test_internal_workflow_run_messages_are_never_listed(wf, llm):
     """Validations, relaunches and restarts store internal ``workflow_run`` messages: GET /message hides them."""
-    user = poem_user(wf)
-    llm.script(Reply(json={"stanza_topics": ["tide"]}))
-    created = start_poem(user)
-    pk = created["user_task_execution_pk"]
-    (divider,) = wait_steps(user, pk, awaiting(1))
+    user, created, pk, divider = at_the_divider(wf, llm, ["tide"])
     llm.script(HTTPError(400))
     validate(user, divider["user_workflow_step_execution_pk"])
     failed = wait_steps(user, pk, lambda rows: any(r["status"] == "failed" for r in rows))[-1]
@@ -61,11 +62,7 @@ def test_internal_workflow_run_messages_are_never_listed(wf, llm):
 
 def test_restart_from_a_rank_whose_previous_step_is_not_validated_is_refused(wf, llm):
     """It answered 200 "run_submitted" and nothing ran: rank 2 has nothing validated to start from."""
-    user = poem_user(wf)
-    llm.script(Reply(json={"stanza_topics": ["tide"]}))
-    created = start_poem(user)
-    pk = created["user_task_execution_pk"]
-    (divider,) = wait_steps(user, pk, awaiting(1))
+    user, created, pk, divider = at_the_divider(wf, llm, ["tide"])
     response = user.call("POST", "/restart_user_workflow_execution",
                          json={"user_task_execution_pk": pk, "from_rank": 2, "inputs": {"poem_topic": "rain"}})
     assert response.status_code == 409, response.text
@@ -136,11 +133,7 @@ def test_an_edit_while_the_result_chat_answers_still_produces_the_rerun_text(wf,
 def test_a_badly_shaped_result_edit_names_the_field_and_a_running_step_is_a_409(wf, llm):
     """A reviewer found it: the shape error was a 400 with no ``field``, and it was checked before the step's
     state, so a badly shaped edit of a running step was a 400 where the step's state makes it a 409."""
-    user = poem_user(wf)
-    llm.script(Reply(json={"stanza_topics": ["tide"]}))
-    created = start_poem(user)
-    pk = created["user_task_execution_pk"]
-    (divider,) = wait_steps(user, pk, awaiting(1))
+    user, created, pk, divider = at_the_divider(wf, llm, ["tide"])
     bad = user.call("PUT", "/user_workflow_step_execution_result", json={
         "user_workflow_step_execution_pk": divider["user_workflow_step_execution_pk"], "result": [{"wrong_key": "x"}]})
     assert bad.status_code == 400, bad.text
@@ -162,11 +155,7 @@ def test_a_step_that_returns_no_item_fails_visibly_and_can_be_relaunched(wf, llm
     from mojodex_core.workflow.runner import NO_ITEM
     from mojodex_core.workflow.steps.stanza_writer import StanzaWriter
 
-    user = poem_user(wf)
-    llm.script(Reply(json={"stanza_topics": ["tide"]}))
-    created = start_poem(user)
-    pk = created["user_task_execution_pk"]
-    (divider,) = wait_steps(user, pk, awaiting(1))
+    user, created, pk, divider = at_the_divider(wf, llm, ["tide"])
     monkeypatch.setattr(StanzaWriter, "execute", lambda *_args: [])
     validate(user, divider["user_workflow_step_execution_pk"])
     rows = wait_steps(user, pk, lambda rs: any(r["rank"] == 2 and r["status"] in ("done", "failed") for r in rs))
@@ -199,11 +188,7 @@ def test_a_failure_between_steps_is_retried(wf, llm, monkeypatch):
     """A reviewer found it: a failure of the engine outside a step (a database error claiming the next step,
     producing the text) marked the run's message failed and stopped: no step running, none failed, so
     relaunch, validation and chat all answered 409 and nothing ever ran the next step."""
-    user = poem_user(wf)
-    llm.script(Reply(json={"stanza_topics": ["tide"]}))
-    created = start_poem(user)
-    pk = created["user_task_execution_pk"]
-    (divider,) = wait_steps(user, pk, awaiting(1))
+    user, created, pk, divider = at_the_divider(wf, llm, ["tide"])
     calls = _failing_between_steps(monkeypatch, times=1)
     llm.script(Reply("Stanza about the tide"))
     validate(user, divider["user_workflow_step_execution_pk"])
@@ -214,11 +199,7 @@ def test_a_failure_between_steps_is_retried(wf, llm, monkeypatch):
 def test_a_lasting_failure_between_steps_is_an_error_event_and_a_restart_goes_on(wf, llm, monkeypatch):
     from mojodex_core.workflow.runner import STALLED
 
-    user = poem_user(wf)
-    llm.script(Reply(json={"stanza_topics": ["tide"]}))
-    created = start_poem(user)
-    pk = created["user_task_execution_pk"]
-    (divider,) = wait_steps(user, pk, awaiting(1))
+    user, created, pk, divider = at_the_divider(wf, llm, ["tide"])
     socket = user.socket(created["session_id"])
     try:
         _failing_between_steps(monkeypatch, times=100)
@@ -239,11 +220,7 @@ def test_stopping_a_writing_step_fails_it_and_a_relaunch_goes_on(wf, llm):
     """A tester pressed stop while a stanza was being written: the step ended "done" seconds later, nothing ran
     after it and no text was produced, with no failed step to relaunch and chat refused - stuck until a restart.
     The step's plain chat call could not be interrupted either."""
-    user = poem_user(wf)
-    llm.script(Reply(json={"stanza_topics": ["tide"]}))
-    created = start_poem(user)
-    pk = created["user_task_execution_pk"]
-    (divider,) = wait_steps(user, pk, awaiting(1))
+    user, created, pk, divider = at_the_divider(wf, llm, ["tide"])
     llm.script(Reply("Stanza about the tide", delay_s=3))  # before its body, or each streamed word
     validate(user, divider["user_workflow_step_execution_pk"])
     wait_steps(user, pk, lambda rows: any(r["rank"] == 2 and r["status"] == "running" for r in rows)
@@ -265,11 +242,7 @@ def test_a_step_ending_after_its_execution_was_deleted_tells_nobody(wf, llm):
 
     from mojodex_core.db.models import SessionEvent, UserWorkflowStepExecution
 
-    user = poem_user(wf)
-    llm.script(Reply(json={"stanza_topics": ["tide"]}))
-    created = start_poem(user)
-    pk = created["user_task_execution_pk"]
-    (divider,) = wait_steps(user, pk, awaiting(1))
+    user, created, pk, divider = at_the_divider(wf, llm, ["tide"])
     llm.script(Reply("Stanza about the tide", delay_s=2))
     validate(user, divider["user_workflow_step_execution_pk"])
     wait_steps(user, pk, lambda rows: any(r["rank"] == 2 and r["status"] == "running" for r in rows)
@@ -292,11 +265,7 @@ def test_a_step_call_dropped_mid_answer_is_retried(wf, llm):
     so a connection dropped mid-answer was no longer retried and the step failed."""
     from tests.support.scripted_llm import DropMidStream
 
-    user = poem_user(wf)
-    llm.script(Reply(json={"stanza_topics": ["tide"]}))
-    created = start_poem(user)
-    pk = created["user_task_execution_pk"]
-    (divider,) = wait_steps(user, pk, awaiting(1))
+    user, created, pk, divider = at_the_divider(wf, llm, ["tide"])
     llm.script(DropMidStream(after_chunks=2), Reply("Stanza about the tide"))
     validate(user, divider["user_workflow_step_execution_pk"])
     assert wait_completed(user, pk)["produced_text"] == "Stanza about the tide"
