@@ -10,9 +10,10 @@ from flask import g, request
 from sqlalchemy import select
 from sqlalchemy.orm import Session as DbSession
 
-from backend.errors import bad_request, not_found
+from backend.errors import ApiError, bad_request, not_found
 from mojodex_core.db.models import Session, Task, UserTask, UserTaskExecution
 from mojodex_core.execution.intake import FORM_MESSAGE_ID, MAX_TEXT_CHARS
+from mojodex_core.execution.produced_text import ProducedTextFrozen, check_editable
 from mojodex_core.execution.session_access import deleted_session
 
 _MISSING = object()
@@ -115,6 +116,14 @@ def owned_session(db: DbSession, session_id: str) -> Session:
     if session is None or session.user_id != current_user_id() or deleted_session(db, session_id):
         raise not_found("session")
     return session
+
+
+def require_editable(db: DbSession, execution: UserTaskExecution) -> None:
+    """409 when the execution's produced text is not its user's to edit (an order's ticket)."""
+    try:
+        check_editable(execution_task(db, execution).type)
+    except ProducedTextFrozen as exc:
+        raise ApiError(409, str(exc)) from exc
 
 
 def execution_task(db: DbSession, execution: UserTaskExecution) -> Task:

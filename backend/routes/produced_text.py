@@ -10,13 +10,11 @@ from backend import api_models as m
 from backend.auth import user_required
 from backend.context import platform
 from backend.errors import ApiError, bad_request, not_found
-from backend.routes._input import execution_task, field, json_body, owned_execution, query_int
+from backend.routes._input import field, json_body, owned_execution, query_int, require_editable
 from backend.validation import USER, api
 from mojodex_core.db.models import ProducedText, ProducedTextVersion, UserTaskExecution
 from mojodex_core.execution.produced_text import (
-    ProducedTextFrozen,
     append_version,
-    check_editable,
     latest_version,
     oversized,
     version_payload,
@@ -111,10 +109,7 @@ class ProducedTextResource(Resource):
                                       field="user_task_execution_pk")
             else:
                 execution = owned_execution(db, field(body, "user_task_execution_pk", int))
-            try:
-                check_editable(execution_task(db, execution).type)
-            except ProducedTextFrozen as exc:
-                raise ApiError(409, str(exc)) from exc
+            require_editable(db, execution)
             previous = latest_version(db, execution.user_task_execution_pk)
             version = append_version(
                 db,

@@ -12,12 +12,11 @@ from backend import api_models as m
 from backend.auth import user_required
 from backend.context import platform
 from backend.errors import ApiError, bad_request, not_found
-from backend.routes._input import execution_task, field, json_body, query_int
+from backend.routes._input import field, json_body, query_int, require_editable
 from backend.validation import USER, api
 from mojodex_core.db.models import Message, ProducedText, ProducedTextVersion, TextEditAction, UserTaskExecution
 from mojodex_core.execution.intake import FORM_MESSAGE_ID, MessageIdTaken, accept_user_message
 from mojodex_core.execution.jobs import TurnJob
-from mojodex_core.execution.produced_text import ProducedTextFrozen, check_editable
 from mojodex_core.text_edit.store import action_view, actions_for_text_type, applies_to
 from mojodex_core.text_edit.turn import EVENT_NAME
 
@@ -75,10 +74,7 @@ class TextEditActionResource(Resource):
         current = platform()
         with current.db() as db:
             version, execution = owned_version(db, version_pk)
-            try:
-                check_editable(execution_task(db, execution).type)
-            except ProducedTextFrozen as exc:
-                raise ApiError(409, str(exc)) from exc
+            require_editable(db, execution)
             action = db.get(TextEditAction, action_pk)
             if action is None:
                 raise not_found("text_edit_action")
