@@ -20,8 +20,7 @@ from backend.errors import DATABASE_UNAVAILABLE, ApiError, database_unavailable,
 from backend.rate_limits import client_address, rate_limits
 from backend.socket_auth import SocketTokens, replay_sender
 from backend.validation import validation_error
-from mojodex_core.db.models import Session
-from mojodex_core.execution.session_access import deleted_session
+from mojodex_core.execution.session_access import live_session
 from mojodex_core.users import hash_token, live_token_hashes, user_for_token
 
 log = logging.getLogger("mojodex.socket")
@@ -83,8 +82,8 @@ def register_socket_events(socketio: SocketIO, platform: Platform, manager: obje
         try:
             with platform.db() as db:
                 revoked = token_hash is None or token_hash not in live_token_hashes(db, [token_hash])
-                session = None if revoked else db.get(Session, session_id)
-                owned = session is not None and session.user_id == user_id and not deleted_session(db, session_id)
+                session = None if revoked else live_session(db, session_id)
+                owned = session is not None and session.user_id == user_id
         except Exception as exc:
             if not database_unavailable(exc):
                 raise

@@ -14,7 +14,7 @@ from backend.errors import ApiError, bad_request, not_found
 from mojodex_core.db.models import Session, Task, UserTask, UserTaskExecution
 from mojodex_core.execution.intake import FORM_MESSAGE_ID, MAX_TEXT_CHARS
 from mojodex_core.execution.produced_text import ProducedTextFrozen, check_editable
-from mojodex_core.execution.session_access import deleted_session
+from mojodex_core.execution.session_access import live_session
 
 _MISSING = object()
 # Every pk, seq and index is a 32-bit INTEGER column: a larger value can name no row, and the
@@ -112,8 +112,8 @@ def owned_execution(db: DbSession, user_task_execution_pk: int, *, include_delet
 
 
 def owned_session(db: DbSession, session_id: str) -> Session:
-    session = db.get(Session, session_id) if isinstance(session_id, str) else None
-    if session is None or session.user_id != current_user_id() or deleted_session(db, session_id):
+    session = live_session(db, session_id) if isinstance(session_id, str) else None
+    if session is None or session.user_id != current_user_id():
         raise not_found("session")
     return session
 
