@@ -91,6 +91,8 @@ def fail_or_mark(factory: sessionmaker[DbSession], events: EventPublisher, **kwa
 
 
 INTERNAL_ERROR = "The assistant failed to answer because of an internal error. Please retry."
+# Why a turn, a step or an edit of a deleted execution ends (never retryable: the execution is gone).
+EXECUTION_DELETED = "The task execution was deleted."
 
 
 def failure_reason(

@@ -37,7 +37,7 @@ from mojodex_core.db.models import (
 )
 from mojodex_core.execution.chaining import previous_task_context
 from mojodex_core.execution.events import EventPublisher
-from mojodex_core.execution.failures import fail_or_mark, failure_reason, mark_failed
+from mojodex_core.execution.failures import EXECUTION_DELETED, fail_or_mark, failure_reason, mark_failed
 from mojodex_core.execution.history import read_task_conversation
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.execution.prompt import PromptError, instruct_grammar, local_datetime, render
@@ -379,7 +379,7 @@ class InstructTurn(TurnCompletion):
         setup_error = None
         try:
             if found.execution_status == "deleted":
-                raise TurnFailed("The task execution was deleted.")
+                raise TurnFailed(EXECUTION_DELETED)
             llm_messages = self._llm_messages(db, found, task, job.message_pk)
         except Exception as exc:
             # Raising here would roll the message back to pending with no turn left to answer

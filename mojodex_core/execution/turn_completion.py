@@ -29,6 +29,7 @@ from mojodex_core.db import EXECUTION_LOCK, autocommit_connection, core_transact
 from mojodex_core.db.models import Message, Session, UserTaskExecution
 from mojodex_core.execution.answer_statement import MAX_TRACE_ENTRIES, answer_binds, answer_statement, trace_written
 from mojodex_core.execution.events import EventPublisher
+from mojodex_core.execution.failures import EXECUTION_DELETED
 from mojodex_core.execution.produced_text import append_draft_version
 from mojodex_core.execution.reasoning import append_trace_entries, kept_entries, log_written, trace_params
 from mojodex_core.execution.session_claims import Superseded, check_fence, current_claim
@@ -137,7 +138,7 @@ def _not_answered(row: Row, message_pk: int, fence: int | None) -> Exception:
     if row.message_status != "processing":
         return Superseded(f"message {message_pk} is {row.message_status or 'gone'}")
     if row.execution_status is None or row.execution_status == "deleted":
-        return TurnFailed("The task execution was deleted.")
+        return TurnFailed(EXECUTION_DELETED)
     return Superseded(f"message {message_pk} changed while its answer was stored")
 
 
@@ -169,7 +170,7 @@ class TurnCompletion:
             if execution is None or execution.status == "deleted":
                 # Deleted while the reply was generated: storing a draft would mark it "completed"
                 # and bring it back into the user's list.
-                raise TurnFailed("The task execution was deleted.")
+                raise TurnFailed(EXECUTION_DELETED)
             if reply.language and reply.language[:8] != context.session_language:
                 db.execute(_SET_LANGUAGE, {"b_session": context.session_id, "b_language": reply.language[:8]})
             data: dict[str, Any] | None = None  # the answer's data, when known only after its insert

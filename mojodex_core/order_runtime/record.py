@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session as DbSession
 from mojodex_core.db import EXECUTION_LOCK
 from mojodex_core.db.models import Message, OrderAudit, OrderSession, UserTaskExecution
 from mojodex_core.execution.events import Publication
+from mojodex_core.execution.failures import EXECUTION_DELETED
 from mojodex_core.execution.reasoning import append_trace
 from mojodex_core.execution.session_claims import check_fence
 from mojodex_core.order.conversation import TurnOutcome, build_ticket, order_view
@@ -134,7 +135,7 @@ def store_turn(
         raise TurnFailed("The order changed while this message was handled. Please retry.")
     status = db.execute(_EXECUTION_STATUS, {"b_pk": pk}).scalar()
     if status is None or status == "deleted":
-        raise OrderClosed("The task execution was deleted.")
+        raise OrderClosed(EXECUTION_DELETED)
     ticket = None
     if outcome.closed:
         ticket = create_ticket(

@@ -23,7 +23,7 @@ from sqlalchemy.orm import sessionmaker
 from mojodex_core.db import transaction
 from mojodex_core.db.models import Message, OrderSession, Task, UserTask, UserTaskExecution
 from mojodex_core.execution.events import EventPublisher
-from mojodex_core.execution.failures import fail_or_mark, failure_reason, mark_failed
+from mojodex_core.execution.failures import EXECUTION_DELETED, fail_or_mark, failure_reason, mark_failed
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.llm import LLMCancelled
 from mojodex_core.order.conversation import (
@@ -125,7 +125,7 @@ class OrderTurn:
         if not isinstance(exc, OrderClosed) and self._deleted(context.user_task_execution_pk):
             # Deleted meanwhile (DELETE /user_task_execution cancels the turn; or the engine or the
             # store failed after it): whatever ended the turn, a retry could only meet a 404.
-            exc = OrderClosed("The task execution was deleted.")
+            exc = OrderClosed(EXECUTION_DELETED)
         reason = failure_reason(exc, shown=(TurnFailed,), what="order turn",
                                 where=f"session={context.session_id} message_pk={context.message_pk}")
         fail_or_mark(
@@ -303,7 +303,7 @@ class OrderTurn:
             context.utterance = found.text
             context.turn_input = TurnInput(text=found.text)
         if found.status == "deleted":
-            context.setup_error, context.setup_final = "The task execution was deleted.", True
+            context.setup_error, context.setup_final = EXECUTION_DELETED, True
         elif not has_row:
             context.setup_error = "This execution has no order conversation (was it created as an order task?)."
             context.setup_final = True

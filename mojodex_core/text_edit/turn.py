@@ -29,7 +29,7 @@ from mojodex_core.db.models import (
 )
 from mojodex_core.execution.coalescer import TokenCoalescer
 from mojodex_core.execution.events import EventPublisher
-from mojodex_core.execution.failures import failure_reason
+from mojodex_core.execution.failures import EXECUTION_DELETED, failure_reason
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.execution.produced_text import append_version, version_payload
 from mojodex_core.execution.prompt import PromptError
@@ -125,7 +125,7 @@ class TextEditTurn:
             setup_error = None
             llm_messages: list[dict[str, str]] = []
             if execution is None or execution.status == "deleted":
-                setup_error = "The task execution was deleted."
+                setup_error = EXECUTION_DELETED
             elif version is None or action is None:
                 setup_error = "The text or the edit action no longer exists."
             else:
@@ -202,7 +202,7 @@ class TextEditTurn:
             db.flush()
             execution = db.get(UserTaskExecution, context.user_task_execution_pk, with_for_update=EXECUTION_LOCK)
             if execution is None or execution.status == "deleted":
-                raise EditFailed("The task execution was deleted.")
+                raise EditFailed(EXECUTION_DELETED)
             answer = Message(
                 session_id=context.session_id, user_task_execution_fk=context.user_task_execution_pk,
                 sender="assistant", event_name="draft_message", text=f"{title}\n\n{draft}".strip(),

@@ -22,7 +22,7 @@ from sqlalchemy.orm import sessionmaker
 from mojodex_core.db import EXECUTION_LOCK, transaction
 from mojodex_core.db.models import Message, User, UserTaskExecution
 from mojodex_core.execution.events import EventPublisher
-from mojodex_core.execution.failures import fail_or_mark, failure_reason
+from mojodex_core.execution.failures import EXECUTION_DELETED, fail_or_mark, failure_reason
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.execution.reasoning import append_trace
 from mojodex_core.knowledge import knowledge_block_for
@@ -36,7 +36,6 @@ log = logging.getLogger("mojodex.workflow")
 LABEL = "WORKFLOW_REVIEW"
 CONVERSATION_MESSAGES = 20
 REVIEW_CLOSED = "This step is no longer under review (it was restarted or run again): your message was not acted on."
-DELETED = "The task execution was deleted."
 ReviewKind = Literal["explanation", "question", "instruction"]
 
 
@@ -191,7 +190,7 @@ class ReviewTurn:
             # Locked after the step row, as the routes do: a deletion committed meanwhile is seen.
             execution = db.get(UserTaskExecution, review.execution_pk, with_for_update=EXECUTION_LOCK)
             if execution is None or execution.status == "deleted":
-                return DELETED
+                return EXECUTION_DELETED
             still_rejected = row is not None and row.status == "done" and row.validated is False
             append_trace(db, review.execution_pk, [f"[DIRECT] {decision.kind}: {decision.reasoning}"], LABEL)
             if not still_rejected:

@@ -28,7 +28,7 @@ from sqlalchemy.orm import sessionmaker
 from mojodex_core.db import EXECUTION_LOCK, transaction
 from mojodex_core.db.models import Message, Task, User, UserTaskExecution, UserWorkflowStepExecutionResult
 from mojodex_core.execution.events import EventPublisher, Publication
-from mojodex_core.execution.failures import fail_or_mark, failure_reason
+from mojodex_core.execution.failures import EXECUTION_DELETED, fail_or_mark, failure_reason
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.execution.produced_text import append_version, version_payload
 from mojodex_core.execution.reasoning import append_trace
@@ -162,7 +162,7 @@ class WorkflowTurn:
         if gone:  # deleted before its run was claimed: it stays deleted, as an instruct turn's does
             fail_or_mark(self._factory, self._events, session_id=job.session_id, message_pk=job.message_pk,
                          message_id=message_id, user_task_execution_pk=execution_pk,
-                         reason="The task execution was deleted.", retryable=False)
+                         reason=EXECUTION_DELETED, retryable=False)
             return
         pauses = iter(ADVANCE_RETRY_PAUSES_S)
         while True:
@@ -280,7 +280,7 @@ class WorkflowTurn:
                 return
             execution = db.get(UserTaskExecution, row.user_task_execution_fk, with_for_update=EXECUTION_LOCK)
             if execution is None or execution.status == "deleted":  # deleted while it ran: ended, nothing told
-                row.status, row.error, row.end_date = "failed", "The task execution was deleted.", datetime.now(UTC)
+                row.status, row.error, row.end_date = "failed", EXECUTION_DELETED, datetime.now(UTC)
                 log.info("step execution %s ended after its execution was deleted: result dropped", row_pk)
                 return
             row.end_date = datetime.now(UTC)
