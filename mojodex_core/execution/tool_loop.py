@@ -41,7 +41,7 @@ from mojodex_core.execution.tool_requests import (
     result_messages,
     tag_call_text,
 )
-from mojodex_core.execution.tool_runs import ToolRuns
+from mojodex_core.execution.tool_runs import ToolRuns, check_request
 from mojodex_core.llm import LLMProvider
 from mojodex_core.tags import ParsedReply, TagStreamParser
 from mojodex_core.tools import get_tool
@@ -196,8 +196,11 @@ class ReplyGenerator:
                     log.warning("model asked for tools past the bound execution=%s; ignored",
                                 turn.user_task_execution_pk)
                 return TurnOutcome(dataclasses.replace(reply, text="\n".join(shown)))
+            # Only a request that could run is put to the user: one with a bad query is refused like any
+            # other (recorded as failed, the error told to the model), never approved and run unchecked.
             approval = next(
-                (r for r in requests if r.name in task_tools and task_tools[r.name].get("requires_approval")), None
+                (r for r in requests if r.name in task_tools and task_tools[r.name].get("requires_approval")
+                 and check_request(r, task_tools) is None), None
             )
             if approval is not None:
                 if len(requests) > 1:

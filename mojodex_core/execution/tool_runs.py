@@ -169,9 +169,12 @@ class ToolRuns:
             self._finish(execution_pk, query_pk, DECLINED_RESULT, None, status="declined")
             log.info("tool %s declined by the user, task_tool_execution=%s", request.name, execution_pk)
             return request, DECLINED_RESULT
-        if request.name not in task_tools:
-            result = _error(f"unknown tool {request.name!r}")
-            self._finish(execution_pk, query_pk, result, result["error"])
+        # Checked again: the task's tools (or this server's) may have changed since the user was asked.
+        problem = check_request(request, task_tools)
+        if problem:
+            result = _error(problem)
+            self._finish(execution_pk, query_pk, result, problem)
+            log.warning("approved tool request refused execution=%s: %s", ute_pk, problem)
             return request, result
         return request, self.execute(execution_pk, query_pk, request, task_tools[request.name], user_id, ute_pk)
 
