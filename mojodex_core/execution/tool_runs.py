@@ -7,6 +7,7 @@ goes on either way.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from dataclasses import dataclass
@@ -77,7 +78,14 @@ def _run_bounded(request: ToolRequest, context: ToolContext) -> dict[str, Any]:
     if "error" in outcome:
         return _error(outcome["error"])
     result = outcome.get("result")
-    return result if isinstance(result, dict) else {"result": result}
+    result = result if isinstance(result, dict) else {"result": result}
+    try:
+        # Stored in a JSON column and sent to the model as JSON: NaN is refused too (Postgres rejects it).
+        json.dumps(result, allow_nan=False)
+    except (TypeError, ValueError) as exc:  # a tool bug: told to the model, the turn goes on
+        log.error("tool %s returned a result that is not JSON: %s", request.name, exc)
+        return _error(f"the tool returned a result that is not JSON ({exc})")
+    return result
 
 
 @dataclass

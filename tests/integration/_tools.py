@@ -6,6 +6,7 @@ import copy
 import json
 import threading
 import time
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -57,7 +58,16 @@ class BoomTool(EchoTool):
         raise RuntimeError("kaboom")
 
 
-for _tool in (EchoTool(), GuardedTool(), SlowTool(), BoomTool()):
+class ClockTool(EchoTool):
+    """Returns what JSON cannot hold (a datetime), as a careless tool may."""
+
+    name = "clock"
+
+    def run(self, query: dict[str, Any], context: ToolContext) -> dict[str, Any]:
+        return {"now": datetime.now(UTC)}
+
+
+for _tool in (EchoTool(), GuardedTool(), SlowTool(), BoomTool(), ClockTool()):
     register(_tool)
 
 
@@ -110,6 +120,7 @@ def tool_task_spec(service_url: str) -> dict[str, Any]:
         {"name": "guarded_echo", "usage_description": "Echo, after the user agrees.", "requires_approval": True},
         {"name": "slow", "usage_description": "Slow.", "config": {"timeout_s": 0.3}},
         {"name": "boom", "usage_description": "Crashes."},
+        {"name": "clock", "usage_description": "The time, not as JSON."},
         {"name": "internal_memory", "usage_description": "Search the user's earlier work."},
         {"name": "http_json", "usage_description": "Customer status.",
          "config": {"url": service_url + "/status", "allowed_hosts": ["127.0.0.1"], "timeout_s": 2}},

@@ -222,11 +222,12 @@ def test_http_json_calls_the_configured_endpoint(tools_live, llm, service):
         ("no_such_tool", {"text": "x"}, "unknown tool 'no_such_tool'"),
         ("echo", {"txt": "x"}, "invalid query for echo"),
         ("echo", "{not json", "invalid query for echo: the query is not valid JSON"),
+        ("clock", {"text": "x"}, "the tool returned a result that is not JSON"),
         # A tool that needs approval is not offered to the user with a query it would refuse.
         ("guarded_echo", {"txt": "x"}, "invalid query for guarded_echo"),
         ("guarded_echo", "{not json", "invalid query for guarded_echo: the query is not valid JSON"),
     ],
-    ids=["timeout", "exception", "unknown", "invalid-schema", "invalid-json", "approval-invalid-schema",
+    ids=["timeout", "exception", "unknown", "invalid-schema", "invalid-json", "not-json", "approval-invalid-schema",
          "approval-invalid-json"],
 )
 def test_tool_errors_are_told_to_the_model_and_the_turn_completes(tools_live, llm, name, query, error):
