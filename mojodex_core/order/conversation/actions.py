@@ -6,24 +6,16 @@ from __future__ import annotations
 from typing import Callable
 
 from ..flow import recalculate
-from ..menu import entry_name
-from ..parsed_input import Modification, ParsedInput, ParsedItem
-from ..render import refresh_display, with_article
+from ..parsed_input import ParsedInput
 from .compose import acknowledge, ask, commit
 from .context import Ctx, apply_parsed, pending_change_dump
 from .events import CHECKOUT_QUESTIONS
 from .menu_answers import answer_menu_question
-from .menu_index import (
-    closest,
-    example_answer,
-    example_order,
-    field_value_alternative,
-    item_type_alternative,
-    suggestions,
-)
+from .menu_index import closest, example_answer, example_order, suggestions
+from .offers import apply_proposal, propose_alternative
 from .resources import join_list, money, say
 from .steps import next_step, options_question, question_text, step_example
-from .views import item_text, uses
+from .views import item_text
 
 # -- actions ------------------------------------------------------------------------------------------
 
@@ -129,102 +121,9 @@ def give_pattern_hint(ctx: Ctx) -> None:
 def apply_if_actionable(ctx: Ctx) -> None:
     proposal = ctx.conv.proposal
     if proposal is not None and proposal["kind"] in ("item", "value") and ctx.only("yes"):
-        _apply_proposal(ctx, proposal)
+        apply_proposal(ctx, proposal)
     ctx.conv.proposal = None
     apply_and_set_referent(ctx)
-
-
-def _apply_proposal(ctx: Ctx, proposal: dict) -> None:
-    menu = ctx.menu
-    if proposal["kind"] == "item":
-        parsed = ParsedInput(new_items=[ParsedItem(item_type=proposal["item_type"])])
-    else:
-        fdef = menu.item_types[proposal["item_type"]].fields[proposal["field"]]
-        value = proposal["value"]
-        if fdef.multi:
-            value = [{"name": value}] if fdef.qualifiers else [value]
-        parsed = ParsedInput(modifications=[Modification(item_index=proposal["item_index"], field=proposal["field"],
-                                                         new_value=value)])
-    ctx.tentative, ctx.diff = apply_parsed(ctx.conv.order, parsed, menu, [])
-    ctx.rule("proposal", f"accepted {proposal}")
-
-
-def propose_alternative(ctx: Ctx) -> None:
-    """Out of stock: take it out of the order and offer the closest in-stock item/value of the same type."""
-    if ctx.turn.event == "out_of_stock":
-        spec = ctx.turn.item or {}
-        target = (spec["item_type"], spec.get("field"), spec.get("value"))
-        affected = _remove_unavailable(ctx, *target)
-    else:
-        commit(ctx)
-        target = _oos_target(ctx)
-        notes = ctx.conv.order.last_turn
-        affected = [i for i in notes.added + notes.modified
-                    if ctx.conv.order.items.items[i].item_type == target[0]]
-        acknowledge(ctx, skip=("out_of_stock",))
-    item_type, field, value = target
-    tdef = ctx.menu.item_types.get(item_type)
-    subject = tdef.label if tdef else item_type
-    proposal = None
-    alt_name = None
-    if field is None:
-        alt = item_type_alternative(ctx.menu, item_type)
-        if alt:
-            proposal = {"kind": "item", "item_type": alt}
-            alt_name = with_article(ctx.menu.item_types[alt].label, 1)
-    elif tdef is not None:
-        vdef = tdef.fields[field].value(str(value))
-        subject = vdef.display if vdef else str(value)
-        alt_v = field_value_alternative(ctx.menu, item_type, field, str(value))
-        if alt_v is not None and affected:
-            proposal = {"kind": "value", "item_type": item_type, "field": field, "value": alt_v.id,
-                        "item_index": affected[-1]}
-            alt_name = alt_v.display
-    ctx.conv.proposal = proposal
-    ctx.conv.last_question = "proposal"
-    if proposal is None:
-        ctx.rule("out_of_stock", f"{subject}: no alternative in stock")
-        ctx.say("oos-no-alternative", say(ctx.lang, "oos-no-alternative", subject=subject))
-    else:
-        ctx.rule("out_of_stock", f"{subject}: propose {alt_name}")
-        ctx.say("oos-alternative", say(ctx.lang, "oos-alternative", subject=subject, alternative=alt_name))
-
-
-def _oos_target(ctx: Ctx) -> tuple[str, str | None, str | None]:
-    err = next(e for e in ctx.conv.order.last_turn.errors if e.kind == "out_of_stock")
-    for t_name, tdef in ctx.menu.item_types.items():
-        if tdef.label == err.subject and not tdef.available:
-            return t_name, None, None
-        for f_name, fdef in tdef.fields.items():
-            for v in fdef.values:
-                if v.display == err.subject and not v.in_stock:
-                    return t_name, f_name, v.id
-    return err.subject, None, None
-
-
-def _remove_unavailable(ctx: Ctx, item_type: str, field: str | None, value: str | None) -> list[int]:
-    """Take what is out of stock out of the order; the items it touched."""
-    tree = ctx.conv.order.model_copy(deep=True)
-    affected = []
-    for idx, it in tree.items.active():
-        if it.item_type != item_type or (field is not None and not uses(it.fields, field, value)):
-            continue
-        affected.append(idx)
-        if field is None:
-            ctx.ops.append({"op": "cancel_item", "path": f"items[{idx}]", "old": it.status, "new": "skipped"})
-            it.status = "skipped"
-        else:
-            old = it.fields[field]
-            if isinstance(old, list):
-                new = [e for e in old if entry_name(e) != value]
-            else:
-                new = None
-            it.fields[field] = new
-            ctx.ops.append({"op": "set", "path": f"items[{idx}].{field}", "old": old, "new": new})
-        refresh_display(it, ctx.menu)
-    recalculate(tree, ctx.menu)
-    ctx.conv.order = tree
-    return affected
 
 
 def answer_menu(ctx: Ctx) -> None:
