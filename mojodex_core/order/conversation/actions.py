@@ -12,7 +12,7 @@ from .context import Ctx, apply_parsed, pending_change_dump
 from .events import CHECKOUT_QUESTIONS
 from .menu_answers import answer_menu_question
 from .menu_index import closest, example_answer, example_order, suggestions
-from .offers import apply_proposal, propose_alternative
+from .offers import apply_proposal, drop_declined_line, propose_alternative
 from .resources import join_list, money, say
 from .steps import next_step, options_question, question_text, step_example
 from .views import item_text
@@ -95,8 +95,9 @@ def set_thinking(ctx: Ctx) -> None:
 
 
 def resume_ordering(ctx: Ctx) -> None:
+    if not drop_declined_line(ctx):
+        ctx.say("thinking-resume", say(ctx.lang, "thinking-resume"))
     ctx.conv.proposal = None
-    ctx.say("thinking-resume", say(ctx.lang, "thinking-resume"))
     ask(ctx)
 
 

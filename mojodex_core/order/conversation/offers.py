@@ -105,3 +105,31 @@ def _remove_unavailable(ctx: Ctx, item_type: str, field: str | None, value: str 
     recalculate(tree, ctx.menu)
     ctx.conv.order = tree
     return affected
+
+
+def drop_declined_line(ctx: Ctx) -> bool:
+    """The offer declined was for a value the line needs and nothing else the customer chose is left on it (a
+    blueberry bagel gone, asiago declined): the line is taken out of the order rather than kept, priced, as "a
+    bagel". A line that still holds what was said (a large pizza whose mushrooms or size are gone) stays, and
+    its question is asked."""
+    proposal = ctx.conv.proposal
+    if proposal is None or proposal.get("kind") != "value":
+        return False
+    tree = ctx.conv.order
+    idx, field = proposal["item_index"], proposal["field"]
+    tdef = ctx.menu.item_types.get(proposal["item_type"])
+    if tdef is None or field not in tdef.fields or not tdef.fields[field].required:
+        return False
+    if not 0 <= idx < len(tree.items.items):
+        return False
+    item = tree.items.items[idx]
+    said = [name for name, value in item.fields.items()
+            if name != "quantity" and name not in item.defaulted and value not in (None, [], "")]
+    if item.status == "skipped" or said:
+        return False
+    ctx.ops.append({"op": "cancel_item", "path": f"items[{idx}]", "old": item.status, "new": "skipped"})
+    item.status = "skipped"
+    recalculate(tree, ctx.menu)
+    ctx.rule("out_of_stock", f"offer declined: item {idx + 1} ({item.label}) taken out of the order")
+    ctx.say("ack-cancelled", say(ctx.lang, "ack-cancelled", items=item.label))
+    return True

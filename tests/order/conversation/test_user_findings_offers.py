@@ -1,0 +1,39 @@
+"""Conversations testers had around out-of-stock offers, "which one?" and the read-back; each a bug found and
+fixed (the first file of findings is test_user_findings.py)."""
+
+from __future__ import annotations
+
+from mojodex_core.order.conversation import mark_unavailable
+
+from .conftest import Session
+
+
+def _priced_lines(s: Session) -> list[tuple[str, dict, float]]:
+    return [(it.item_type, dict(it.fields), it.line_total) for _, it in s.conv.order.items.active()]
+
+
+def test_declining_the_offer_for_an_item_out_of_stock_drops_its_empty_line(bagel_menu):
+    """"a blueberry bagel" (out of stock), "no" to asiago: the order kept a bagel of no kind, charged $2.50."""
+    s = Session(bagel_menu)
+    assert s.say("a blueberry bagel").response_key == "oos-alternative"
+    out = s.say("no")
+    assert not s.conv.order.items.active() and s.conv.order.total() == 0.0, _priced_lines(s)
+    assert out.response_keys == ["ack-cancelled", "ask-order"], out.reply
+
+
+def test_declining_the_offer_keeps_the_rest_of_the_order(bagel_menu):
+    s = Session(bagel_menu)
+    s.say("a large iced latte and a blueberry bagel")
+    s.say("no thanks")
+    assert [it.item_type for _, it in s.conv.order.items.active()] == ["coffee"], _priced_lines(s)
+
+
+def test_declining_another_value_keeps_the_line_the_customer_described(pizza_menu):
+    """Mushrooms out: the large pizza stays (it is still a large pizza), without them."""
+    s = Session(pizza_menu)
+    s.say("a large pizza with mushrooms and a coke")
+    s.menu = mark_unavailable(pizza_menu, "pizza", "toppings", "MUSHROOMS", False)
+    s.event("out_of_stock", item_type="pizza", field="toppings", value="MUSHROOMS")
+    s.say("no")
+    assert [(it.item_type, it.fields.get("size")) for _, it in s.conv.order.items.active()] == [
+        ("pizza", "LARGE"), ("drink", None)]
