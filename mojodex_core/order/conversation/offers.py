@@ -7,6 +7,7 @@ from ..flow import recalculate
 from ..menu import entry_name
 from ..parsed_input import Modification, ParsedInput, ParsedItem
 from ..render import refresh_display, with_article
+from ..tree import PendingQuestion
 from .compose import acknowledge, commit
 from .context import Ctx, apply_parsed
 from .menu_index import field_value_alternative, item_type_alternative
@@ -102,6 +103,11 @@ def _remove_unavailable(ctx: Ctx, item_type: str, field: str | None, value: str 
             it.fields[field] = new
             ctx.ops.append({"op": "set", "path": f"items[{idx}].{field}", "old": old, "new": new})
         refresh_display(it, ctx.menu)
+    if (field is not None and affected and ctx.menu.item_types[item_type].fields[field].required
+            and tree.items.items[affected[-1]].fields.get(field) in (None, [], "")):
+        # the emptied value is the question now, as update_state makes it when an utterance hits the stock: the
+        # answer to the offer ("sprite" at "diet coke instead?") is read as that field's, not as a new item
+        tree.pending = PendingQuestion(task="item", item_index=affected[-1], field=field)
     recalculate(tree, ctx.menu)
     ctx.conv.order = tree
     return affected

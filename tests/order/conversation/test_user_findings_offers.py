@@ -37,3 +37,26 @@ def test_declining_another_value_keeps_the_line_the_customer_described(pizza_men
     s.say("no")
     assert [(it.item_type, it.fields.get("size")) for _, it in s.conv.order.items.active()] == [
         ("pizza", "LARGE"), ("drink", None)]
+
+
+def test_another_drink_named_at_the_combo_drink_offer_goes_in_the_combo(drive_menu):
+    """Coke went out of stock during the order: "Would you like diet coke instead?" answered "sprite" was lost
+    (a pattern hint, the combo still without a drink)."""
+    s = Session(drive_menu)
+    s.say("a large number 1 combo with a coke")
+    s.menu = mark_unavailable(drive_menu, "combo", "combo_drink", "coke", False)
+    assert s.event("out_of_stock", item_type="combo", field="combo_drink", value="coke").response_key == (
+        "oos-alternative")
+    out = s.say("sprite")
+    assert [(it.item_type, it.fields.get("combo_drink")) for _, it in s.conv.order.items.active()] == [
+        ("combo", "sprite")], out.reply
+    assert out.state_after == "Ordering" and out.response_keys[0] == "ack-added", out.reply
+
+
+def test_the_offer_of_another_value_accepted_after_a_stock_event(drive_menu):
+    s = Session(drive_menu)
+    s.say("a large number 1 combo with a coke")
+    s.menu = mark_unavailable(drive_menu, "combo", "combo_drink", "coke", False)
+    s.event("out_of_stock", item_type="combo", field="combo_drink", value="coke")
+    s.say("yes")
+    assert s.conv.order.items.items[0].fields["combo_drink"] == "diet coke"
