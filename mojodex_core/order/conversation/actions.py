@@ -48,7 +48,9 @@ def ask_targeted_question(ctx: Ctx) -> None:
     if ctx.repair_unclear:
         asked = "reference"
         ctx.conv.proposal = ctx.pending_reference  # kept for the answer ("the coke", "the first one")
-        items = [f"{n}) {item_text(it)}" for n, (_, it) in enumerate(tree.items.active(), 1)]
+        # the items the reference could mean ("remove the pizza": the pizzas), else every item
+        listed = (ctx.pending_reference or {}).get("candidates") or [i for i, _ in tree.items.active()]
+        items = [f"{n}) {item_text(tree.items.items[i])}" for n, i in enumerate(listed, 1)]
         ctx.rule("clarify", "a reference to no item of the order: ask which one")
         ctx.say("clarify-reference", say(ctx.lang, "clarify-reference", items=join_list(ctx.lang, items, "word-or")))
     elif unparsed and (step.key in ("order", "next_step", "more") or step.key.startswith("item:")

@@ -140,20 +140,23 @@ def _split_removal(ctx: Ctx) -> tuple[str, str]:
     return " ".join(removal), " ".join(r for r in rest if r.strip())
 
 
-def _references(ctx: Ctx, text: str) -> tuple[list[int], bool]:
-    """Live items ``text`` refers to and whether a reference resolved to nothing. One reference per part of the
-    list ("the first one, the latte and the mocha"): the words of a part describe one item together ("the
-    first pizza", "the small pepperoni pizza"), they are not one reference each."""
+def _references(ctx: Ctx, text: str) -> tuple[list[int], bool, list[int]]:
+    """Live items ``text`` refers to, whether a reference resolved to nothing or to several items, and those
+    several (the candidates "which one?" lists). One reference per part of the list ("the first one, the latte
+    and the mocha"): the words of a part describe one item together ("the first pizza", "the small pepperoni
+    pizza"), they are not one reference each."""
     refs: list[int] = []
+    candidates: list[int] = []
     unresolved = False
     parts = _list_parts(ctx, text)
     for part in parts:
-        idx, doubt = _part_reference(ctx, part)
+        idx, doubt, fit = _part_reference(ctx, part)
         if idx is not None and idx not in refs:
             refs.append(idx)
+        candidates += [i for i in fit if i not in candidates]
         # a reference several items fit ("remove the coke" with two cokes): which one? asked, not guessed
         unresolved = unresolved or doubt is True or doubt is None
-    return refs, unresolved
+    return refs, unresolved, candidates
 
 
 def _list_parts(ctx: Ctx, text: str) -> list[str]:
@@ -173,9 +176,9 @@ def _list_parts(ctx: Ctx, text: str) -> list[str]:
     return [p for p in out if p.strip()]
 
 
-def _part_reference(ctx: Ctx, part: str) -> tuple[int | None, bool | None]:
+def _part_reference(ctx: Ctx, part: str) -> tuple[int | None, bool | None, list[int]]:
     """The live item one part names (an ordinal, over the items of the type named if any; item names and values
-    the item holds), and whether it named something no item is (True) or several are (None)."""
+    the item holds), whether it named something no item is (True) or several are (None), and those several."""
     tree = ctx.conv.order
     live = [i for i, _ in tree.items.active()]
     found = mentions(part, ctx.menu)
@@ -188,21 +191,21 @@ def _part_reference(ctx: Ctx, part: str) -> tuple[int | None, bool | None]:
     ordinal = next((ctx.kw.get("ordinals", {}).get(w) for pos, w in enumerate(words)
                     if w in ctx.kw.get("ordinals", {}) and (pos + 1 < len(words) or w == "last")), None)
     if ordinal is None and not found:
-        return None, False
+        return None, False, []
     if ordinal is None and not nouns and not naming and all(
             m.field is not None and ctx.menu.item_types[m.item_type].fields[m.field].with_list for m in found):
-        return None, False  # "remove the ham": an add-on taken off (the parser's), not an item named by it
+        return None, False, []  # "remove the ham": an add-on taken off (the parser's), not an item named by it
     typed = [i for i in live if not types or tree.items.items[i].item_type in types]
     if ordinal is not None:
         k = ordinal - 1 if ordinal > 0 else len(typed) - 1
-        return (typed[k], False) if 0 <= k < len(typed) else (None, True)
+        return (typed[k], False, []) if 0 <= k < len(typed) else (None, True, [])
     held = [i for i in typed if all(_uses(tree.items.items[i].fields, m.field, m.value) for m in values
                                     if m.item_type == tree.items.items[i].item_type and m.field is not None)]
     if not held and len(values) == 1 and values[0].field is not None and values[0].value is not None:
         held = _named_within(ctx, live, values[0].item_type, values[0].field, values[0].value)
     if len(held) == 1:
-        return held[0], False
-    return None, (None if held else True)
+        return held[0], False, []
+    return None, (None if held else True), held
 
 
 def _named_within(ctx: Ctx, live: list[int], item_type: str, field: str, value: str) -> list[int]:
@@ -232,22 +235,23 @@ def _uses(fields: dict[str, Any], field: str, value: str) -> bool:
     return any(entry_name(e) == value for e in entries)
 
 
-def _removals(ctx: Ctx, parsed: ParsedInput) -> tuple[ParsedInput, list[int], bool] | None:
-    """Several removals in one message (the parse holds one): (parse of the rest, items to remove, unclear)."""
+def _removals(ctx: Ctx, parsed: ParsedInput) -> tuple[ParsedInput, list[int], bool, list[int]] | None:
+    """Several removals in one message (the parse holds one): (parse of the rest, items to remove, unclear, the
+    items an unclear reference could mean)."""
     if not ctx.has("remove") or parsed.wants_cancel:
         return None
     tree = ctx.conv.order
     removal, rest = _split_removal(ctx)
     if has_phrase(normalise(removal), ctx.kw.get("everything", ())) and tree.items.active():
         ctx.rule("repair", "remove everything")
-        return ParsedInput(wants_cancel=True), [], False
-    refs, unresolved = _references(ctx, removal)
+        return ParsedInput(wants_cancel=True), [], False, []
+    refs, unresolved, candidates = _references(ctx, removal)
     if len(refs) < 2 and not unresolved:
         return None
     ctx.rule("repair", f"remove items {[r + 1 for r in refs]}" + (" (a reference is unresolved)" if unresolved
                                                                   else ""))
     base = parse_deterministic(rest, ctx.menu, tree) if rest.strip() else ParsedInput()
-    return base, refs, unresolved
+    return base, refs, unresolved, candidates
 
 
 def _reference_doubt(ctx: Ctx, parsed: ParsedInput) -> bool:
@@ -270,14 +274,20 @@ def _modifications(ctx: Ctx, idx: int, per_type: dict[str, dict[str, Any]]) -> l
 
 def _which_one(ctx: Ctx) -> ParsedInput | None:
     """The answer to "which one do you mean?": the change asked before, applied to the item named now
-    ("the coke", "the first one" - read by the parser - or "2", the number in the question's list)."""
+    ("the coke" - read by the parser -, "2" or "the second one": the number in the question's list, which is the
+    items the reference could mean when it named some, else the whole order)."""
     proposal = ctx.conv.proposal
     if proposal is None or proposal.get("kind") not in ("reference", "remove"):
         return None
     tree = ctx.conv.order
     live = [i for i, _ in tree.items.active()]
+    listed = [i for i in proposal.get("candidates", ()) if i in live]
+    live = listed or live
     words = ctx.norm.split()
     number = next((int(w) for w in words if w.isdigit()), None)
+    ordinals = ctx.kw.get("ordinals", {})
+    if number is None and listed:  # "the second one" of the candidates listed, not of the order
+        number = next((ordinals[w] if ordinals[w] > 0 else len(live) for w in words if w in ordinals), None)
     if number is not None and 1 <= number <= len(live) and len(words) <= 3:
         idx: int | None = live[number - 1]
     else:
@@ -346,10 +356,10 @@ def repair(ctx: Ctx) -> tuple[ParsedInput, list[int], bool]:
             return fixed, [], False
     removal = _removals(ctx, parsed)
     if removal is not None:
-        base, refs, unresolved = removal
+        base, refs, unresolved, candidates = removal
         if unresolved:  # nothing applied: the targeted question asks which item was meant
-            if not refs:  # one removal: kept for the answer ("the second one")
-                ctx.pending_reference = {"kind": "remove"}
+            if not refs:  # one removal: kept for the answer ("the second one"), asked among the items it fits
+                ctx.pending_reference = {"kind": "remove", "candidates": candidates}
             return ParsedInput(confidence=0.0), [], True
         return base, refs, False
     return parsed, [], _reference_doubt(ctx, parsed)

@@ -500,7 +500,8 @@ def test_a_new_address_at_the_read_back_changes_the_address_only(pizza_menu, tex
     assert out.response_keys == ["confirm-summary"] and "9 Pine Street," in out.reply
 
 
-@pytest.mark.parametrize("answer, left", [("the second one", ["SPRITE", "COKE"]), ("4", ["COKE", "SPRITE"])])
+@pytest.mark.parametrize("answer, left", [("the first one", ["SPRITE", "COKE"]), ("the second one", ["COKE", "SPRITE"]),
+                                          ("2", ["COKE", "SPRITE"])])  # numbered as "which one?" lists the cokes
 def test_remove_the_coke_with_two_cokes_asks_which_and_the_answer_removes_it(pizza_menu, answer, left):
     """"a coke, a sprite and a coke" then "remove the coke": the bot ignored it and asked pickup or delivery
     again; "the second one" then got a pattern hint."""

@@ -60,3 +60,14 @@ def test_the_offer_of_another_value_accepted_after_a_stock_event(drive_menu):
     s.event("out_of_stock", item_type="combo", field="combo_drink", value="coke")
     s.say("yes")
     assert s.conv.order.items.items[0].fields["combo_drink"] == "diet coke"
+
+
+def test_which_one_lists_only_the_items_the_reference_could_mean(pizza_menu):
+    """"remove the pizza" with two pizzas and a coke asked "which one: 1) ... pizza, 2) ... pizza or 3) a coke?"."""
+    s = Session(pizza_menu)
+    s.say("a small cheese pizza, a large ham pizza and a coke")
+    out = s.say("remove the pizza")
+    assert out.response_key == "clarify-reference"
+    assert out.reply == ("Sorry, which one do you mean: 1) a small pizza with cheese or 2) a large pizza with ham?")
+    s.say("2")  # the number in that list
+    assert [it.fields.get("size") for _, it in s.conv.order.items.active()] == ["SMALL", None]
