@@ -8,14 +8,14 @@ from typing import Callable
 from ..flow import recalculate
 from ..parsed_input import ParsedInput
 from .compose import acknowledge, ask, commit
-from .context import Ctx, apply_parsed, pending_change_dump
+from .context import Ctx, apply_parsed, pending_change_dump, read_back_stale
 from .events import CHECKOUT_QUESTIONS
 from .menu_answers import answer_menu_question
 from .menu_index import closest, example_answer, example_order, suggestions
 from .offers import apply_proposal, drop_declined_line, propose_alternative
 from .resources import join_list, money, say
 from .steps import next_step, options_question, question_text, step_example
-from .views import item_text
+from .views import item_text, reprice
 
 # -- actions ------------------------------------------------------------------------------------------
 
@@ -75,8 +75,15 @@ def ask_targeted_question(ctx: Ctx) -> None:
 
 
 def summarize(ctx: Ctx) -> None:
-    """Enter/stay in Confirming: the missing order info one question at a time, then the one read-back."""
+    """Enter/stay in Confirming: the missing order info one question at a time, then the one read-back (again
+    when a price changed since it was given: its total was not the order's any more)."""
+    repriced = read_back_stale(ctx)
     commit(ctx)
+    if repriced:
+        reprice(ctx.conv.order, ctx.menu)
+        ctx.conv.question_count = 0  # a new read-back, with its total: never the options form
+        ctx.rule("read_back", f"the total read back ({ctx.conv.read_back_total:.2f}) changed with the prices")
+        ctx.say("prices-changed", say(ctx.lang, "prices-changed"))
     acknowledge(ctx)
     step = next_step(ctx.conv.order, ctx.menu, "Confirming")
     lead = "confirm-missing" if ctx.conv.state != "Confirming" and step.key != "checkout" else None
@@ -152,7 +159,9 @@ def nudge(ctx: Ctx) -> None:
     else:
         tree = ctx.conv.order
         step = next_step(tree, ctx.menu, nxt)
-        _, text = question_text(tree, ctx.menu, step, ctx.lang, ctx.conv)
+        key, text = question_text(tree, ctx.menu, step, ctx.lang, ctx.conv)
+        if key == "confirm-summary":
+            ctx.conv.read_back_total = tree.total()
         ctx.say("nudge-question", say(ctx.lang, "nudge-question", question=text))
     ctx.rule("silence", f"nudge #{ctx.conv.silence_count + 1}")
 

@@ -128,6 +128,8 @@ def ask(ctx: Ctx, *, lead: str | None = None) -> None:
         conv.next_step_offered = True
     conv.last_question, conv.question_count = step.key, count
     ctx.rule("next_action", _describe(tree, step))
+    if key == "confirm-summary":
+        conv.read_back_total = tree.total()
     if lead and count < 3:  # a question asked with its options already has its own lead
         text = say(ctx.lang, lead, question=lower_first(text))
         key = lead

@@ -13,6 +13,7 @@ from .model import Conversation, TurnInput
 from .resources import has_phrase, hesitation_only, keywords, normalise, only_phrases
 from .steps import Step, next_step
 from .supervisor import Decision
+from .views import current_total
 
 
 @dataclass
@@ -126,6 +127,13 @@ OFF_TOPIC_LIMIT = 3
 
 def off_topic_limit(ctx: Ctx) -> bool:
     return ctx.conv.off_topic_count + 1 >= OFF_TOPIC_LIMIT
+
+
+def read_back_stale(ctx: Ctx) -> bool:
+    """The read-back being answered said a total the menu's prices no longer give (a price changed since)."""
+    said = ctx.conv.read_back_total
+    return (ctx.conv.last_question == "checkout" and said is not None
+            and abs(current_total(ctx.conv.order, ctx.menu) - said) >= 0.005)
 
 
 def upcoming_step(ctx: Ctx, state: str | None = None) -> Step:

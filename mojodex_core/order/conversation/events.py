@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .context import Ctx, asked_twice, items_changed, low_confidence, unsafe_change
+from .context import Ctx, asked_twice, items_changed, low_confidence, read_back_stale, unsafe_change
 
 
 def _content(ctx: Ctx) -> bool:
@@ -45,6 +45,12 @@ def _done(ctx: Ctx) -> bool:
     return ctx.conv.last_question in ("next_step", "more") and ctx.only("no", "done")
 
 
+def _confirms(ctx: Ctx) -> bool:
+    return ctx.conv.last_question == "checkout" and not items_changed(ctx) and (
+        _says_yes(ctx) or ((bool(ctx.has("done")) or bool(ctx.parsed and ctx.parsed.wants_checkout))
+                           and not low_confidence(ctx)))
+
+
 PREDICATES: dict[str, Callable[[Ctx], bool]] = {
     "off_topic": lambda c: c.decision is not None and c.decision.intent == "off_topic",
     "menu_question": lambda c: c.decision is not None and c.decision.intent == "menu_question",
@@ -70,9 +76,9 @@ PREDICATES: dict[str, Callable[[Ctx], bool]] = {
     "answers_checkout_question": _answers_checkout_question,
     "clarified": lambda c: (c.conv.proposal is not None and _says_yes(c)) or (_progress(c) and not low_confidence(c)),
     "not_right": lambda c: bool(c.has("not_right")) or (c.conv.last_question == "checkout" and _says_no(c)),
-    "confirms": lambda c: c.conv.last_question == "checkout" and not items_changed(c)
-    and (_says_yes(c) or ((bool(c.has("done")) or bool(c.parsed and c.parsed.wants_checkout))
-                          and not low_confidence(c))),
+    "confirms": _confirms,
+    # a yes to a read-back whose total a price change made wrong: read back again (INFO_GIVEN), not confirmed
+    "confirms_stale_total": lambda c: _confirms(c) and read_back_stale(c),
     "unsolicited_change": lambda c: items_changed(c) and not str(c.conv.last_question).startswith("item:"),
     "items_changed": items_changed,
     "goodbye": lambda c: c.only("goodbye", "yes", "no", "done"),
@@ -96,7 +102,8 @@ UTTERANCE_EVENTS: dict[str, tuple[tuple[str, str], ...]] = {
                             ("INFO_GIVEN", "answers_checkout_question"), ("USER_CLARIFIES_OK", "clarified"),
                             ("STILL_UNCLEAR", "always")),
     "Confirming": COMMON + (("E.OOS", "out_of_stock"), ("BIG_CHANGE", "unsafe"),
-                            ("USER_SAYS_NOT_RIGHT", "not_right"), ("USER_CONFIRMS", "confirms"),
+                            ("USER_SAYS_NOT_RIGHT", "not_right"), ("INFO_GIVEN", "confirms_stale_total"),
+                            ("USER_CONFIRMS", "confirms"),
                             ("USER_WANTS_CHANGES", "unsolicited_change"), ("NO_PROGRESS", "asked_twice"),
                             ("UTTERANCE_UNCLEAR", "unclear"), ("INFO_GIVEN", "always")),
     "Closing": COMMON + (("ORDER_COMPLETE", "goodbye"), ("BIG_CHANGE", "unsafe"), ("ADD_MORE", "items_changed"),

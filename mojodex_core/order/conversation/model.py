@@ -44,6 +44,7 @@ class Conversation(BaseModel):
     next_step_offered: bool = False  # the "anything else?" prompt was offered since the last item change
     proposal: dict | None = None  # an alternative offered (out of stock): {"kind", "item_index", "field", "value"}
     last_response_key: str | None = None
+    read_back_total: float | None = None  # the total the last read-back said (a "yes" confirms that total only)
     trace: list[str] = Field(default_factory=list)  # the whole reasoning trace (bounded)
 
     def to_json(self) -> str:

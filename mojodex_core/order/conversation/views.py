@@ -31,10 +31,21 @@ def at_current_prices(conversation: Conversation, menu: Menu) -> Conversation:
     """A copy of ``conversation`` whose items are priced and named from ``menu`` as it is now (a turn does the
     same; an uploaded menu changes prices between turns)."""
     priced = conversation.model_copy(deep=True)
-    for item in priced.order.items.items:
+    reprice(priced.order, menu)
+    return priced
+
+
+def current_total(tree: OrderTask, menu: Menu) -> float:
+    """The order's total at the prices of ``menu`` as it is now (an uploaded menu changes them between turns)."""
+    return round(sum(menu.item_types[it.item_type].unit_price(it.fields) * it.quantity if it.item_type in
+                     menu.item_types else it.line_total for _, it in tree.items.active()), 2)
+
+
+def reprice(tree: OrderTask, menu: Menu) -> None:
+    """Price (and name) the items of ``tree`` from ``menu`` as it is now, in place."""
+    for item in tree.items.items:
         if item.item_type in menu.item_types:
             refresh_display(item, menu)
-    return priced
 
 
 def order_view(conversation: Conversation, menu: Menu) -> dict:

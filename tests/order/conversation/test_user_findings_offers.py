@@ -71,3 +71,30 @@ def test_which_one_lists_only_the_items_the_reference_could_mean(pizza_menu):
     assert out.reply == ("Sorry, which one do you mean: 1) a small pizza with cheese or 2) a large pizza with ham?")
     s.say("2")  # the number in that list
     assert [it.fields.get("size") for _, it in s.conv.order.items.active()] == ["SMALL", None]
+
+
+def _repriced(menu, item_type: str, size: str, price: float):
+    copy = menu.model_copy(deep=True)
+    copy.item_types[item_type].size_prices[size] = price
+    return copy
+
+
+def test_a_price_change_after_the_read_back_reads_the_order_back_again(pizza_menu):
+    """The read-back said $10.00, the admin uploaded a new price, and "yes" placed the order: the customer had
+    confirmed a total that was no longer the menu's. The read-back is given again with the new total."""
+    s = Session(pizza_menu)
+    out = s.run("a small cheese pizza", "pickup", "that's it", "Ana", "555-1234", "in store")
+    assert out.response_key == "confirm-summary" and "$10.00" in out.reply
+    s.menu = _repriced(pizza_menu, "pizza", "SMALL", 10.0)
+    out = s.say("yes")
+    assert not out.closed and out.state_after == "Confirming", out.reply
+    assert out.response_keys == ["prices-changed", "confirm-summary"] and "$11.00" in out.reply, out.reply
+    out = s.say("yes")
+    assert out.closed and "$11.00" in out.reply
+
+
+def test_a_read_back_at_unchanged_prices_is_confirmed_at_once(pizza_menu):
+    s = Session(pizza_menu)
+    s.run("a small cheese pizza", "pickup", "that's it", "Ana", "555-1234", "in store")
+    s.menu = _repriced(pizza_menu, "pizza", "LARGE", 20.0)  # not what was ordered
+    assert s.say("yes").closed
