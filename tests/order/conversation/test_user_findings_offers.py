@@ -28,15 +28,17 @@ def test_declining_the_offer_keeps_the_rest_of_the_order(bagel_menu):
     assert [it.item_type for _, it in s.conv.order.items.active()] == ["coffee"], _priced_lines(s)
 
 
-def test_declining_another_value_keeps_the_line_the_customer_described(pizza_menu):
-    """Mushrooms out: the large pizza stays (it is still a large pizza), without them."""
-    s = Session(pizza_menu)
-    s.say("a large pizza with mushrooms and a coke")
-    s.menu = mark_unavailable(pizza_menu, "pizza", "toppings", "MUSHROOMS", False)
-    s.event("out_of_stock", item_type="pizza", field="toppings", value="MUSHROOMS")
-    s.say("no")
-    assert [(it.item_type, it.fields.get("size")) for _, it in s.conv.order.items.active()] == [
-        ("pizza", "LARGE"), ("drink", None)]
+def test_declining_another_value_keeps_the_line_the_customer_described(drive_menu):
+    """Coke out of the combo: the large number 1 combo stays (it is still what was ordered) and its drink is
+    asked. (A required field on a line with other values chosen: the case the declined-offer rule decides.)"""
+    s = Session(drive_menu)
+    s.say("a large number 1 combo with a coke")
+    s.menu = mark_unavailable(drive_menu, "combo", "combo_drink", "coke", False)
+    s.event("out_of_stock", item_type="combo", field="combo_drink", value="coke")
+    out = s.say("no")
+    assert [(it.item_type, it.fields.get("combo"), it.fields.get("size"), it.fields.get("combo_drink"))
+            for _, it in s.conv.order.items.active()] == [("combo", "number 1", "large", None)], out.reply
+    assert "ack-cancelled" not in out.response_keys and s.conv.order.pending.field == "combo_drink", out.reply
 
 
 def test_another_drink_named_at_the_combo_drink_offer_goes_in_the_combo(drive_menu):
