@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..flow import recalculate
 from ..menu import entry_name
 from ..parsed_input import Modification, ParsedInput, ParsedItem
+from ..references import name_field
 from ..render import refresh_display, with_article
 from ..tree import PendingQuestion
 from .compose import acknowledge, commit
@@ -114,10 +115,10 @@ def _remove_unavailable(ctx: Ctx, item_type: str, field: str | None, value: str 
 
 
 def drop_declined_line(ctx: Ctx) -> bool:
-    """The offer declined was for a value the line needs and nothing else the customer chose is left on it (a
-    blueberry bagel gone, asiago declined): the line is taken out of the order rather than kept, priced, as "a
-    bagel". A line that still holds what was said (a large pizza whose mushrooms or size are gone) stays, and
-    its question is asked."""
+    """The offer declined was for the value that says what the item is (the menu's name field: a bagel's kind, a
+    drink's type) and nothing else the customer chose is left on the line (a blueberry bagel gone, asiago
+    declined): the line is taken out of the order rather than kept, priced, as "a bagel". Another value gone (a
+    large pizza's size, a combo's drink) leaves the item what was ordered: it stays, and its question is asked."""
     proposal = ctx.conv.proposal
     if proposal is None or proposal.get("kind") != "value":
         return False
@@ -125,6 +126,8 @@ def drop_declined_line(ctx: Ctx) -> bool:
     idx, field = proposal["item_index"], proposal["field"]
     tdef = ctx.menu.item_types.get(proposal["item_type"])
     if tdef is None or field not in tdef.fields or not tdef.fields[field].required:
+        return False
+    if field != name_field(ctx.menu, proposal["item_type"]):  # "a pizza" without its size is still a pizza
         return False
     if not 0 <= idx < len(tree.items.items):
         return False

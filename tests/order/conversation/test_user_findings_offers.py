@@ -3,6 +3,8 @@ fixed (the first file of findings is test_user_findings.py)."""
 
 from __future__ import annotations
 
+import pytest
+
 from mojodex_core.order.conversation import mark_unavailable
 
 from .conftest import Session
@@ -100,3 +102,18 @@ def test_a_read_back_at_unchanged_prices_is_confirmed_at_once(pizza_menu):
     s.run("a small cheese pizza", "pickup", "that's it", "Ana", "555-1234", "in store")
     s.menu = _repriced(pizza_menu, "pizza", "LARGE", 20.0)  # not what was ordered
     assert s.say("yes").closed
+
+
+@pytest.mark.parametrize("menu_name, order, item_type, size", [("pizza_menu", "a large pizza", "pizza", "LARGE"),
+                                                              ("drive_menu", "small fries", "fries", "small")])
+def test_declining_another_size_keeps_the_item_and_asks_its_size(request, menu_name, order, item_type, size):
+    """"a large pizza", large out of stock, "no" to extra large: "I've removed the pizza" - the size does not say
+    what the item is (a bagel's kind does), so the pizza stays and its size is asked."""
+    menu = request.getfixturevalue(menu_name)
+    s = Session(menu)
+    s.say(order)
+    s.menu = mark_unavailable(menu, item_type, "size", size, False)
+    assert s.event("out_of_stock", item_type=item_type, field="size", value=size).response_key == "oos-alternative"
+    out = s.say("no")
+    assert [it.item_type for _, it in s.conv.order.items.active()] == [item_type], out.reply
+    assert "ack-cancelled" not in out.response_keys and s.conv.order.pending.field == "size", out.reply
