@@ -42,7 +42,7 @@ class Conversation(BaseModel):
     last_question: str | None = None  # key of the last question asked ("item:0:size", "order_type", ...)
     question_count: int = 0  # how many times in a row last_question was asked without progress
     next_step_offered: bool = False  # the "anything else?" prompt was offered since the last item change
-    proposal: dict | None = None  # an alternative offered (out of stock): {"kind", "item_index", "field", "value"}
+    proposal: dict | None = None  # an alternative offered (out of stock): {"kind", "item_index(es)", "field", "value"}
     last_response_key: str | None = None
     read_back_total: float | None = None  # the total the last read-back said (a "yes" confirms that total only)
     trace: list[str] = Field(default_factory=list)  # the whole reasoning trace (bounded)

@@ -8,12 +8,26 @@ from ..menu import entry_name
 from ..parsed_input import Modification, ParsedInput, ParsedItem
 from ..references import name_field
 from ..render import refresh_display, with_article
-from ..tree import PendingQuestion
+from ..state import plural
+from ..tree import OrderTask, PendingQuestion
 from .compose import acknowledge, commit
 from .context import Ctx, apply_parsed
 from .menu_index import field_value_alternative, item_type_alternative
-from .resources import say
+from .resources import join_list, say
 from .views import uses
+
+
+def offer_lines(proposal: dict) -> list[int]:
+    """The lines an offer of another value is for: every line that lost the value (an offer stored before they
+    were kept names the last one only)."""
+    return list(proposal.get("item_indexes") or [proposal["item_index"]])
+
+
+def lines_still_without(tree: OrderTask, proposal: dict) -> list[int]:
+    """The live lines of the offer whose emptied field is still empty."""
+    items = tree.items.items
+    return [i for i in offer_lines(proposal) if 0 <= i < len(items) and items[i].status != "skipped"
+            and items[i].fields.get(proposal["field"]) in (None, [], "")]
 
 
 def apply_proposal(ctx: Ctx, proposal: dict) -> None:
@@ -25,8 +39,8 @@ def apply_proposal(ctx: Ctx, proposal: dict) -> None:
         value = proposal["value"]
         if fdef.multi:
             value = [{"name": value}] if fdef.qualifiers else [value]
-        parsed = ParsedInput(modifications=[Modification(item_index=proposal["item_index"], field=proposal["field"],
-                                                         new_value=value)])
+        parsed = ParsedInput(modifications=[Modification(item_index=idx, field=proposal["field"], new_value=value)
+                                            for idx in lines_still_without(ctx.conv.order, proposal)])
     ctx.tentative, ctx.diff = apply_parsed(ctx.conv.order, parsed, menu, [])
     ctx.rule("proposal", f"accepted {proposal}")
 
@@ -60,7 +74,7 @@ def propose_alternative(ctx: Ctx) -> None:
         alt_v = field_value_alternative(ctx.menu, item_type, field, str(value))
         if alt_v is not None and affected:
             proposal = {"kind": "value", "item_type": item_type, "field": field, "value": alt_v.id,
-                        "item_index": affected[-1]}
+                        "item_index": affected[-1], "item_indexes": affected}
             alt_name = alt_v.display
     ctx.conv.proposal = proposal
     ctx.conv.last_question = "proposal"
@@ -116,29 +130,33 @@ def _remove_unavailable(ctx: Ctx, item_type: str, field: str | None, value: str 
 
 def drop_declined_line(ctx: Ctx) -> bool:
     """The offer declined was for the value that says what the item is (the menu's name field: a bagel's kind, a
-    drink's type) and nothing else the customer chose is left on the line (a blueberry bagel gone, asiago
-    declined): the line is taken out of the order rather than kept, priced, as "a bagel". Another value gone (a
-    large pizza's size, a combo's drink) leaves the item what was ordered: it stays, and its question is asked."""
+    drink's type) and nothing else the customer chose is left on a line (a blueberry bagel gone, asiago
+    declined): each such line is taken out of the order rather than kept, priced, as "a bagel". Another value
+    gone (a large pizza's size, a combo's drink) leaves the item what was ordered: it stays, and its question is
+    asked."""
     proposal = ctx.conv.proposal
     if proposal is None or proposal.get("kind") != "value":
         return False
     tree = ctx.conv.order
-    idx, field = proposal["item_index"], proposal["field"]
+    field = proposal["field"]
     tdef = ctx.menu.item_types.get(proposal["item_type"])
     if tdef is None or field not in tdef.fields or not tdef.fields[field].required:
         return False
     if field != name_field(ctx.menu, proposal["item_type"]):  # "a pizza" without its size is still a pizza
         return False
-    if not 0 <= idx < len(tree.items.items):
+    dropped = []
+    for idx in lines_still_without(tree, proposal):
+        item = tree.items.items[idx]
+        if any(name != "quantity" and name not in item.defaulted and value not in (None, [], "")
+               for name, value in item.fields.items()):
+            continue  # a toasted bagel: what was said stays, its kind is asked
+        ctx.ops.append({"op": "cancel_item", "path": f"items[{idx}]", "old": item.status, "new": "skipped"})
+        item.status = "skipped"
+        dropped.append(item.label)
+        ctx.rule("out_of_stock", f"offer declined: item {idx + 1} ({item.label}) taken out of the order")
+    if not dropped:
         return False
-    item = tree.items.items[idx]
-    said = [name for name, value in item.fields.items()
-            if name != "quantity" and name not in item.defaulted and value not in (None, [], "")]
-    if item.status == "skipped" or said:
-        return False
-    ctx.ops.append({"op": "cancel_item", "path": f"items[{idx}]", "old": item.status, "new": "skipped"})
-    item.status = "skipped"
     recalculate(tree, ctx.menu)
-    ctx.rule("out_of_stock", f"offer declined: item {idx + 1} ({item.label}) taken out of the order")
-    ctx.say("ack-cancelled", say(ctx.lang, "ack-cancelled", items=item.label))
+    names = [plural(label) if dropped.count(label) > 1 else label for label in dict.fromkeys(dropped)]
+    ctx.say("ack-cancelled", say(ctx.lang, "ack-cancelled", items=join_list(ctx.lang, names)))
     return True

@@ -25,6 +25,7 @@ from ..parsed_input import Modification, ParsedInput, ParsedItem
 from ..parser import parse_deterministic, referenced_item
 from ..tree import OrderTask, PendingQuestion
 from .menu_index import Mention, mentions, menu_phrases
+from .offers import lines_still_without
 from .resources import has_phrase, normalise, only_phrases
 
 if TYPE_CHECKING:
@@ -306,22 +307,33 @@ def _which_one(ctx: Ctx) -> ParsedInput | None:
 
 def _instead_of_the_offer(ctx: Ctx, parsed: ParsedInput) -> ParsedInput | None:
     """Out of stock, an alternative offered (``proposal`` of kind ``value``): another value of that field named
-    instead ("a sprite instead", "pepsi") goes on the line that lost its value, not on a new line (which would
-    leave the emptied line to be asked again and charged)."""
+    instead ("a sprite instead", "pepsi") goes on the lines that lost their value, not on a new line (which would
+    leave the emptied lines to be asked again and charged) - on every one of them (two combos whose coke ran out
+    answered "sprite"), the answer to the question pending about one of them included."""
     proposal = ctx.conv.proposal
     if proposal is None or proposal.get("kind") != "value":
         return None
-    idx, item_type, field = proposal["item_index"], proposal["item_type"], proposal["field"]
+    item_type, field = proposal["item_type"], proposal["field"]
     tree = ctx.conv.order
-    if not 0 <= idx < len(tree.items.items) or tree.items.items[idx].status == "skipped" or tree.items.items[
-            idx].fields.get(field) not in (None, [], ""):
+    lines = lines_still_without(tree, proposal)
+    if not lines:
         return None
+    pend = _pending_item(tree)
+    if field in parsed.answers and pend is not None and pend[0] in lines and pend[1] == field:
+        others = [i for i in lines if i != pend[0]]
+        if not others:
+            return None
+        value = parsed.answers[field]
+        ctx.rule("repair", f"{value!r} answers the offer: also on items {[i + 1 for i in others]}")
+        mods = [Modification(item_index=i, field=field, new_value=value) for i in others]
+        return parsed.model_copy(update={"modifications": list(parsed.modifications) + mods})
     named = [n for n, it in enumerate(parsed.new_items) if it.item_type == item_type and field in it.fields]
     if len(named) != 1:
         return None
     item = parsed.new_items[named[0]]
-    mods = [Modification(item_index=idx, field=name, new_value=value) for name, value in item.fields.items()]
-    ctx.rule("repair", f"{item.fields[field]!r} instead of the offer: on item {idx + 1}")
+    mods = [Modification(item_index=idx, field=name, new_value=value) for idx in lines
+            for name, value in item.fields.items()]
+    ctx.rule("repair", f"{item.fields[field]!r} instead of the offer: on items {[i + 1 for i in lines]}")
     rest = [it for n, it in enumerate(parsed.new_items) if n != named[0]]
     return parsed.model_copy(update={"new_items": rest, "modifications": mods + list(parsed.modifications)})
 

@@ -117,3 +117,31 @@ def test_declining_another_size_keeps_the_item_and_asks_its_size(request, menu_n
     out = s.say("no")
     assert [it.item_type for _, it in s.conv.order.items.active()] == [item_type], out.reply
     assert "ack-cancelled" not in out.response_keys and s.conv.order.pending.field == "size", out.reply
+
+
+def test_declining_the_offer_drops_every_line_it_left_empty(bagel_menu):
+    """"a blueberry bagel, a latte and a blueberry bagel" (out of stock), "no" to asiago: "I've removed the
+    bagel. What kind of bagel would you like?" - the first bagel was kept, of no kind, priced."""
+    s = Session(bagel_menu)
+    assert s.say("a blueberry bagel, a latte and a blueberry bagel").response_key == "oos-alternative"
+    out = s.say("no")
+    assert [it.item_type for _, it in s.conv.order.items.active()] == ["coffee"], _priced_lines(s)
+    assert out.response_keys[0] == "ack-cancelled" and "bagels" in out.reply, out.reply
+
+
+def test_the_offer_accepted_fills_every_line_that_lost_the_value(bagel_menu):
+    s = Session(bagel_menu)
+    s.say("a blueberry bagel, a latte and a blueberry bagel")
+    s.say("yes")
+    assert [it.fields.get("bagel_type") for _, it in s.conv.order.items.active()] == ["asiago", None, "asiago"]
+
+
+def test_another_drink_named_at_the_offer_goes_in_every_combo_that_lost_its_drink(drive_menu):
+    """Two combos with a coke, coke out, "sprite": the second combo got it, the first was asked again."""
+    s = Session(drive_menu)
+    s.say("a large number 1 combo with a coke")
+    s.say("a medium number 2 combo with a coke")
+    s.menu = mark_unavailable(drive_menu, "combo", "combo_drink", "coke", False)
+    s.event("out_of_stock", item_type="combo", field="combo_drink", value="coke")
+    out = s.say("sprite")
+    assert [it.fields.get("combo_drink") for _, it in s.conv.order.items.active()] == ["sprite", "sprite"], out.reply
