@@ -5,6 +5,7 @@ The parser reads one message against the menu; some things only make sense again
 * bare yes/no (in any language of the keyword files) answering a yes/no item question or declining an
   optional one;
 * "same again" / "another one": the last mentioned item again;
+* a value said with another item's words at a pending question ("What size?" - "add a small coke"): an order;
 * several removals in one message ("remove the pizza and the coke"): the parse holds one removal, the others
   become extra cancellations (``cancels``);
 * a change by reference to no item (the parser's ``ParsedInput.reference``): nothing is applied, the turn is
@@ -305,6 +306,33 @@ def _which_one(ctx: Ctx) -> ParsedInput | None:
     return ParsedInput(modifications=mods, confidence=1.0)
 
 
+def _another_item_named(ctx: Ctx, parsed: ParsedInput) -> ParsedInput | None:
+    """A question pending about an item's field answered with a value and another item's own words ("What size,
+    the pizza?" - "add a small coke"): the value is that item's, not the answer (the parser took "small" as the
+    pizza's and left "coke" unparsed). The utterance is read as an order; the question stays pending. Words that
+    are values of the field asked ("sprite" for a combo's drink) answer it."""
+    pend = _pending_item(ctx.conv.order)
+    if pend is None or not parsed.answers or parsed.new_items:
+        return None
+    idx, field, _ = pend
+    asked_type = ctx.conv.order.items.items[idx].item_type
+    by_phrase: dict[str, list[Mention]] = {}
+    for m in mentions(ctx.text or "", ctx.menu):
+        by_phrase.setdefault(m.phrase, []).append(m)
+    others = [ms for ms in by_phrase.values()
+              if not any(m.item_type == asked_type and m.field == field for m in ms)
+              and any(m.item_type != asked_type and _names_an_item(ctx, m) for m in ms)]
+    if not others:
+        return None
+    tree = ctx.conv.order.model_copy(deep=True)
+    tree.pending = None
+    fresh = parse_deterministic(ctx.text or "", ctx.menu, tree)
+    if not any(it.item_type != asked_type for it in fresh.new_items):
+        return None
+    ctx.rule("repair", f"{others[0][0].phrase!r} names another item: an order, not the answer to {field}")
+    return fresh
+
+
 def _instead_of_the_offer(ctx: Ctx, parsed: ParsedInput) -> ParsedInput | None:
     """Out of stock, an alternative offered (``proposal`` of kind ``value``): another value of that field named
     instead ("a sprite instead", "pepsi") goes on the lines that lost their value, not on a new line (which would
@@ -362,7 +390,8 @@ def repair(ctx: Ctx) -> tuple[ParsedInput, list[int], bool]:
     answered = _which_one(ctx)
     if answered is not None:
         return answered, [], False
-    for fix in (_hesitation, _greeting_only, _instead_of_the_offer, _yes_no, _info_keywords, _same_again):
+    for fix in (_hesitation, _greeting_only, _another_item_named, _instead_of_the_offer, _yes_no, _info_keywords,
+                _same_again):
         fixed = fix(ctx, parsed)
         if fixed is not None:
             return fixed, [], False

@@ -145,3 +145,17 @@ def test_another_drink_named_at_the_offer_goes_in_every_combo_that_lost_its_drin
     s.event("out_of_stock", item_type="combo", field="combo_drink", value="coke")
     out = s.say("sprite")
     assert [it.fields.get("combo_drink") for _, it in s.conv.order.items.active()] == ["sprite", "sprite"], out.reply
+
+
+def test_a_value_said_with_another_item_at_the_offer_is_that_items(pizza_menu):
+    """Large pizzas ran out; "Would you like extra large instead?" answered "add a small coke": the pizza's
+    pending size took "small", the coke was lost and a pattern hint given. The small coke is added and the
+    pizza's size asked."""
+    s = Session(pizza_menu)
+    s.say("a large pizza with ham and a coke")
+    s.menu = mark_unavailable(pizza_menu, "pizza", "size", "LARGE", False)
+    s.event("out_of_stock", item_type="pizza", field="size", value="LARGE")
+    out = s.say("add a small coke")
+    assert [(it.item_type, it.fields.get("size")) for _, it in s.conv.order.items.active()] == [
+        ("pizza", None), ("drink", None), ("drink", "SMALL")], out.reply
+    assert out.state_after == "Ordering" and s.conv.order.pending.field == "size", out.reply
