@@ -310,7 +310,9 @@ def _another_item_named(ctx: Ctx, parsed: ParsedInput) -> ParsedInput | None:
     """A question pending about an item's field answered with a value and another item's own words ("What size,
     the pizza?" - "add a small coke"): the value is that item's, not the answer (the parser took "small" as the
     pizza's and left "coke" unparsed). The utterance is read as an order; the question stays pending. Words that
-    are values of the field asked ("sprite" for a combo's drink) answer it."""
+    are values of the field asked ("sprite" for a combo's drink) answer it - unless the utterance adds an item
+    ("also a large sprite", "and a sprite": the keyword lists' ``adds_item`` anywhere, a ``list_joins`` word
+    first), when another item's own words name a new item."""
     pend = _pending_item(ctx.conv.order)
     if pend is None or not parsed.answers or parsed.new_items:
         return None
@@ -319,8 +321,10 @@ def _another_item_named(ctx: Ctx, parsed: ParsedInput) -> ParsedInput | None:
     by_phrase: dict[str, list[Mention]] = {}
     for m in mentions(ctx.text or "", ctx.menu):
         by_phrase.setdefault(m.phrase, []).append(m)
+    words = ctx.norm.split()
+    adds = bool(ctx.has("adds_item")) or bool(words and words[0] in ctx.kw.get("list_joins", ()))
     others = [ms for ms in by_phrase.values()
-              if not any(m.item_type == asked_type and m.field == field for m in ms)
+              if (adds or not any(m.item_type == asked_type and m.field == field for m in ms))
               and any(m.item_type != asked_type and _names_an_item(ctx, m) for m in ms)]
     if not others:
         return None
@@ -330,6 +334,9 @@ def _another_item_named(ctx: Ctx, parsed: ParsedInput) -> ParsedInput | None:
     if not any(it.item_type != asked_type for it in fresh.new_items):
         return None
     ctx.rule("repair", f"{others[0][0].phrase!r} names another item: an order, not the answer to {field}")
+    if adds:  # the parser's doubt (a new drink or the combo's?) is settled by "also"/"and": menu words are read
+        unread = [w for w in fresh.unparsed if not mentions(w, ctx.menu)]
+        fresh = fresh.model_copy(update={"unparsed": unread, "confidence": fresh.confidence if unread else 1.0})
     return fresh
 
 

@@ -159,3 +159,18 @@ def test_a_value_said_with_another_item_at_the_offer_is_that_items(pizza_menu):
     assert [(it.item_type, it.fields.get("size")) for _, it in s.conv.order.items.active()] == [
         ("pizza", None), ("drink", None), ("drink", "SMALL")], out.reply
     assert out.state_after == "Ordering" and s.conv.order.pending.field == "size", out.reply
+
+
+@pytest.mark.parametrize("text", ["also a large sprite", "and a large sprite", "add a large sprite"])
+def test_another_drink_added_at_the_combo_drink_offer_is_a_new_drink(drive_menu, text):
+    """Coke out of the combo, "Would you like diet coke instead?" answered "also a large sprite": the sprite
+    went into the combo. "also", "and", "add" with a drink's own name order that drink."""
+    s = Session(drive_menu)
+    s.say("a large number 1 combo with a coke")
+    s.menu = mark_unavailable(drive_menu, "combo", "combo_drink", "coke", False)
+    s.event("out_of_stock", item_type="combo", field="combo_drink", value="coke")
+    out = s.say(text)
+    assert [(it.item_type, it.fields.get("combo_drink") or it.fields.get("drink_type"), it.fields.get("size"))
+            for _, it in s.conv.order.items.active()] == [("combo", None, "large"), ("drink", "sprite", "large")], (
+        out.reply)
+    assert s.conv.order.pending.field == "combo_drink", out.reply
