@@ -74,6 +74,8 @@ PREDICATES: dict[str, Callable[[Ctx], bool]] = {
     "never_mind": lambda c: bool(c.has("never_mind")) or (_says_no(c) and (
         c.conv.proposal is not None or c.conv.last_question in ("reference", "unparsed", "order"))),
     "answers_checkout_question": _answers_checkout_question,
+    # the answer to "which one?" was not one of the items listed: asked again (once), the change kept
+    "reference_again": lambda c: c.repair_unclear and c.conv.last_question == "reference" and c.conv.question_count < 2,
     "clarified": lambda c: (c.conv.proposal is not None and _says_yes(c)) or (_progress(c) and not low_confidence(c)),
     "not_right": lambda c: bool(c.has("not_right")) or (c.conv.last_question == "checkout" and _says_no(c)),
     "confirms": _confirms,
@@ -99,8 +101,8 @@ UTTERANCE_EVENTS: dict[str, tuple[tuple[str, str], ...]] = {
                           ("INFO_GIVEN", "answers_checkout_question"), ("USER_STARTS_ORDER", "always")),
     "Clarifying": COMMON + (("USER_SAYS_NEVER_MIND", "never_mind"), ("E.OOS", "out_of_stock"),
                             ("BIG_CHANGE", "unsafe"), ("USER_SAYS_DONE", "done_items_complete"),
-                            ("INFO_GIVEN", "answers_checkout_question"), ("USER_CLARIFIES_OK", "clarified"),
-                            ("STILL_UNCLEAR", "always")),
+                            ("INFO_GIVEN", "answers_checkout_question"), ("UTTERANCE_UNCLEAR", "reference_again"),
+                            ("USER_CLARIFIES_OK", "clarified"), ("STILL_UNCLEAR", "always")),
     "Confirming": COMMON + (("E.OOS", "out_of_stock"), ("BIG_CHANGE", "unsafe"),
                             ("USER_SAYS_NOT_RIGHT", "not_right"), ("INFO_GIVEN", "confirms_stale_total"),
                             ("USER_CONFIRMS", "confirms"),

@@ -274,6 +274,36 @@ def _modifications(ctx: Ctx, idx: int, per_type: dict[str, dict[str, Any]]) -> l
             for name, value in per_type.get(item.item_type, {}).items()]
 
 
+def _number_in_the_list(ctx: Ctx, proposal: dict) -> tuple[list[int], int | None]:
+    """The items "which one?" listed (the candidates, else the whole order) and the number the answer gives in
+    that list ("2", "the second one" - an ordinal counts in the list when candidates were listed), if any."""
+    live = [i for i, _ in ctx.conv.order.items.active()]
+    listed = [i for i in proposal.get("candidates", ()) if i in live]
+    live = listed or live
+    words = ctx.norm.split()
+    if len(words) > 3:
+        return live, None
+    number = next((int(w) for w in words if w.isdigit()), None)
+    ordinals = ctx.kw.get("ordinals", {})
+    if number is None and listed:  # "the second one" of the candidates listed, not of the order
+        number = next((ordinals[w] if ordinals[w] > 0 else len(live) for w in words if w in ordinals), None)
+    return live, number
+
+
+def _not_in_the_list(ctx: Ctx) -> bool:
+    """The answer to "which one?" is a number the list does not have ("3" or "the third one" with two pizzas
+    listed): nothing is applied and the question is asked again, with the same list and the change kept."""
+    proposal = ctx.conv.proposal
+    if proposal is None or proposal.get("kind") not in ("reference", "remove"):
+        return False
+    live, number = _number_in_the_list(ctx, proposal)
+    if number is None or 1 <= number <= len(live):
+        return False
+    ctx.rule("repair", f"which one: {number} is not in the list of {len(live)}: asked again")
+    ctx.pending_reference = proposal
+    return True
+
+
 def _which_one(ctx: Ctx) -> ParsedInput | None:
     """The answer to "which one do you mean?": the change asked before, applied to the item named now
     ("the coke" - read by the parser -, "2" or "the second one": the number in the question's list, which is the
@@ -282,15 +312,8 @@ def _which_one(ctx: Ctx) -> ParsedInput | None:
     if proposal is None or proposal.get("kind") not in ("reference", "remove"):
         return None
     tree = ctx.conv.order
-    live = [i for i, _ in tree.items.active()]
-    listed = [i for i in proposal.get("candidates", ()) if i in live]
-    live = listed or live
-    words = ctx.norm.split()
-    number = next((int(w) for w in words if w.isdigit()), None)
-    ordinals = ctx.kw.get("ordinals", {})
-    if number is None and listed:  # "the second one" of the candidates listed, not of the order
-        number = next((ordinals[w] if ordinals[w] > 0 else len(live) for w in words if w in ordinals), None)
-    if number is not None and 1 <= number <= len(live) and len(words) <= 3:
+    live, number = _number_in_the_list(ctx, proposal)
+    if number is not None and 1 <= number <= len(live):
         idx: int | None = live[number - 1]
     else:
         idx = referenced_item(ctx.text or "", ctx.menu, tree)
@@ -394,6 +417,8 @@ def repair(ctx: Ctx) -> tuple[ParsedInput, list[int], bool]:
     """(parse to apply, extra removals, unclear)"""
     assert ctx.parsed is not None
     parsed = _name_is_not_a_name(ctx, ctx.parsed)
+    if _not_in_the_list(ctx):
+        return ParsedInput(confidence=0.0), [], True
     answered = _which_one(ctx)
     if answered is not None:
         return answered, [], False

@@ -83,6 +83,8 @@ TABLE: tuple[Row, ...] = (
     # the name, contact or payment asked again (Clarifying) or hinted at (Thinking): its answer resumes Confirming
     Row("Clarifying", "INFO_GIVEN", None, "Confirming", "summarize", "ext"),
     Row("Thinking", "INFO_GIVEN", None, "Confirming", "summarize", "ext"),
+    # "which one?" answered with a number its list does not have: asked again with the same list
+    Row("Clarifying", "UTTERANCE_UNCLEAR", "lowConfidence", "Clarifying", "ask_targeted_question", "ext"),
 )
 
 GuardFn = Callable[[object], bool]

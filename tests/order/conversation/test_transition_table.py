@@ -137,6 +137,7 @@ SCENARIOS = {
     43: lambda m: confirming(m, readback=False).run("Dana", "pickup", "pickup"),
     44: lambda m: confirming(m, readback=False).run("hmm", "umm", "Dana"),
     45: lambda m: confirming(m, readback=False).run("hmm", "umm", "errr", "Dana"),
+    46: lambda m: ordering(m, two=True).run("a plain bagel", "remove the coffee", "the third one"),
 }
 
 

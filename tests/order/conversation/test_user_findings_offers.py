@@ -174,3 +174,18 @@ def test_another_drink_added_at_the_combo_drink_offer_is_a_new_drink(drive_menu,
             for _, it in s.conv.order.items.active()] == [("combo", None, "large"), ("drink", "sprite", "large")], (
         out.reply)
     assert s.conv.order.pending.field == "combo_drink", out.reply
+
+
+@pytest.mark.parametrize("answer", ["the third one", "3"])
+def test_a_number_not_in_the_which_one_list_asks_again(pizza_menu, answer):
+    """"remove the pizza" listed the two pizzas; "the third one" removed the coke (not offered) and "3" got a
+    pattern hint, the removal forgotten. The question is asked again with the same list."""
+    s = Session(pizza_menu)
+    s.say("a small cheese pizza, a large ham pizza and a coke")
+    question = s.say("remove the pizza").reply
+    out = s.say(answer)
+    assert out.reply == question and out.state_after == "Clarifying", out.reply
+    assert len(s.conv.order.items.active()) == 3
+    s.say("2")
+    assert [(it.item_type, it.fields.get("size")) for _, it in s.conv.order.items.active()] == [
+        ("pizza", "SMALL"), ("drink", None)]
