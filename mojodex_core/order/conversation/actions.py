@@ -7,7 +7,7 @@ from typing import Callable
 
 from ..flow import recalculate
 from ..parsed_input import ParsedInput
-from .compose import acknowledge, ask, commit
+from .compose import acknowledge, ask, commit, remember_read_back
 from .context import Ctx, apply_parsed, pending_change_dump, read_back_stale
 from .events import CHECKOUT_QUESTIONS
 from .menu_answers import answer_menu_question
@@ -160,8 +160,7 @@ def nudge(ctx: Ctx) -> None:
         tree = ctx.conv.order
         step = next_step(tree, ctx.menu, nxt)
         key, text = question_text(tree, ctx.menu, step, ctx.lang, ctx.conv)
-        if key == "confirm-summary":
-            ctx.conv.read_back_total = tree.total()
+        remember_read_back(ctx, key)
         ctx.say("nudge-question", say(ctx.lang, "nudge-question", question=text))
     ctx.rule("silence", f"nudge #{ctx.conv.silence_count + 1}")
 

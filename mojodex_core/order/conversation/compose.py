@@ -100,6 +100,12 @@ def _newly_complete(ctx: Ctx, idx: int) -> bool:
     return idx not in ctx.completed_before
 
 
+def remember_read_back(ctx: Ctx, key: str) -> None:
+    """The question asked is the read-back: keep the total it says (a "yes" confirms that total only)."""
+    if key == "confirm-summary":
+        ctx.conv.read_back_total = ctx.conv.order.total()
+
+
 def ask(ctx: Ctx, *, lead: str | None = None) -> None:
     """Ask the next question of the state we are going to, one question; never the same way a third time."""
     tree = ctx.conv.order
@@ -128,8 +134,7 @@ def ask(ctx: Ctx, *, lead: str | None = None) -> None:
         conv.next_step_offered = True
     conv.last_question, conv.question_count = step.key, count
     ctx.rule("next_action", _describe(tree, step))
-    if key == "confirm-summary":
-        conv.read_back_total = tree.total()
+    remember_read_back(ctx, key)
     if lead and count < 3:  # a question asked with its options already has its own lead
         text = say(ctx.lang, lead, question=lower_first(text))
         key = lead

@@ -37,8 +37,9 @@ def at_current_prices(conversation: Conversation, menu: Menu) -> Conversation:
 
 def current_total(tree: OrderTask, menu: Menu) -> float:
     """The order's total at the prices of ``menu`` as it is now (an uploaded menu changes them between turns)."""
-    return round(sum(menu.item_types[it.item_type].unit_price(it.fields) * it.quantity if it.item_type in
-                     menu.item_types else it.line_total for _, it in tree.items.active()), 2)
+    priced = tree.model_copy(deep=True)
+    reprice(priced, menu)
+    return priced.total()
 
 
 def reprice(tree: OrderTask, menu: Menu) -> None:
