@@ -8,7 +8,7 @@ from typing import Callable
 from ..flow import recalculate
 from ..parsed_input import ParsedInput
 from .compose import acknowledge, ask, commit, remember_read_back
-from .context import Ctx, apply_parsed, pending_change_dump, read_back_stale
+from .context import Ctx, apply_parsed, pending_change_dump
 from .events import CHECKOUT_QUESTIONS
 from .menu_answers import answer_menu_question
 from .menu_index import closest, example_answer, example_order, suggestions
@@ -75,21 +75,26 @@ def ask_targeted_question(ctx: Ctx) -> None:
 
 
 def summarize(ctx: Ctx) -> None:
-    """Enter/stay in Confirming: the missing order info one question at a time, then the one read-back (again
-    when a price changed since it was given: its total was not the order's any more)."""
-    repriced = read_back_stale(ctx)
+    """Enter/stay in Confirming: the missing order info one question at a time, then the one read-back."""
     commit(ctx)
-    if repriced:
-        reprice(ctx.conv.order, ctx.menu)
-        ctx.conv.question_count = 0  # a new read-back, with its total: never the options form
-        ctx.rule("read_back", f"the total read back ({ctx.conv.read_back_total:.2f}) changed with the prices")
-        ctx.say("prices-changed", say(ctx.lang, "prices-changed"))
     acknowledge(ctx)
     step = next_step(ctx.conv.order, ctx.menu, "Confirming")
     lead = "confirm-missing" if ctx.conv.state != "Confirming" and step.key != "checkout" else None
     ask(ctx, lead=lead)
     if step.key == "checkout":
         ctx.conv.order.checkout.order_reviewed = True
+
+
+def read_back_again(ctx: Ctx) -> None:
+    """A yes to a read-back whose total a price change made wrong confirms nothing: the order is read back again,
+    priced as the menu is now, and the next yes places it."""
+    said = ctx.conv.read_back_total
+    commit(ctx)
+    reprice(ctx.conv.order, ctx.menu)
+    ctx.conv.question_count = 0  # a new read-back, with its total: never the options form
+    ctx.rule("read_back", f"the total read back ({said or 0.0:.2f}) changed with the prices")
+    ctx.say("prices-changed", say(ctx.lang, "prices-changed"))
+    ask(ctx)
 
 
 def ask_start_order(ctx: Ctx) -> None:
@@ -270,6 +275,7 @@ ACTIONS: dict[str, Callable[[Ctx], None]] = {
     "start_ordering": start_ordering,
     "ask_targeted_question": ask_targeted_question,
     "summarize": summarize,
+    "read_back_again": read_back_again,
     "ask_start_order": ask_start_order,
     "set_thinking": set_thinking,
     "propose_alternative": propose_alternative,

@@ -79,7 +79,7 @@ PREDICATES: dict[str, Callable[[Ctx], bool]] = {
     "clarified": lambda c: (c.conv.proposal is not None and _says_yes(c)) or (_progress(c) and not low_confidence(c)),
     "not_right": lambda c: bool(c.has("not_right")) or (c.conv.last_question == "checkout" and _says_no(c)),
     "confirms": _confirms,
-    # a yes to a read-back whose total a price change made wrong: read back again (INFO_GIVEN), not confirmed
+    # a yes to a read-back whose total a price change made wrong: read back again (PRICES_CHANGED), not confirmed
     "confirms_stale_total": lambda c: _confirms(c) and read_back_stale(c),
     "unsolicited_change": lambda c: items_changed(c) and not str(c.conv.last_question).startswith("item:"),
     "items_changed": items_changed,
@@ -104,7 +104,7 @@ UTTERANCE_EVENTS: dict[str, tuple[tuple[str, str], ...]] = {
                             ("INFO_GIVEN", "answers_checkout_question"), ("UTTERANCE_UNCLEAR", "reference_again"),
                             ("USER_CLARIFIES_OK", "clarified"), ("STILL_UNCLEAR", "always")),
     "Confirming": COMMON + (("E.OOS", "out_of_stock"), ("BIG_CHANGE", "unsafe"),
-                            ("USER_SAYS_NOT_RIGHT", "not_right"), ("INFO_GIVEN", "confirms_stale_total"),
+                            ("USER_SAYS_NOT_RIGHT", "not_right"), ("PRICES_CHANGED", "confirms_stale_total"),
                             ("USER_CONFIRMS", "confirms"),
                             ("USER_WANTS_CHANGES", "unsolicited_change"), ("NO_PROGRESS", "asked_twice"),
                             ("UTTERANCE_UNCLEAR", "unclear"), ("INFO_GIVEN", "always")),

@@ -85,6 +85,8 @@ TABLE: tuple[Row, ...] = (
     Row("Thinking", "INFO_GIVEN", None, "Confirming", "summarize", "ext"),
     # "which one?" answered with a number its list does not have: asked again with the same list
     Row("Clarifying", "UTTERANCE_UNCLEAR", "lowConfidence", "Clarifying", "ask_targeted_question", "ext"),
+    # a yes to a read-back whose total a price change (an uploaded menu) made wrong: read back with the new total
+    Row("Confirming", "PRICES_CHANGED", None, "Confirming", "read_back_again", "ext"),
 )
 
 GuardFn = Callable[[object], bool]

@@ -83,6 +83,13 @@ def oos(s: Session, item_type="coffee", field="drink_type", value="latte"):
     return s.event("out_of_stock", item_type=item_type, field=field, value=value)
 
 
+def repriced(s: Session) -> Session:
+    """An uploaded menu changed the price of what was read back."""
+    s.menu = s.menu.model_copy(deep=True)
+    s.menu.item_types["coffee"].size_prices["large"] += 1.0
+    return s
+
+
 def twice_silent(s: Session):
     s.event("silence")
     return s.event("silence")
@@ -138,6 +145,7 @@ SCENARIOS = {
     44: lambda m: confirming(m, readback=False).run("hmm", "umm", "Dana"),
     45: lambda m: confirming(m, readback=False).run("hmm", "umm", "errr", "Dana"),
     46: lambda m: ordering(m, two=True).run("a plain bagel", "remove the coffee", "the third one"),
+    47: lambda m: repriced(confirming(m)).say("yes"),
 }
 
 

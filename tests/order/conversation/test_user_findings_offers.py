@@ -93,6 +93,8 @@ def test_a_price_change_after_the_read_back_reads_the_order_back_again(pizza_men
     out = s.say("yes")
     assert not out.closed and out.state_after == "Confirming", out.reply
     assert out.response_keys == ["prices-changed", "confirm-summary"] and "$11.00" in out.reply, out.reply
+    assert (out.transition, out.action) == ("PRICES_CHANGED", "read_back_again"), out.trace  # named in the trace
+    assert "[RULE] transition: Confirming --PRICES_CHANGED--> Confirming" in out.trace
     out = s.say("yes")
     assert out.closed and "$11.00" in out.reply
 
