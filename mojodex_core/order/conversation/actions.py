@@ -88,11 +88,11 @@ def summarize(ctx: Ctx) -> None:
 def read_back_again(ctx: Ctx) -> None:
     """A yes to a read-back whose total a price change made wrong confirms nothing: the order is read back again,
     priced as the menu is now, and the next yes places it."""
-    said = ctx.conv.read_back_total
+    said = ctx.conv.read_back_total if ctx.conv.read_back_total is not None else ctx.conv.order.total()
     commit(ctx)
     reprice(ctx.conv.order, ctx.menu)
     ctx.conv.question_count = 0  # a new read-back, with its total: never the options form
-    ctx.rule("read_back", f"the total read back ({said or 0.0:.2f}) changed with the prices")
+    ctx.rule("read_back", f"the total read back ({said:.2f}) changed with the prices")
     ctx.say("prices-changed", say(ctx.lang, "prices-changed"))
     ask(ctx)
 

@@ -130,10 +130,13 @@ def off_topic_limit(ctx: Ctx) -> bool:
 
 
 def read_back_stale(ctx: Ctx) -> bool:
-    """The read-back being answered said a total the menu's prices no longer give (a price changed since)."""
+    """The read-back being answered said a total the menu's prices no longer give (a price changed since). A
+    conversation stored before ``read_back_total`` was kept has the read-back's total in its order's stored line
+    totals (the prices are those of the last turn, the read-back's)."""
     said = ctx.conv.read_back_total
-    return (ctx.conv.last_question == "checkout" and said is not None
-            and abs(current_total(ctx.conv.order, ctx.menu) - said) >= 0.005)
+    if said is None:
+        said = ctx.conv.order.total()
+    return ctx.conv.last_question == "checkout" and abs(current_total(ctx.conv.order, ctx.menu) - said) >= 0.005
 
 
 def upcoming_step(ctx: Ctx, state: str | None = None) -> Step:

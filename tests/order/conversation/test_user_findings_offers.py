@@ -3,9 +3,11 @@ fixed (the first file of findings is test_user_findings.py)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from mojodex_core.order.conversation import mark_unavailable
+from mojodex_core.order.conversation import Conversation, mark_unavailable
 
 from .conftest import Session
 
@@ -191,3 +193,18 @@ def test_a_number_not_in_the_which_one_list_asks_again(pizza_menu, answer):
     s.say("2")
     assert [(it.item_type, it.fields.get("size")) for _, it in s.conv.order.items.active()] == [
         ("pizza", "SMALL"), ("drink", None)]
+
+
+def test_a_price_change_at_a_read_back_stored_before_its_total_was_kept(pizza_menu):
+    """A conversation stored at the read-back before ``read_back_total`` existed: the yes after a price change
+    placed the order at the old total. The total it said is the order's stored line totals."""
+    s = Session(pizza_menu)
+    s.run("a small cheese pizza", "pickup", "that's it", "Ana", "555-1234", "in store")
+    stored = json.loads(s.conv.to_json())
+    del stored["read_back_total"]
+    s.conv = Conversation.from_json(json.dumps(stored))
+    assert s.conv.read_back_total is None
+    s.menu = _repriced(pizza_menu, "pizza", "SMALL", 10.0)
+    out = s.say("yes")
+    assert not out.closed and out.response_keys == ["prices-changed", "confirm-summary"], out.reply
+    assert "$11.00" in out.reply and s.say("yes").closed
