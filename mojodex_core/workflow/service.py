@@ -91,6 +91,16 @@ def decide(db: DbSession, publication: Publication, row: StepRow, execution: Use
     return Outcome(_run(db, execution, "rejected"), _view(db, task, row))
 
 
+# What an edit does to a step that ended, by its ``validated``: (``validated`` after it, later steps run again).
+# A rejected step's edited result is the user's answer to what was wrong: it awaits their validation (the
+# review closes).
+EDIT_TRANSITIONS: dict[bool | None, tuple[bool | None, bool]] = {
+    None: (None, False),  # awaiting validation: it still does, with the edited result
+    False: (None, False),  # rejected: the edited result awaits validation
+    True: (True, True),  # validated: the later steps ran on the old result
+}
+
+
 def later_live_rows(db: DbSession, execution_pk: int, rank: int) -> list[StepRow]:
     return [r for r in store.live_rows(db, execution_pk) if r.rank > rank]
 
@@ -108,8 +118,9 @@ def edit_result(db: DbSession, publication: Publication, row: StepRow, execution
         get_step(step.name).check_result(result)  # ResultShapeError (a ValueError): the next step could not use it
     db.add(UserWorkflowStepExecutionResult(
         user_workflow_step_execution_fk=row.user_workflow_step_execution_pk, result=result, author="user"))
+    row.validated, reruns = EDIT_TRANSITIONS[row.validated]
     run = None
-    if row.validated:
+    if reruns:
         # Later steps ran on the old result: they run again on the edited one.
         invalidate(db, publication, later_live_rows(db, execution.user_task_execution_pk, row.rank), "edited")
         _reopen(execution)

@@ -269,3 +269,18 @@ def test_a_step_call_dropped_mid_answer_is_retried(wf, llm):
     llm.script(DropMidStream(after_chunks=2), Reply("Stanza about the tide"))
     validate(user, divider["user_workflow_step_execution_pk"])
     assert wait_completed(user, pk)["produced_text"] == "Stanza about the tide"
+
+
+def test_a_rejected_step_whose_result_was_edited_can_be_validated(wf, llm):
+    """A tester rejected the divider, then wrote the topics themselves: validating the edited result was a 409
+    ("not waiting for validation"), and the workflow could not go on but by a restart."""
+    user, created, pk, divider = at_the_divider(wf, llm, ["tide"])
+    step_pk = divider["user_workflow_step_execution_pk"]
+    assert validate(user, step_pk, validated=False)["validated"] is False  # the review chat is open
+    edited = user.ok("PUT", "/user_workflow_step_execution_result", json={
+        "user_workflow_step_execution_pk": step_pk, "result": [{"stanza_topic": "stars"}]})
+    assert (edited["validated"], edited["result_author"], edited["run_submitted"]) == (None, "user", False), edited
+    llm.script(Reply("Stanza about the stars"))
+    assert validate(user, step_pk)["run_submitted"] is True
+    assert wait_completed(user, pk)["produced_text"] == "Stanza about the stars"
+    assert "stars" in str(llm.requests[-1]["messages"])
