@@ -134,9 +134,10 @@ def store_spec(db: DbSession, spec: TaskSpec, mode: Mode = "upsert") -> tuple[Ta
 
 
 def _has_executions(db: DbSession, task: Task) -> bool:
+    """Whether the task has executions that are not deleted (a deleted one is never listed, opened or run)."""
     found = (select(UserTaskExecution.user_task_execution_pk)
              .join(UserTask, UserTask.user_task_pk == UserTaskExecution.user_task_fk)
-             .where(UserTask.task_fk == task.task_pk).limit(1))
+             .where(UserTask.task_fk == task.task_pk, UserTaskExecution.status != "deleted").limit(1))
     return db.scalar(found) is not None
 
 

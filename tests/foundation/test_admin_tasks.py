@@ -117,6 +117,20 @@ def test_post_cannot_change_the_type_of_a_task_with_executions(live):
     assert body["type"] == "instruct" and body["spec"]["final_instruction"] == spec["final_instruction"]
 
 
+def test_deleted_executions_do_not_keep_a_task_from_changing_its_type(live):
+    """A tester deleted the only execution of a task, then changing its type was still refused with 409: the
+    check counted deleted executions, which no one can list, open or chat in any more."""
+    spec = valid_spec()
+    assert admin(live, "PUT", json=spec).status_code == 200
+    user = live.new_user(tasks=[spec["name_for_system"]])
+    created = user.new_execution(spec["name_for_system"])
+    user.ok("DELETE", "/user_task_execution", params={"user_task_execution_pk": created["user_task_execution_pk"]})
+    order = json.loads((REPO_ROOT / "tasks_config" / "order_pizzeria.json").read_text())
+    order["name_for_system"] = spec["name_for_system"]
+    changed = admin(live, "POST", json=order)
+    assert changed.status_code == 200 and changed.json()["type"] == "order", changed.text
+
+
 def test_get_of_an_unknown_task_is_404(live):
     response = get_task(live, unique("missing"))
     assert response.status_code == 404
