@@ -20,7 +20,7 @@ from backend.validation import USER, api
 from mojodex_core.db import read_connection
 from mojodex_core.db.models import Message, OrderSession, Session, Task, UserTask, UserTaskExecution
 from mojodex_core.execution.dispatch import UnsupportedTaskType
-from mojodex_core.execution.intake import MessageIdTaken, accept_user_message
+from mojodex_core.execution.intake import MessageIdTaken, accept_user_message, runs_again
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.users import TOKEN_HOLDER, TokenHolder, hash_token
 from mojodex_core.workflow import store
@@ -37,7 +37,8 @@ _HOLDER = TOKEN_HOLDER.subquery("holder")
 _AUTH_AND_CHECK = (
     select(*_HOLDER.c, Session.user_id.label("session_user_id"),
            UserTaskExecution.session_id.label("execution_session_id"), Task.type, OrderSession.state,
-           Message.message_pk.label("existing_message_pk"), Message.status.label("existing_status"))
+           Message.message_pk.label("existing_message_pk"), Message.status.label("existing_status"),
+           Message.data.label("existing_data"))
     .select_from(_HOLDER)
     .outerjoin(Session, Session.session_id == bindparam("b_session"))
     .outerjoin(
@@ -128,8 +129,10 @@ class UserMessageResource(Resource):
             # message's retry too (it would only fail again). A message sent again after its response
             # was lost is answered as before: the one already stored.
             raise ApiError(409, "this order is finished (the conversation is Idle): start a new one")
-        if found.type == "workflow" and found.existing_status in (None, "failed"):
-            # A message stored and not failed, sent again after its response was lost, answers as before.
+        if found.type == "workflow" and (found.existing_status is None
+                                         or runs_again(found.existing_status, found.existing_data)):
+            # A message stored and not failed (or failed for good), sent again after its response was lost,
+            # answers as before.
             with current.db() as db:
                 if store.chat_kind(db, db.get(UserTaskExecution, pk)) is None:
                     # No review chat and no result chat open (e.g. a step awaits validation): the

@@ -1,7 +1,9 @@
 """How a turn that cannot answer ends: the user message failed, an error message and event beside it.
 
 Shared by every task type's turn, so a failure looks the same to clients whatever ran the turn:
-the message is retryable with the same message_id (unless ``retryable`` is False).
+the message is retryable with the same message_id, even when its event says ``retryable`` false (a
+client should not retry it on its own). Only a ``final`` failure is not: sent again, the message is
+answered as stored, like a message that was answered.
 """
 
 from __future__ import annotations
@@ -30,7 +32,11 @@ def record_failure(
     user_task_execution_pk: int,
     reason: str,
     retryable: bool = True,
+    final: bool = False,
 ) -> None:
+    """``final``: a run of this message, whenever it is sent again, could only act where it no longer belongs
+    (a review message whose review closed): its ``data.retryable`` becomes false and the event's ``retryable``
+    too. Any other failure, ``retryable`` false included, runs again when the message is sent again."""
     with events.publishing(session_id) as publication, transaction(factory) as db:
         check_fence(db, session_id)  # a worker that lost its lease leaves the message to the new one
         user_message = db.get(Message, message_pk)
@@ -48,6 +54,8 @@ def record_failure(
         user_message.status = "failed"
         user_message.error = reason
         user_message.answer_message_fk = error.message_pk
+        if final:
+            user_message.data = failed_for_good(user_message.data)
         error.seq = publication.add(
             db,
             "error",
@@ -58,13 +66,19 @@ def record_failure(
                 "message_id": message_id,
                 "session_id": session_id,
                 "user_task_execution_pk": user_task_execution_pk,
-                "retryable": retryable,
+                "retryable": retryable and not final,
             },
         )
     log.warning("turn failed session=%s message_pk=%s: %s", session_id, message_pk, reason)
 
 
-def mark_failed(factory: sessionmaker[DbSession], message_pk: int, reason: str) -> None:
+def failed_for_good(data: dict | None) -> dict:
+    """A failed message's ``data`` once no retry can answer it: sent again with its message_id, it is
+    answered as stored (``intake.runs_again``), not run again."""
+    return {**(data or {}), "retryable": False}
+
+
+def mark_failed(factory: sessionmaker[DbSession], message_pk: int, reason: str, final: bool = False) -> None:
     """Last resort, without an event: the client sees the failure in GET /message and can retry."""
     try:
         with transaction(factory) as db:
@@ -74,6 +88,8 @@ def mark_failed(factory: sessionmaker[DbSession], message_pk: int, reason: str) 
             if message is not None and message.status in MESSAGE_UNANSWERED:
                 message.status = "failed"
                 message.error = reason
+                if final:
+                    message.data = failed_for_good(message.data)
     except Superseded as exc:
         log.warning("not marking message_pk=%s failed: %s", message_pk, exc)
     except Exception:
@@ -87,7 +103,8 @@ def fail_or_mark(factory: sessionmaker[DbSession], events: EventPublisher, **kwa
         log.warning("turn failure of message_pk=%s not recorded: %s", kwargs.get("message_pk"), exc)
     except Exception:  # storing the error failed too: at least never leave the message "processing"
         log.exception("could not record the failure of message_pk=%s", kwargs.get("message_pk"))
-        mark_failed(factory, kwargs["message_pk"], str(kwargs["reason"]))  # type: ignore[arg-type]
+        mark_failed(factory, kwargs["message_pk"], str(kwargs["reason"]),  # type: ignore[arg-type]
+                    final=bool(kwargs.get("final", False)))
 
 
 INTERNAL_ERROR = "The assistant failed to answer because of an internal error. Please retry."

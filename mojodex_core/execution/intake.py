@@ -73,6 +73,14 @@ def inputs_settled(db: DbSession, execution: UserTaskExecution) -> bool:
     return form not in (None, "failed")
 
 
+def runs_again(status: str | None, data: dict[str, Any] | None) -> bool:
+    """Whether a stored message sent again with its message_id runs again: only when it failed and a retry
+    may answer it. Any other is answered as stored, a message that failed for good included (``data.retryable``
+    false, set by a ``final`` failure: its review or result chat closed before it was answered, and running it
+    again could only act where it no longer belongs, e.g. in a later review)."""
+    return status == "failed" and (data or {}).get("retryable") is not False
+
+
 @dataclass(frozen=True)
 class Accepted:
     message_pk: int
@@ -91,7 +99,8 @@ class MessageIdTaken(ValueError):
 
 
 _message = Message.__table__
-_EXISTING = select(_message.c.message_pk, _message.c.event_name, _message.c.status, _message.c.text).where(
+_EXISTING = select(_message.c.message_pk, _message.c.event_name, _message.c.status, _message.c.text,
+                   _message.c.data).where(
     _message.c.session_id == bindparam("b_session"), _message.c.message_id == bindparam("b_message_id")
 )
 _RETRY_FAILED = (
@@ -215,7 +224,7 @@ def _store(
             # The id of another kind of message (a text edit, a chat message): answering
             # with that one would silently drop this text.
             raise MessageIdTaken(message_id)
-        if existing.status == "failed":
+        if runs_again(existing.status, existing.data):
             db.execute(_RETRY_FAILED, {"b_pk": existing.message_pk})
             return Accepted(existing.message_pk, "pending", run=True, audio=not existing.text)
         return Accepted(existing.message_pk, existing.status, run=False)

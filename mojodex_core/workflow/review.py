@@ -176,9 +176,10 @@ class ReviewTurn:
         return [{"role": "user" if r.sender == "user" else "assistant", "content": r.text} for r in reversed(rows)]
 
     def _closed(self, review: _Review | _Closed, reason: str = REVIEW_CLOSED) -> None:
+        # Whenever sent again, the message would run in another review (or none): final, unlike a deletion.
         fail_or_mark(self._factory, self._events, session_id=review.session_id, message_pk=review.message_pk,
                      message_id=review.message_id, user_task_execution_pk=review.execution_pk,
-                     reason=reason, retryable=False)
+                     reason=reason, retryable=False, final=reason == REVIEW_CLOSED)
 
     def _complete(self, review: _Review, decision: ReviewDecision) -> int | str | None:
         """Stores the answer; on an instruction, returns the pk of the ``workflow_run`` message stored

@@ -130,10 +130,10 @@ class WorkflowTurn:
             self._review(job, cancel)
         elif kind == "result" and self._result_chat is not None:
             self._result_chat(job, cancel)
-        else:
+        else:  # its chat closed before it ran: sent again, it would run in another one (final, as REVIEW_CLOSED)
             fail_or_mark(self._factory, self._events, session_id=job.session_id, message_pk=job.message_pk,
                          message_id=message_id, user_task_execution_pk=execution_pk, reason=NOT_CHATTING,
-                         retryable=False)
+                         retryable=False, final=True)
 
     def _chat_kind(self, execution_pk: int) -> str | None:
         with self._factory() as db:

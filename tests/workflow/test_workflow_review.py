@@ -334,3 +334,44 @@ def test_an_instruction_leaves_the_rerun_of_its_step_for_the_start_up_resume(wf,
     (again,) = wait_steps(user, pk, awaiting(1))
     assert again["result"] == [{"stanza_topic": "a"}, {"stanza_topic": "b"}]
     assert INSTRUCTION in prompts(llm)[-1]
+
+
+def test_a_review_message_that_failed_for_good_is_answered_as_before_when_sent_again(wf, llm):
+    """A reviewer found it: a review message failed with retryable false (its review closed while the model
+    answered), sent again with the same message_id once another review was open, ran again in that review."""
+    from mojodex_core.workflow.review import REVIEW_CLOSED
+
+    user, created, pk, _divider = _rejected_divider(wf, llm)
+    restarted = threading.Event()
+
+    def answer(body: dict) -> Reply:  # the review's answer is held until the restart has happened
+        if "rhymes please" in json.dumps(body["messages"]):
+            restarted.wait(10)
+            return Reply(json={"reasoning": "r", "kind": "instruction", "message": "Will do.",
+                               "instruction": "make it rhyme"})
+        return Reply(json={"stanza_topics": ["m"]})
+
+    llm.responder = answer
+    try:
+        sent = _say(user, created, "rhymes please", "review-late")
+        deadline = time.monotonic() + 10
+        while len(llm.requests) < 2:  # the review's call is in flight
+            assert time.monotonic() < deadline, "the review never called the model"
+            time.sleep(0.02)
+        user.ok("POST", "/restart_user_workflow_execution", json={"user_task_execution_pk": pk, "from_rank": 1})
+        restarted.set()
+        (rerun,) = wait_steps(user, pk, awaiting(1))
+    finally:
+        restarted.set()
+    wf.wait_idle()
+    messages = user.ok("GET", "/message", params={"session_id": created["session_id"]})["messages"]
+    assert next(m for m in messages if m["message_id"] == "review-late")["error"] == REVIEW_CLOSED
+    validate(user, rerun["user_workflow_step_execution_pk"], validated=False)  # another review opens
+    calls = len(llm.requests)
+    again = _say(user, created, "rhymes please", "review-late")
+    wf.wait_idle()
+    assert (again["message_pk"], again["status"]) == (sent["message_pk"], "failed")
+    assert len(llm.requests) == calls  # not run again in the new review
+    messages = user.ok("GET", "/message", params={"session_id": created["session_id"]})["messages"]
+    assert not [m for m in messages if m["event_name"] == "mojo_message"]
+    assert next(m for m in messages if m["message_id"] == "review-late")["status"] == "failed"

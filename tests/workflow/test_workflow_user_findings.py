@@ -284,3 +284,29 @@ def test_a_rejected_step_whose_result_was_edited_can_be_validated(wf, llm):
     assert validate(user, step_pk)["run_submitted"] is True
     assert wait_completed(user, pk)["produced_text"] == "Stanza about the stars"
     assert "stars" in str(llm.requests[-1]["messages"])
+
+
+def test_a_form_start_that_stalled_runs_when_sent_again(wf, llm, monkeypatch):
+    """A reviewer found it: the engine failed between steps on a form start (STALLED, no step claimed), then the
+    same start sent again was a 409 ("this execution has already started") instead of running rank 1: only a
+    review message whose review closed is failed for good, not an engine failure a resend can recover from."""
+    from mojodex_core.workflow.runner import STALLED
+
+    user = poem_user(wf)
+    _failing_between_steps(monkeypatch, times=100)
+    created = start_poem(user)
+    pk = created["user_task_execution_pk"]
+    socket = user.socket(created["session_id"])
+    try:
+        error = socket.wait_event("error", timeout=15)[0]
+        assert error["error"] == STALLED and error["retryable"] is False
+    finally:
+        socket.close()
+    wf.wait_idle()
+    monkeypatch.undo()
+    assert steps(user, pk) == []
+    llm.script(Reply(json={"stanza_topics": ["tide"]}))
+    user.ok("POST", "/user_task_execution_run", json={
+        "user_task_execution_pk": pk, "inputs": {"poem_topic": "the sea at night"}})
+    (divider,) = wait_steps(user, pk, awaiting(1))
+    assert divider["result"] == [{"stanza_topic": "tide"}]
