@@ -52,8 +52,9 @@ from mojodex_core.push.service import PushOnFinalReplies
 from mojodex_core.text_edit.turn import EVENT_NAME as TEXT_EDIT_EVENT
 from mojodex_core.text_edit.turn import TextEditTurn
 from mojodex_core.workflow.heartbeat import Heartbeat
+from mojodex_core.workflow.lapse import lapsed_step
 from mojodex_core.workflow.review import ReviewTurn
-from mojodex_core.workflow.runner import WorkflowTurn, lapsed_step
+from mojodex_core.workflow.runner import WorkflowTurn
 from mojodex_core.workflow.transcription import OpenAITranscriber
 
 log = logging.getLogger("mojodex.platform")

@@ -37,7 +37,7 @@ from mojodex_core.task_view import displayed_data_for
 from mojodex_core.workflow import store
 from mojodex_core.workflow.context import StepContext, Transcriber
 from mojodex_core.workflow.engine import Complete, RunStep, ancestors, final_text, next_action
-from mojodex_core.workflow.heartbeat import Heartbeat, mark_lapsed
+from mojodex_core.workflow.heartbeat import Heartbeat
 from mojodex_core.workflow.llm import ProviderStepLLM
 from mojodex_core.workflow.steps import StepError, get_step
 
@@ -323,24 +323,6 @@ class WorkflowTurn:
         answer.seq = publication.add(db, PRODUCED_TEXT, {**payload, "message_pk": answer.message_pk,
                                                          "session_id": session_id})
         log.info("workflow execution=%s produced version %s", execution.user_task_execution_pk, version.version_index)
-
-
-def lapsed_step(factory: sessionmaker[DbSession], events: EventPublisher, session_id: str, execution_pk: int,
-                step_pk: int, rerun: bool, cutoff: datetime) -> tuple[bool, int | None]:
-    """Marks a step whose process stopped (``heartbeat.mark_lapsed``), tells the client, and with
-    ``rerun`` stores the ``workflow_run`` message that runs its slot again, in one transaction: a
-    failure leaves the step running for the next sweep. Returns (marked, the message's pk to submit)."""
-    with events.publishing(session_id) as publication, transaction(factory) as db:
-        if not mark_lapsed(db, step_pk, rerun, cutoff):
-            return False, None
-        row = db.get(store.StepRow, step_pk)
-        db.refresh(row)
-        execution = db.get(UserTaskExecution, execution_pk)
-        step = store.step_def(store.task_of(db, execution), row.rank) if execution is not None else None
-        publication.add(db, ENDED, {**store.step_view(row, None, None, step), "session_id": session_id})
-        if not rerun or execution is None or execution.status == "deleted":
-            return True, None
-        return True, request_run(db, session_id, execution_pk, "re-run after a lapsed heartbeat").message_pk
 
 
 def _checked(result: Any) -> list[dict[str, Any]]:

@@ -130,10 +130,10 @@ def test_a_failure_after_the_claim_of_a_step_leaves_no_claimed_step(wf, llm, mon
 def test_a_lapse_whose_rerun_could_not_be_stored_is_swept_again(wf, llm, monkeypatch):
     # was: the lapse was committed alone, then its event and re-run message in another transaction: when
     # that one failed, the step stayed "lapsed" with nothing to run its slot again, for good
-    from mojodex_core.workflow import runner
+    from mojodex_core.workflow import lapse
 
     user, created, pk, done = at_the_divider(wf, llm, ["a"])
-    real, calls = runner.request_run, []
+    real, calls = lapse.request_run, []
 
     def failing_once(*args: object, **kwargs: object):  # noqa: ANN202
         calls.append(args)
@@ -141,7 +141,7 @@ def test_a_lapse_whose_rerun_could_not_be_stored_is_swept_again(wf, llm, monkeyp
             raise RuntimeError("the database went away")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(runner, "request_run", failing_once)
+    monkeypatch.setattr(lapse, "request_run", failing_once)
     llm.script(Reply(json={"stanza_topics": ["b"]}))
     with wf.db() as db:  # as if its process died while running it
         row = db.get(UserWorkflowStepExecution, done["user_workflow_step_execution_pk"])
