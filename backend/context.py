@@ -26,7 +26,7 @@ from mojodex_core.config import Settings, webhook_secret
 from mojodex_core.db import make_engine, make_session_factory, transaction
 from mojodex_core.execution.dispatch import TurnDispatcher
 from mojodex_core.execution.events import SessionEventLog
-from mojodex_core.execution.jobs import SessionJob, SessionJobs, TurnJob
+from mojodex_core.execution.jobs import SessionJob, SessionJobs
 from mojodex_core.execution.llm_call_spool import llm_call_spool_dir
 from mojodex_core.execution.llm_calls import DbLLMCallRecorder, SpooledLLMCallRecorder
 from mojodex_core.execution.message_dispatch import MessageKindDispatcher
@@ -52,7 +52,7 @@ from mojodex_core.push.service import PushOnFinalReplies
 from mojodex_core.text_edit.turn import EVENT_NAME as TEXT_EDIT_EVENT
 from mojodex_core.text_edit.turn import TextEditTurn
 from mojodex_core.workflow.heartbeat import Heartbeat
-from mojodex_core.workflow.lapse import lapsed_step
+from mojodex_core.workflow.lapse import lapsed_step, submit_rerun
 from mojodex_core.workflow.review import ReviewTurn
 from mojodex_core.workflow.runner import WorkflowTurn
 from mojodex_core.workflow.transcription import OpenAITranscriber
@@ -157,7 +157,8 @@ class Platform:
             marked, message_pk = lapsed_step(self.session_factory, self.events, session_id, execution_pk, step_pk,
                                              rerun, cutoff)
             if message_pk is not None:
-                self.runner.submit(TurnJob(session_id=session_id, message_pk=message_pk))
+                submit_rerun(self.session_factory, self.events, self.runner.submit, session_id, execution_pk,
+                             step_pk, message_pk)
             return marked
 
         self.heartbeat.start(on_lapsed)

@@ -151,3 +151,41 @@ def test_a_lapse_whose_rerun_could_not_be_stored_is_swept_again(wf, llm, monkeyp
     assert rerun["attempt"] == 2 and rerun["result"] == [{"stanza_topic": "b"}]
     assert [r["status"] for r in steps(user, pk, history=True)] == ["lapsed", "done"]
     assert len(calls) == 2
+
+
+def test_a_lapse_whose_rerun_could_not_be_submitted_fails_the_step_visibly_and_a_relaunch_goes_on(wf, llm,
+                                                                                                  monkeypatch):
+    # was: the lapse and its re-run message were committed, then submitting the message to the runner failed:
+    # the step stayed "lapsed" (nothing to relaunch, validate or chat in) with a message no one would run
+    # before the process restarted
+    from mojodex_core.workflow.lapse import NOT_RERUN
+
+    user, created, pk, done = at_the_divider(wf, llm, ["a"])
+    runner, refused = wf.platform.runner, []
+    real = runner.submit
+
+    def refusing_once(job):  # noqa: ANN001, ANN202
+        if not refused:
+            refused.append(job)
+            raise RuntimeError("cannot schedule new futures after shutdown")
+        return real(job)
+
+    monkeypatch.setattr(runner, "submit", refusing_once)
+    socket = user.socket(created["session_id"])
+    try:
+        with wf.db() as db:  # as if its process died while running it
+            row = db.get(UserWorkflowStepExecution, done["user_workflow_step_execution_pk"])
+            row.status, row.validated = "running", None
+            row.heartbeat_at = datetime.now(UTC) - timedelta(seconds=LAPSE_S * 10)
+        (failed,) = wait_steps(user, pk, lambda rows: [r["status"] for r in rows] == ["failed"], timeout=LAPSE_S * 6)
+        assert failed["error"] == NOT_RERUN and refused
+        ended = socket.wait_for(lambda evs: any(e == "workflow_step_execution_ended" and d["status"] == "failed"
+                                                for e, d in evs))
+        assert any(d.get("error") == NOT_RERUN for e, d in ended if e == "workflow_step_execution_ended")
+    finally:
+        socket.close()
+    llm.script(Reply(json={"stanza_topics": ["b"]}))
+    user.ok("PUT", "/user_workflow_step_execution",
+            json={"user_workflow_step_execution_pk": failed["user_workflow_step_execution_pk"]})
+    (rerun,) = wait_steps(user, pk, awaiting(1))
+    assert rerun["result"] == [{"stanza_topic": "b"}]
