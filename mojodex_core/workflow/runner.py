@@ -194,8 +194,10 @@ class WorkflowTurn:
 
     def _next(self, session_id: str, execution_pk: int) -> _Prepared | None:
         with self._events.publishing(session_id) as publication, transaction(self._factory) as db:
-            # The execution row lock serialises engines of several processes on one execution.
-            execution = db.get(UserTaskExecution, execution_pk, with_for_update=True)
+            # The execution row lock serialises engines of several processes on one execution. EXECUTION_LOCK,
+            # as every writer of the row: FOR UPDATE also waited for the rows that only name it (an llm_call
+            # row, a message: their foreign key's FOR KEY SHARE) and made them wait.
+            execution = db.get(UserTaskExecution, execution_pk, with_for_update=EXECUTION_LOCK)
             if execution is None or execution.status == "deleted":
                 return None
             task = store.task_of(db, execution)

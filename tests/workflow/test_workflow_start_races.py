@@ -96,3 +96,34 @@ def test_a_deletion_committing_while_the_form_is_claimed_is_not_overwritten(wf, 
         execution = db.get(UserTaskExecution, pk)
         assert (execution.status, execution.start_date) == ("deleted", None)
         assert db.get(Message, message_pk).status == "failed"
+
+
+def test_the_engine_s_claim_does_not_wait_for_a_row_naming_the_execution(wf, llm, is_postgres):  # noqa: ANN001
+    # was: the engine locked the execution FOR UPDATE, which waits for every uncommitted row that only names it (a
+    # message, an llm_call row: their foreign key takes FOR KEY SHARE) and makes them wait
+    from tests.support.row_locks import row_naming_the_execution
+    from tests.workflow._helpers import at_the_divider
+
+    if not is_postgres:
+        pytest.skip("row locks: SQLite writes hold the whole database")
+    user, created, pk, divider = at_the_divider(wf, llm, ["tide"])
+    wf.wait_idle()
+    with wf.db() as db:  # validated, its run not submitted: the engine's next action claims rank 2
+        db.execute(text("UPDATE user_workflow_step_execution SET validated = true "
+                        "WHERE user_workflow_step_execution_pk = :pk"),
+                   {"pk": divider["user_workflow_step_execution_pk"]})
+    platform = wf.platform
+    turn = WorkflowTurn(platform.session_factory, platform.events, None, platform.heartbeat)
+    claimed: list = []
+    try:
+        with row_naming_the_execution(platform.engine, pk) as other:
+            claiming = threading.Thread(target=lambda: claimed.append(turn._next(created["session_id"], pk)))
+            claiming.start()
+            claiming.join(5)
+            waited = claiming.is_alive()
+            assert not waited, f"the claim waited for another transaction's row (blocker {backend_pid(other)})"
+        claiming.join(10)
+        assert claimed and claimed[0].action.step.rank == 2
+    finally:
+        with wf.db() as db:  # the claimed step is not run: not re-run by the watch in a later test either
+            db.get(UserTaskExecution, pk).status = "deleted"
