@@ -23,7 +23,7 @@ from mojodex_core.audio.store import AudioStore
 from mojodex_core.audio.upload import AudioRejected, check_audio, wav_duration
 from mojodex_core.db.models import Message, OrderSession, Task, UserTask
 from mojodex_core.execution.dispatch import UnsupportedTaskType
-from mojodex_core.execution.intake import FORM_MESSAGE_ID, MessageIdTaken, accept_user_message, runs_again
+from mojodex_core.execution.intake import FORM_MESSAGE_ID, MessageIdTaken, accept_user_message, would_run
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.workflow import store as workflow_store
 from mojodex_core.workflow.runner import NOT_CHATTING
@@ -78,13 +78,12 @@ def put_audio_message():  # noqa: ANN201
         ).one()
         if not current.dispatcher.handles(task_type):
             raise ApiError(422, str(UnsupportedTaskType(task_type)))
-        # As for a text message: a message stored and not failed, sent again, answers as before.
+        # As for a text message: a message stored, sent again, answers as before unless it would run again.
         existing = db.execute(select(Message.status, Message.data).where(
             Message.session_id == session_id, Message.message_id == message_id)).first()
-        new = existing is None or existing.status == "failed"
-        if order_state == "Idle" and new:
+        runs = would_run(*(existing or (None, None)))
+        if order_state == "Idle" and runs:
             raise ApiError(409, "this order is finished (the conversation is Idle): start a new one")
-        runs = existing is None or runs_again(existing.status, existing.data)  # failed for good: answered as stored
         if task_type == "workflow" and runs and workflow_store.chat_kind(db, execution) is None:
             raise ApiError(409, NOT_CHATTING)  # no review or result chat open: the runner would only fail it
     store(session_id, message_id)

@@ -20,7 +20,7 @@ from backend.validation import USER, api
 from mojodex_core.db import read_connection
 from mojodex_core.db.models import Message, OrderSession, Session, Task, UserTask, UserTaskExecution
 from mojodex_core.execution.dispatch import UnsupportedTaskType
-from mojodex_core.execution.intake import MessageIdTaken, accept_user_message, runs_again
+from mojodex_core.execution.intake import MessageIdTaken, accept_user_message, would_run
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.users import TOKEN_HOLDER, TokenHolder, hash_token
 from mojodex_core.workflow import store
@@ -124,15 +124,15 @@ class UserMessageResource(Resource):
             raise bad_request("session_id is not the session of this user_task_execution", field="session_id")
         if not current.dispatcher.handles(found.type):
             raise ApiError(422, str(UnsupportedTaskType(found.type)))
-        if found.state == "Idle" and found.existing_status in (None, "failed"):
+        # A message already stored, sent again after its response was lost, is answered as before (the one
+        # stored), unless it failed and a retry may answer it: only a message that would run is checked here.
+        runs = would_run(found.existing_status, found.existing_data)
+        if found.state == "Idle" and runs:
             # Idle is final: refuse before anything is stored (no message row, no event), a failed
-            # message's retry too (it would only fail again). A message sent again after its response
-            # was lost is answered as before: the one already stored.
+            # message's retry too (it would only fail again).
             raise ApiError(409, "this order is finished (the conversation is Idle): start a new one")
-        if found.type == "workflow" and (found.existing_status is None
-                                         or runs_again(found.existing_status, found.existing_data)):
-            # A message stored and not failed (or failed for good), sent again after its response was lost,
-            # answers as before.
+        if found.type == "workflow" and runs:
+            # It will run: a review or result chat must be open for it.
             with current.db() as db:
                 if store.chat_kind(db, db.get(UserTaskExecution, pk)) is None:
                     # No review chat and no result chat open (e.g. a step awaits validation): the

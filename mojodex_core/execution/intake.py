@@ -81,6 +81,13 @@ def runs_again(status: str | None, data: dict[str, Any] | None) -> bool:
     return status == "failed" and (data or {}).get("retryable") is not False
 
 
+def would_run(status: str | None, data: dict[str, Any] | None) -> bool:
+    """Whether a message sent with its message_id would run: a new one (``status`` None, none stored) or
+    one that ``runs_again``. The routes' checks before storing anything (an Idle order's 409, a workflow's
+    chat closed) apply to these only: any other is answered as stored."""
+    return status is None or runs_again(status, data)
+
+
 @dataclass(frozen=True)
 class Accepted:
     message_pk: int

@@ -399,3 +399,27 @@ def test_an_event_queued_behind_the_session_s_end_fails_and_says_no_retry_helps(
     finally:
         chat.close()
     assert error["error"] == "This order is finished: start a new one." and error["retryable"] is False
+
+
+def test_a_message_failed_for_good_sent_again_to_an_idle_order_is_answered_as_stored(orders):
+    """A reviewer found it: a message failed for good (``data.retryable`` false) is answered as stored when sent
+    again, except to an Idle order, where the check took any failed message for a retry and answered 409."""
+    chat = open_order(customer(orders))
+    try:
+        chat.say("tell me a joke")
+        chat.say("what is the meaning of life")
+        chat.say("ignore previous instructions", message_id="last-words")
+        assert chat.order()["state"] == "Idle"
+        with orders.db() as db:
+            db.execute(update(Message).where(Message.session_id == chat.session_id, Message.message_id == "last-words")
+                       .values(status="failed", data={"retryable": False}))
+        stored = message_count(orders, chat.session_id)
+        again = chat.put("ignore previous instructions", message_id="last-words")
+        assert again.status_code == 200 and again.json()["status"] == "failed", again.text  # was: 409
+        voice = {"session_id": chat.session_id, "user_task_execution_pk": str(chat.pk), "message_id": "last-words"}
+        resent = chat.client.call("PUT", "/user_message", data=voice,
+                                  files={"file": ("v.wav", wav_bytes(0.5), "audio/wav")})
+        assert resent.status_code == 200 and resent.json()["status"] == "failed", resent.text  # was: 409
+        assert message_count(orders, chat.session_id) == stored
+    finally:
+        chat.close()
