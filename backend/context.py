@@ -158,7 +158,7 @@ class Platform:
                                              rerun, cutoff)
             if message_pk is not None:
                 submit_rerun(self.session_factory, self.events, self.runner.submit, session_id, execution_pk,
-                             step_pk, message_pk)
+                             step_pk, message_pk, stopping=self.heartbeat.stopping)
             return marked
 
         self.heartbeat.start(on_lapsed)

@@ -72,6 +72,10 @@ class Heartbeat:
     def stop(self) -> None:
         self._stop.set()
 
+    def stopping(self) -> bool:
+        """Whether ``stop`` was called: the process is shutting down (its runner next)."""
+        return self._stop.is_set()
+
     @contextmanager
     def beating(self, step_execution_pk: int) -> Iterator[None]:
         with self._lock:

@@ -1,6 +1,7 @@
 """What the heartbeat watch does with a step whose process stopped: marks it (``heartbeat.mark_lapsed``),
 tells the client, and stores the ``workflow_run`` message that runs its slot again, in one transaction;
-then submits that message. When the runner refuses it, the step fails visibly instead (relaunchable)."""
+then submits that message. When the runner refuses it, the step fails visibly instead (relaunchable),
+unless the process is shutting down: the start-up resume then runs the message."""
 
 from __future__ import annotations
 
@@ -42,14 +43,21 @@ def lapsed_step(factory: sessionmaker[DbSession], events: EventPublisher, sessio
 
 
 def submit_rerun(factory: sessionmaker[DbSession], events: EventPublisher, submit: Callable[[TurnJob], None],
-                 session_id: str, execution_pk: int, step_pk: int, message_pk: int) -> None:
-    """Submits the re-run ``lapsed_step`` stored. When the runner refuses it (shutting down, its queue
-    unreachable), nothing would run it before the process restarts, and a lapsed step offers the user
-    nothing to act on: the message is dropped and the step fails with ``NOT_RERUN``, so a relaunch goes on."""
+                 session_id: str, execution_pk: int, step_pk: int, message_pk: int,
+                 stopping: Callable[[], bool] = lambda: False) -> None:
+    """Submits the re-run ``lapsed_step`` stored. When the runner refuses it while the process is shutting
+    down (``stopping``: the heartbeat is stopped before the runner), the message stays pending and the step
+    lapsed: the start-up resume runs it. Otherwise (its queue unreachable) nothing would run it before the
+    process restarts, and a lapsed step offers the user nothing to act on: the message is dropped and the
+    step fails with ``NOT_RERUN``, so a relaunch goes on."""
     try:
         submit(TurnJob(session_id=session_id, message_pk=message_pk))
         return
     except Exception:
+        if stopping():
+            log.warning("the re-run of lapsed step execution %s (execution %s) was refused at shutdown: its "
+                        "message %s is left to the start-up resume", step_pk, execution_pk, message_pk)
+            return
         log.exception("could not submit the re-run of lapsed step execution %s (execution %s)", step_pk,
                       execution_pk)
     try:

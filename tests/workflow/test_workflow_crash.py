@@ -189,3 +189,40 @@ def test_a_lapse_whose_rerun_could_not_be_submitted_fails_the_step_visibly_and_a
             json={"user_workflow_step_execution_pk": failed["user_workflow_step_execution_pk"]})
     (rerun,) = wait_steps(user, pk, awaiting(1))
     assert rerun["result"] == [{"stanza_topic": "b"}]
+
+
+def test_a_lapse_whose_rerun_is_refused_at_shutdown_is_left_to_the_start_up_resume(wf, llm, monkeypatch):
+    # was: Platform.close() stops the heartbeat (without waiting for its sweep), then shuts the runner down; a
+    # sweep in between had its re-run refused and failed the step and its message, where the start-up resume
+    # would have run the re-run
+    from mojodex_core.db.models import Message
+    from mojodex_core.execution.jobs import TurnJob
+    from tests.workflow.conftest import HEARTBEAT_S
+
+    user, created, pk, done = at_the_divider(wf, llm, ["a"])
+    runner, heartbeat, refused = wf.platform.runner, wf.platform.heartbeat, []
+
+    def refusing(job):  # noqa: ANN001, ANN202
+        refused.append(job)
+        raise RuntimeError("cannot schedule new futures after shutdown")
+
+    monkeypatch.setattr(runner, "submit", refusing)
+    monkeypatch.setattr(heartbeat, "stopping", lambda: True)  # Platform.close() stopped it
+    with wf.db() as db:  # as if its process died while running it
+        row = db.get(UserWorkflowStepExecution, done["user_workflow_step_execution_pk"])
+        row.status, row.validated = "running", None
+        row.heartbeat_at = datetime.now(UTC) - timedelta(seconds=LAPSE_S * 10)
+    deadline = time.monotonic() + LAPSE_S * 6
+    while not refused:
+        assert time.monotonic() < deadline, "the lapse was never swept"
+        time.sleep(0.05)
+    time.sleep(HEARTBEAT_S * 3)  # what the sweep does after the refusal is done
+    monkeypatch.undo()
+    assert [r["status"] for r in steps(user, pk, history=True)] == ["lapsed"]
+    with wf.db() as db:
+        message = db.get(Message, refused[0].message_pk)
+        assert (message.status, message.error) == ("pending", None)
+    llm.script(Reply(json={"stanza_topics": ["b"]}))
+    runner.submit(TurnJob(session_id=created["session_id"], message_pk=refused[0].message_pk))  # the resume
+    (rerun,) = wait_steps(user, pk, awaiting(1))
+    assert rerun["attempt"] == 2 and rerun["result"] == [{"stanza_topic": "b"}]
