@@ -219,6 +219,9 @@ class WorkflowTurn:
                 log.info("workflow execution=%s: slot %s of rank %s is claimed elsewhere",
                          execution_pk, action.slot, action.step.rank)
                 return None
+            except store.ParentChanged as exc:  # committed while this claim waited: its run message goes on
+                log.info("workflow execution=%s: not claiming rank %s: %s", execution_pk, action.step.rank, exc)
+                return None
             user = db.get(User, execution.user_task.user_id)
             publication.add(db, STARTED, {
                 **store.step_view(row, None, None, action.step), "session_id": session_id})

@@ -109,8 +109,18 @@ def attempt_for(db: DbSession, user_task_execution_pk: int, rank: int, slot: str
     return last.attempt + 1 if last is not None and last.status == "lapsed" else 1
 
 
+class ParentChanged(Exception):
+    """The parent a run was planned on changed before its claim (an edit of its result, a restart)."""
+
+
 def claim_run(db: DbSession, user_task_execution_pk: int, action: RunStep) -> StepRow:
-    """Inserts the running row; the live-slot unique index makes a second claim fail (IntegrityError)."""
+    """Inserts the running row; the live-slot unique index makes a second claim fail (IntegrityError).
+
+    The action was planned on its parent's result as read before: the parent's row is locked FOR SHARE
+    (an edit or a restart holds it FOR UPDATE until it commits) and read again, with its result. When they no
+    longer give the action's parameter, ``ParentChanged``: the change's own run message plans again."""
+    if action.parent_pk is not None:
+        _check_parent(db, action)
     moment = now()
     row = StepRow(
         user_task_execution_fk=user_task_execution_pk, step_name=action.step.name, rank=action.step.rank,
@@ -122,6 +132,20 @@ def claim_run(db: DbSession, user_task_execution_pk: int, action: RunStep) -> St
     db.add(row)
     db.flush()
     return row
+
+
+def _check_parent(db: DbSession, action: RunStep) -> None:
+    parent = db.execute(
+        select(StepRow.status, StepRow.validated)
+        .where(StepRow.user_workflow_step_execution_pk == action.parent_pk)
+        .with_for_update(read=True)
+    ).first()
+    result = latest_results(db, [action.parent_pk]).get(action.parent_pk) or []
+    if parent is None or parent.status != "done" or parent.validated is not True or action.item_index >= len(result):
+        raise ParentChanged(f"step execution {action.parent_pk} is no longer a validated result")
+    item = result[action.item_index]
+    if (item if isinstance(item, dict) else {"value": item}) != action.parameter:
+        raise ParentChanged(f"the result of step execution {action.parent_pk} changed")
 
 
 def learned_instructions(db: DbSession, user_task_pk: int, step_name: str) -> list[str]:
