@@ -214,7 +214,8 @@ class WorkflowTurn:
                 return None
             try:
                 with db.begin_nested():
-                    row = store.claim_run(db, execution_pk, action)
+                    planned_on = next((r.result for r in runs if r.pk == action.parent_pk), None)
+                    row = store.claim_run(db, execution_pk, action, planned_on)
             except IntegrityError:
                 log.info("workflow execution=%s: slot %s of rank %s is claimed elsewhere",
                          execution_pk, action.slot, action.step.rank)

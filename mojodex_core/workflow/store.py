@@ -113,14 +113,18 @@ class ParentChanged(Exception):
     """The parent a run was planned on changed before its claim (an edit of its result, a restart)."""
 
 
-def claim_run(db: DbSession, user_task_execution_pk: int, action: RunStep) -> StepRow:
+def claim_run(db: DbSession, user_task_execution_pk: int, action: RunStep,
+              planned_on: list[Any] | None = None) -> StepRow:
     """Inserts the running row; the live-slot unique index makes a second claim fail (IntegrityError).
 
-    The action was planned on its parent's result as read before: the parent's row is locked FOR SHARE
-    (an edit or a restart holds it FOR UPDATE until it commits) and read again, with its result. When they no
-    longer give the action's parameter, ``ParentChanged``: the change's own run message plans again."""
+    The action was planned on its parent's result as read before (``planned_on``, the whole result: the run's
+    past carries it). The parent's row is locked FOR SHARE (an edit locks it FOR UPDATE, a restart by the UPDATE
+    that invalidates it, until they commit) and read again, with its result: when it is no longer the validated
+    result the plan read, ``ParentChanged``: the change's own run message plans again. The lock order, execution
+    then parent, is the one of the foreign-key check the INSERT makes anyway. On SQLite the read is not locked:
+    one process writes at a time there, and the publication lock never lapses."""
     if action.parent_pk is not None:
-        _check_parent(db, action)
+        _check_parent(db, action.parent_pk, planned_on)
     moment = now()
     row = StepRow(
         user_task_execution_fk=user_task_execution_pk, step_name=action.step.name, rank=action.step.rank,
@@ -134,18 +138,16 @@ def claim_run(db: DbSession, user_task_execution_pk: int, action: RunStep) -> St
     return row
 
 
-def _check_parent(db: DbSession, action: RunStep) -> None:
+def _check_parent(db: DbSession, parent_pk: int, planned_on: list[Any] | None) -> None:
     parent = db.execute(
         select(StepRow.status, StepRow.validated)
-        .where(StepRow.user_workflow_step_execution_pk == action.parent_pk)
+        .where(StepRow.user_workflow_step_execution_pk == parent_pk)
         .with_for_update(read=True)
     ).first()
-    result = latest_results(db, [action.parent_pk]).get(action.parent_pk) or []
-    if parent is None or parent.status != "done" or parent.validated is not True or action.item_index >= len(result):
-        raise ParentChanged(f"step execution {action.parent_pk} is no longer a validated result")
-    item = result[action.item_index]
-    if (item if isinstance(item, dict) else {"value": item}) != action.parameter:
-        raise ParentChanged(f"the result of step execution {action.parent_pk} changed")
+    if parent is None or parent.status != "done" or parent.validated is not True:
+        raise ParentChanged(f"step execution {parent_pk} is no longer a validated result")
+    if (latest_results(db, [parent_pk]).get(parent_pk) or []) != (planned_on or []):
+        raise ParentChanged(f"the result of step execution {parent_pk} changed")
 
 
 def learned_instructions(db: DbSession, user_task_pk: int, step_name: str) -> list[str]:

@@ -129,15 +129,23 @@ def test_the_engine_s_claim_does_not_wait_for_a_row_naming_the_execution(wf, llm
             db.get(UserTaskExecution, pk).status = "deleted"
 
 
-def test_a_claim_waiting_for_an_edit_of_its_parent_does_not_run_on_the_old_result(wf, llm, is_postgres):  # noqa: ANN001
+@pytest.mark.parametrize(("before", "after"), [
+    (["tide"], [{"stanza_topic": "stars"}]),
+    # was: only the claimed item was compared; the run's past (its parent's whole result) stayed the old one
+    (["tide", "moon"], [{"stanza_topic": "tide"}, {"stanza_topic": "stars"}]),
+], ids=["its-item", "another-item"])
+def test_a_claim_waiting_for_an_edit_of_its_parent_does_not_run_on_the_old_result(  # noqa: PLR0913
+        wf, llm, is_postgres, before, after):  # noqa: ANN001
     # was: should the session's publication lock lapse, the claim planned rank 2 on the divider's result, waited
     # for the edit holding the divider's row (its foreign key), then stored its run on the result the edit had
     # just replaced: the edit had invalidated the later runs before this one existed, so it was never invalidated
+    import json
+
     from tests.workflow._helpers import at_the_divider
 
     if not is_postgres:
         pytest.skip("row locks: SQLite writes hold the whole database")
-    user, created, pk, divider = at_the_divider(wf, llm, ["tide"])
+    user, created, pk, divider = at_the_divider(wf, llm, before)
     wf.wait_idle()
     divider_pk = divider["user_workflow_step_execution_pk"]
     with wf.db() as db:  # validated, its run not submitted: the engine's next action claims rank 2
@@ -152,7 +160,7 @@ def test_a_claim_waiting_for_an_edit_of_its_parent_does_not_run_on_the_old_resul
                               "FOR UPDATE"), {"pk": divider_pk})
             edit.execute(text("INSERT INTO user_workflow_step_execution_result (user_workflow_step_execution_fk, "
                               "result, author, created_at) VALUES (:pk, :result, 'user', now())"),
-                         {"pk": divider_pk, "result": '[{"stanza_topic": "stars"}]'})
+                         {"pk": divider_pk, "result": json.dumps(after)})
             claiming = threading.Thread(target=lambda: claimed.append(turn._next(created["session_id"], pk)))
             claiming.start()
             assert waiting_for_a_lock(platform.engine, backend_pid(edit)), "the claim did not wait for the edit"
@@ -163,7 +171,8 @@ def test_a_claim_waiting_for_an_edit_of_its_parent_does_not_run_on_the_old_resul
             assert db.scalar(text("SELECT count(*) FROM user_workflow_step_execution "
                                   "WHERE user_task_execution_fk = :pk AND rank = 2"), {"pk": pk}) == 0
         again = turn._next(created["session_id"], pk)  # the edit's own run message: rank 2 on the new result
-        assert again.action.step.rank == 2 and again.action.parameter == {"stanza_topic": "stars"}
+        assert again.action.step.rank == 2 and again.action.parameter == after[0]
+        assert again.past[-1]["result"] == after
     finally:
         with wf.db() as db:  # the claimed step is not run: not re-run by the watch in a later test either
             db.get(UserTaskExecution, pk).status = "deleted"
