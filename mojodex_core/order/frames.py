@@ -271,6 +271,9 @@ class _Segmenter(DoubtHandlers):
                 if prev is not None and prev.kind == "with":  # "a hamburger with everything": not on this menu
                     k = "unknown"
                     self.chunks[i] = ch = ch._replace(kind=k)
+            if k == "count_word" and ch.senses and (self.neg or self.cancel_next):
+                k = "menu"  # "no toppings": the field as a whole, not a count ("a two topping pizza")
+                self.chunks[i] = ch = ch._replace(kind=k)
             if k == "filler":
                 self.on_amount_filler(i, ch)
             if k not in ("filler", "boundary"):

@@ -160,9 +160,14 @@ def norm_phrase(phrase: str) -> tuple[str, ...]:
     return tuple(t.norm for t in tokenize(phrase) if t.norm not in (".", ","))
 
 
+# The value of a sense naming a field as a whole ("spread", "toppings"): "no spread" clears the field.
+WHOLE_FIELD = "*"
+
+
 @dataclass(frozen=True)
 class Sense:
-    """One reading of a menu phrase: a noun naming an item type, or a value of a field."""
+    """One reading of a menu phrase: a noun naming an item type, a value of a field, or (value ``WHOLE_FIELD``)
+    a field as a whole."""
 
     item_type: str
     field: str | None  # None: the phrase names the item itself ("pizza")
@@ -217,6 +222,24 @@ class Lexicon:
                         senses.setdefault(key, []).append(Sense(t_name, f_name, value, fdef.names_item))
         for key, sense_list in senses.items():
             entries[key] = Entry("menu", senses=tuple(dict.fromkeys(sense_list)))
+        # nouns naming a field as a whole ("no spread", "no toppings"): a count word keeps its kind ("a two topping
+        # pizza") and reads as the field only in a negation; a word another phrase normalises to ("extras" vs the
+        # qualifier "extra") is matched as said
+        self.raw_keep: frozenset[str] = frozenset()
+        raw_keep: set[str] = set()
+        for t_name, tdef in menu.item_types.items():
+            for f_name, fdef in tdef.fields.items():
+                for noun in fdef.names:
+                    key = norm_phrase(noun)
+                    if key in entries and entries[key].kind not in ("menu", "count_word"):
+                        key = tuple(t.raw for t in tokenize(noun) if t.norm not in (".", ","))
+                        raw_keep.update(key)
+                    sense = Sense(t_name, f_name, WHOLE_FIELD)
+                    old_entry = entries.get(key)
+                    kind = old_entry.kind if old_entry is not None and old_entry.kind == "count_word" else "menu"
+                    kept = old_entry.senses if old_entry is not None and old_entry.kind == kind else ()
+                    entries[key] = Entry(kind, senses=tuple(dict.fromkeys((*kept, sense))))
+        self.raw_keep = frozenset(raw_keep)
         self.index: dict[str, list[tuple[tuple[str, ...], Entry]]] = {}
         for key, entry in entries.items():
             self.index.setdefault(key[0], []).append((key, entry))
@@ -295,7 +318,7 @@ class Lexicon:
         return None
 
     def chunk(self, tokens: list[Token]) -> list[Chunk]:
-        norms = [t.norm for t in tokens]
+        norms = [t.raw if t.raw in self.raw_keep else t.norm for t in tokens]
         fixed_at: set[int] = set()
         for i, w in enumerate(norms):  # misspellings first, so that multi-word phrases match ("bbq chiken")
             if w not in self.known and w not in self.fillers and w not in ".," and not _NUMBER_RE.fullmatch(w):

@@ -72,6 +72,7 @@ Menu:
 
 Rules:
 - new_items: one entry per ordered line, fields use value ids; set quantity only when a number is said.
+  Leave out the fields not said: null clears an optional field ("no spread" -> "spread": null).
 - list fields hold lists of ids; fields with qualifiers hold objects {{"name": ID, "quantity": QUALIFIER}}
   (omit "quantity" when none). A negated value goes to "excluded_<field>" with the same shape.
   A negated yes/no value is false ("not toasted" -> "toasted": false).

@@ -65,6 +65,7 @@ class FieldDef(BaseModel):
     qualifiers: bool = False  # entries may carry a quantity qualifier (EXTRA, LIGHT)
     negatable: bool = False  # the customer may exclude values ("no onions")
     names_item: bool = False  # a value alone names the item ("a coke", "a latte")
+    names: list[str] = Field(default_factory=list)  # nouns naming the field as a whole: "no spread" clears it
     true_words: list[str] = Field(default_factory=list)  # bool fields
     false_words: list[str] = Field(default_factory=list)
     true_label: str | None = None
@@ -94,6 +95,8 @@ class FieldDef(BaseModel):
             raise ValueError("a measure field needs units")
         if self.default is not None:
             self.validate_value(self.default)
+        if self.names and self.required:
+            raise ValueError("only an optional field can be named as a whole ('no spread' clears it)")
         return self
 
     def value(self, value_id: str) -> ValueDef | None:

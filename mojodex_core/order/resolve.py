@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .frame_parts import Attr, Frame
+from .lexicon import WHOLE_FIELD
 from .menu import Menu, entry_name
 
 
@@ -32,12 +33,25 @@ def resolve_frame(frame: Frame, menu: Menu, notes: list[str] | None = None
             leftovers.append(attr.text)
             continue
         fdef = tdef.fields[sense.field]
+        if sense.value == WHOLE_FIELD:
+            if not _clear_field(fields, sense.field, fdef, attr):
+                leftovers.append(attr.text)
+            continue
         if not _apply_attr(fields, sense.field, fdef, sense.value, attr, notes):
             leftovers.append(attr.text)
         elif attr.qualifier and not fdef.qualifiers:  # "extra cream cheese": the spread takes no amount
             leftovers.append(f"{attr.qualifier.lower()} {attr.text}")
     return item_type, fields, leftovers
 
+
+
+def _clear_field(fields: dict[str, Any], name: str, fdef: Any, attr: Attr) -> bool:
+    """ "no spread", "hold the toppings": the field named as a whole, negated, is cleared (``None``). Said otherwise
+    ("with spread": which one?), or next to a value of it ("butter, no spread"), it is not understood (False)."""
+    if not attr.negated or fdef.required or fields.get(name) not in (None, []):
+        return False
+    fields[name] = None
+    return True
 
 
 def _drop(fields: dict[str, Any], name: str, value: Any) -> None:

@@ -113,7 +113,8 @@ class _Updater:
         self.notes.added.append(idx)
 
     def apply_field(self, item: ItemTask, idx: int, tdef: ItemTypeDef, name: str, value: Any) -> bool:
-        """Set one field (validated); multi fields append, ``excluded_<f>`` entries remove.
+        """Set one field (validated); multi fields append, ``excluded_<f>`` entries remove, ``None`` clears an
+        optional field (and answers its question: "no spread").
         Returns whether the item actually changed (a no-op is not a change)."""
         base = name.removeprefix("excluded_")
         fdef = tdef.fields.get(base)
@@ -127,6 +128,10 @@ class _Updater:
                 return False
             old = item.fields.get(name)
             item.fields[name] = [] if fdef.multi else None
+            if name not in item.asked:
+                item.asked.append(name)  # "no spread": cleared, and its optional question is answered too
+            if not _empty(old):  # "no spread": a change like any other, in the audit diff and acknowledged
+                self.diff.ops.append(DiffOp(op="set", path=f"items[{idx}].{name}", old=old, new=item.fields[name]))
             return not _empty(old)
         entries = value if isinstance(value, list) else [value]
         if not fdef.multi and isinstance(value, list):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from mojodex_core.order.menu import load_menu
 from mojodex_core.order.parser import parse_deterministic, referenced_item
 from mojodex_core.order.state import update_state
@@ -97,3 +99,20 @@ def test_a_street_address_said_unasked_is_not_items(pizza_menu):
     assert (parsed.address, parsed.order_type, parsed.new_items, parsed.unparsed) == (
         "12 Rose Lane", "delivery", [], [])
     assert parse_deterministic("2 large pizzas", pizza_menu).new_items[0].fields["quantity"] == 2
+
+
+@pytest.mark.parametrize("text, field", [("no spread", "spread"), ("no extras", "extras"), ("no toppings", "extras"),
+                                         ("without any spread", "spread")])
+def test_a_field_named_as_a_whole_and_negated_is_cleared(bagel_menu, text, field):
+    tree = order(bagel_menu, "a plain bagel toasted with butter and lox", "a latte")
+    parsed = parse_deterministic(text, bagel_menu, tree)
+    assert mods(parsed) == [(0, field, None)] and parsed.confidence == 1.0 and not parsed.unparsed
+
+
+def test_field_nouns_leave_counts_and_qualifiers_alone(pizza_menu, bagel_menu):
+    parsed = parse_deterministic("a large two topping pizza with ham and olives", pizza_menu)
+    assert parsed.new_items[0].fields["toppings"] == [{"name": "HAM"}, {"name": "OLIVES"}] and not parsed.unparsed
+    parsed = parse_deterministic("a large pizza with extra cheese", pizza_menu)
+    assert parsed.new_items[0].fields["toppings"] == [{"name": "CHEESE", "quantity": "EXTRA"}]
+    parsed = parse_deterministic("a plain bagel with extra lox", bagel_menu)
+    assert parsed.new_items[0].fields["extras"] == ["lox"] and parsed.unparsed == ["extra lox"]

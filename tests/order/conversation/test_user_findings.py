@@ -705,3 +705,41 @@ def test_a_quote_for_several_items_does_not_guess_a_size(pizza_menu):
 
     (key, _text), = answer_menu_question("how much is a pizza and a coke?", pizza_menu, "en")
     assert key == "menu-price-sizes"
+
+
+def _items(s: Session) -> list[tuple[str, dict]]:
+    return [(it.item_type, dict(it.fields)) for _, it in s.conv.order.items.active()]
+
+
+@pytest.mark.parametrize("menu_name, first, text, field, left", [
+    ("bagel_menu", "a plain bagel toasted with butter and lox", "no spread", "spread", None),
+    ("bagel_menu", "a plain bagel toasted with butter and lox", "no extras", "extras", []),
+    ("bagel_menu", "a plain bagel toasted with butter and lox", "hold the extras", "extras", []),
+    ("bagel_menu", "a plain bagel toasted with butter and lox", "remove the spread", "spread", None),
+    ("pizza_menu", "a large pizza with olives and ham", "no toppings", "toppings", []),
+    ("drive_menu", "a cheeseburger with onion and pickles", "no toppings", "toppings", []),
+])
+def test_no_spread_clears_the_field_of_the_item_being_discussed(request, menu_name, first, text, field, left):
+    """"no spread" / "no extras" were not understood ("spread" was an unknown word): a field named as a whole
+    ("names" in the menu), negated, clears it on the item being discussed."""
+    s = Session(request.getfixturevalue(menu_name))
+    s.say(first)
+    out = s.say(text)
+    (_t, fields), = _items(s)
+    assert fields[field] == left and out.response_keys[0] == "ack-modified", out.reply
+    assert not out.errors and out.state_after == "Ordering"
+
+
+def test_no_spread_answers_the_spread_question(bagel_menu):
+    s = Session(bagel_menu)
+    assert s.say("a plain bagel toasted").reply == "Any spread - cream cheese, butter?"
+    out = s.say("no spread")
+    assert out.state_after == "Ordering" and not out.errors
+    assert out.reply == "Anything else on it - lox, bacon, tomato?"
+
+
+def test_a_field_word_said_positively_is_not_understood(bagel_menu):
+    s = Session(bagel_menu)
+    s.say("a plain bagel toasted")
+    out = s.say("with spread")
+    assert out.state_after == "Clarifying" and _items(s)[0][1]["spread"] is None
