@@ -70,6 +70,21 @@ class ChunkRules:
                 return False
         return False
 
+    def _reference_follows(self, i: int) -> bool:
+        """Values after "the" followed, with only values between, by the noun they describe or by "one": "no olives
+        on the large pizza", "no ham on the small one" - a description of an item, not values of their own."""
+        values = [s for s in self.chunks[i].senses if s.field is not None]
+        if self._names_the_noun(i, values):
+            return True
+        for ch in self.chunks[i + 1:]:
+            if ch.kind == "filler":
+                continue
+            if ch.kind == "num":
+                return ch.text.lower() in ("one", "1")
+            if ch.kind != "menu" or anchor_senses(ch):
+                return False
+        return False
+
     def _restates_field(self, i: int, cur: Frame) -> bool:
         """ "a large pizza and a small", "a hawaiian and a margherita": after "and", an article
         followed by a value for a field the current item already has starts another item."""

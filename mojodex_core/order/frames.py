@@ -281,7 +281,15 @@ class _Segmenter(DoubtHandlers):
             if k == "num":
                 self.on_num(i, ch)
             elif k == "menu":
+                described = self.cur if self.definite else None
+                if described is not None and (described.anchor is not None or not described.attrs
+                                              or not self._reference_follows(i)):
+                    described = None
+                if described is not None:  # "no olives on the large thin crust pizza": "the" names an ordered
+                    self._end_neg()  # item, its values describe it (not negated, not added to it)
                 self.on_menu(i, ch)
+                if described is not None and self.cur is described:
+                    described.definite = True
                 self.definite = False
                 continue
             elif k == "qual":

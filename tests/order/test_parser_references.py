@@ -101,6 +101,15 @@ def test_a_street_address_said_unasked_is_not_items(pizza_menu):
     assert parse_deterministic("2 large pizzas", pizza_menu).new_items[0].fields["quantity"] == 2
 
 
+@pytest.mark.parametrize("text, item", [("no olives on the large pizza", 0), ("no olives on the small one", 1),
+                                        ("hold the olives on the large thin crust pizza", 0)])
+def test_a_description_after_the_values_names_the_line(pizza_menu, text, item):
+    tree = order(pizza_menu, "a large thin crust pizza with olives and a small pizza with olives")
+    parsed = parse_deterministic(text, pizza_menu, tree)
+    assert mods(parsed) == [(item, "excluded_toppings", [{"name": "OLIVES"}])] and not parsed.new_items
+    assert not parsed.unparsed
+
+
 @pytest.mark.parametrize("text, field", [("no spread", "spread"), ("no extras", "extras"), ("no toppings", "extras"),
                                          ("without any spread", "spread")])
 def test_a_field_named_as_a_whole_and_negated_is_cleared(bagel_menu, text, field):

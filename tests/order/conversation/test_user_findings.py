@@ -743,3 +743,21 @@ def test_a_field_word_said_positively_is_not_understood(bagel_menu):
     s.say("a plain bagel toasted")
     out = s.say("with spread")
     assert out.state_after == "Clarifying" and _items(s)[0][1]["spread"] is None
+
+
+@pytest.mark.parametrize("first, pizzas", [
+    ("a large pizza with olives", 1),
+    ("a large pizza with olives and ham and a small pizza with olives", 2),
+])
+def test_no_olives_on_the_large_pizza_changes_that_pizza(pizza_menu, first, pizzas):
+    """"no olives on the large pizza" added a new large pizza with no olives: "the" was lost at "large"."""
+    s = Session(pizza_menu)
+    s.say(first)
+    out = s.say("no olives on the large pizza")
+    assert out.response_keys[0] == "ack-modified" and len(_items(s)) == pizzas
+    large = _items(s)[0][1]
+    assert {"name": "OLIVES"} not in large["toppings"] and large["excluded_toppings"] == [{"name": "OLIVES"}]
+    if pizzas == 2:
+        assert _items(s)[1][1]["toppings"] == [{"name": "OLIVES"}]
+        s.say("no olives on the small one")
+        assert _items(s)[1][1]["toppings"] == [] and len(_items(s)) == 2
