@@ -93,7 +93,10 @@ class ReferenceRules:
                 self.leftovers.append(said_as(frame, self.menu, item_type))
                 return True
             if live and frame.has_noun:  # "no ice in the drink" with no drink ordered: not a new line
-                self.leftovers.append(said_as(frame, self.menu, item_type))
+                said = said_as(frame, self.menu, item_type)
+                self.leftovers.append(said)
+                self._reference_doubt(frame, said, [item_type], new_item=True)  # offered, not guessed
+                return True
         ref = self.ref
         if (ref is not None and self.seg.modify and not frame.definite
                 and (frame.article or frame.anchor is None and not frame.attrs and explicit_number)):
@@ -195,12 +198,14 @@ class ReferenceRules:
             self._reference_doubt(frame, said)
         return True
 
-    def _reference_doubt(self, frame: Frame, said: str) -> None:
-        """Keep the change asked of an item not found, per item type that takes all of it (see ReferenceDoubt)."""
+    def _reference_doubt(self, frame: Frame, said: str, types: list[str] | None = None,
+                         new_item: bool = False) -> None:
+        """Keep the change asked of an item not found, per item type that takes all of it (see ReferenceDoubt):
+        of ``types`` when given."""
         per_type = {}
-        for item_type in self.menu.item_types:
+        for item_type in types if types is not None else self.menu.item_types:
             _t, fields, left = resolve_frame(replace(frame, anchor=item_type, number=None), self.menu)
             if fields and not left:
                 per_type[item_type] = fields
-        if per_type:
-            self.out.reference = ReferenceDoubt(said=said, fields=per_type)
+        if per_type and self.out.reference is None:
+            self.out.reference = ReferenceDoubt(said=said, fields=per_type, new_item=new_item)

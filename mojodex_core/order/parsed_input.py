@@ -49,6 +49,9 @@ class ReferenceDoubt(BaseModel):
 
     said: str
     fields: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    # no item ordered takes it ("honey" after a bagel, "pepperoni on the large pizza" with a coke only): no new line
+    # was guessed, the caller may offer one (the values per item type are the new item's)
+    new_item: bool = False
 
 
 class ParsedInput(BaseModel):

@@ -119,8 +119,12 @@ class _Builder(ReferenceRules):
                     continue
             if not fields and frame.anchor is None:
                 continue
-            if frame.anchor is None and len(fitting_types(frame, self.menu)) > 1 and frame.inherit is None:
-                self.leftovers.extend(a.text for a in frame.attrs)  # "large" alone: a large what?
+            types = fitting_types(frame, self.menu)
+            if frame.anchor is None and len(types) > 1 and frame.inherit is None:
+                said = " ".join(a.text for a in frame.attrs)
+                self.leftovers.append(said)  # "large" alone: a large what? Not guessed (a combo), kept to offer
+                self._reference_doubt(frame, said, types, new_item=True)
+                continue
             if self.seg.opens_with_correction and tree is not None and any(
                     tree.items.items[i].item_type == item_type for i in live):
                 self.leftovers.append(said_as(frame, self.menu, item_type))  # "actually a pepsi": instead of the coke?
@@ -174,12 +178,16 @@ class _Builder(ReferenceRules):
         fits = [i for i in live_items(tree) if tree.items.items[i].item_type in types]
         if self._over_the_order(frame, fits):
             return
-        if not fits:  # "large" at a shop where nothing ordered takes a size: a new line, as before
+        said = " ".join(a.text for a in frame.attrs)
+        if not fits:
+            # "honey" after a bagel, "large pepperoni" after a coke: no item ordered takes it. Reported, and no new
+            # line is guessed as well (a parse never both refuses words and applies them): the values per item
+            # type that takes them are kept, so that the caller can offer that item ("a coffee with honey?")
             item_type, fields, left = resolve_frame(frame, self.menu, self.notes)
             self.leftovers.extend(left)
             if item_type is not None and fields:
                 self.leftovers.extend(a.text for a in frame.attrs)
-                self.out.new_items.append(ParsedItem(item_type=item_type, fields=fields))
+                self._reference_doubt(frame, said, fitting_types(frame, self.menu), new_item=True)
             return
         asked = pending.item_index if pending is not None and pending.task == "item" else None
         if asked not in fits and len(fits) > 1:

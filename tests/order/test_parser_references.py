@@ -101,6 +101,23 @@ def test_a_street_address_said_unasked_is_not_items(pizza_menu):
     assert parse_deterministic("2 large pizzas", pizza_menu).new_items[0].fields["quantity"] == 2
 
 
+def test_a_value_no_ordered_item_takes_is_reported_and_kept_not_added(bagel_menu):
+    """"honey" after a bagel: refused words are never also applied (a coffee with honey added anyway)."""
+    tree = order(bagel_menu, "a plain bagel toasted")
+    parsed = parse_deterministic("honey", bagel_menu, tree)
+    assert not parsed.new_items and not parsed.modifications and parsed.unparsed == ["honey"]
+    assert parsed.reference is not None and parsed.reference.new_item
+    assert parsed.reference.fields == {"coffee": {"sweetener": "honey"}}
+
+
+def test_a_definite_reference_to_nothing_ordered_is_not_a_new_line(pizza_menu):
+    tree = order(pizza_menu, "a coke")
+    parsed = parse_deterministic("pepperoni on the large pizza", pizza_menu, tree)
+    assert not parsed.new_items and parsed.unparsed
+    assert parsed.reference is not None and parsed.reference.new_item
+    assert parsed.reference.fields == {"pizza": {"toppings": [{"name": "PEPPERONI"}], "size": "LARGE"}}
+
+
 @pytest.mark.parametrize("text, item", [("no olives on the large pizza", 0), ("no olives on the small one", 1),
                                         ("hold the olives on the large thin crust pizza", 0)])
 def test_a_description_after_the_values_names_the_line(pizza_menu, text, item):

@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import Callable
 
 from ..flow import recalculate
-from ..parsed_input import ParsedInput
+from ..parsed_input import ParsedInput, ParsedItem
+from ..render import with_article
+from ..tree import ItemTask, new_order
 from .compose import acknowledge, ask, commit, remember_read_back
 from .context import Ctx, apply_parsed, pending_change_dump
 from .events import CHECKOUT_QUESTIONS
@@ -45,7 +47,11 @@ def ask_targeted_question(ctx: Ctx) -> None:
     step = next_step(tree, ctx.menu, "Confirming" if "Confirming" in (ctx.conv.state, ctx.state_after) else "Ordering")
     tree.pending = step.pending
     asked = step.key
-    if ctx.repair_unclear:
+    offer = ctx.pending_reference if ctx.repair_unclear else None
+    if offer is not None and offer.get("kind") == "new":
+        asked = "new_item"
+        _offer_new_item(ctx, offer)
+    elif ctx.repair_unclear:
         asked = "reference"
         ctx.conv.proposal = ctx.pending_reference  # kept for the answer ("the coke", "the first one")
         # the items the reference could mean ("remove the pizza": the pizzas), else every item
@@ -72,6 +78,33 @@ def ask_targeted_question(ctx: Ctx) -> None:
     conv = ctx.conv
     conv.question_count = conv.question_count + 1 if conv.last_question == asked else 1
     conv.last_question = asked
+
+
+def _offer_new_item(ctx: Ctx, offer: dict) -> None:
+    """Values no ordered item takes ("honey" after a bagel): nothing was applied; the item that takes them is
+    offered ("would you like a coffee with honey?"), several when several do - kept for the answer."""
+    fields: dict[str, dict] = offer.get("fields", {})
+    names = []
+    for item_type, values in fields.items():
+        scratch, _diff = apply_parsed(new_order(ctx.menu.id, ctx.menu.currency),
+                                      ParsedInput(new_items=[ParsedItem(item_type=item_type, fields=values)]),
+                                      ctx.menu, [])
+        live = scratch.items.active()
+        names.append(_offered_text(live[0][1]) if live else with_article(ctx.menu.item_types[item_type].label, 1))
+    ctx.conv.proposal = {"kind": "new", "fields": fields}
+    ctx.proposed = True
+    ctx.rule("clarify", f"{offer.get('said')!r} goes with no item ordered: offer {names}")
+    ctx.say("clarify-new-item", say(ctx.lang, "clarify-new-item", words=offer.get("said", ""),
+                                    item=join_list(ctx.lang, names, "word-or")))
+
+
+def _offered_text(it: ItemTask) -> str:
+    """An item offered with the values said, its name left to ask: "a coffee with honey", "a toasted bagel"."""
+    text = it.summary or ""
+    if it.label not in text.split():
+        head, sep, tail = text.partition("with ")
+        text = f"{head.strip()} {it.label} {sep}{tail}".strip()
+    return with_article(" ".join(text.split()), it.quantity)
 
 
 def summarize(ctx: Ctx) -> None:

@@ -43,6 +43,7 @@ class Ctx:
     completed_before: set[int] = field(default_factory=set)  # items already complete before this turn
     repair_unclear: bool = False  # a reference the parser output could not represent
     pending_reference: dict | None = None  # the change that reference asked for, kept for "which one?"
+    proposed: bool = False  # this turn's reply asked about a proposal ("which one?", "a coffee with honey?")
 
     @property
     def lang(self) -> str:

@@ -159,7 +159,8 @@ def _bookkeeping(ctx: Ctx, event: str) -> None:
     else:
         conv.clarify_attempts = 0
     keeps_proposal = ("E.SILENCE", "E.BARGE_IN", "MENU_QUESTION", "OFF_TOPIC")
-    if ctx.state_after != "Clarifying" and event not in keeps_proposal:
+    # kept while its question is open: in Clarifying, or asked this turn (Confirming asks "which one?" in place)
+    if ctx.state_after != "Clarifying" and event not in keeps_proposal and not ctx.proposed:
         conv.proposal = None
     if ctx.state_after == "Idle":
         conv.order.pending = None

@@ -10,7 +10,9 @@ The parser reads one message against the menu; some things only make sense again
   become extra cancellations (``cancels``);
 * a change by reference to no item (the parser's ``ParsedInput.reference``): nothing is applied, the turn is
   unclear (``lowConfidence`` -> Clarifying, "which one do you mean?") and the change is kept for the answer,
-  which the parser's ``referenced_item`` reads ("the coke", "the second one") or a number in the list.
+  which the parser's ``referenced_item`` reads ("the coke", "the second one") or a number in the list;
+* values no item ordered takes ("honey" after a bagel: ``reference.new_item``): nothing is applied, the item that
+  takes them is offered ("would you like a coffee with honey?") and yes, or naming it, adds it.
 
 Changes by ordinal or by type ("make the second one large", "make the coke large") and "both large" over the
 order are the parser's: the conversation applies them as parsed.
@@ -262,6 +264,10 @@ def _reference_doubt(ctx: Ctx, parsed: ParsedInput) -> bool:
     doubt = parsed.reference
     if doubt is None:
         return False
+    if doubt.new_item:  # "honey" after a bagel: no item ordered takes it - offered as a new item, not guessed
+        ctx.rule("repair", f"{doubt.said!r} goes with no item of the order: offer it as a new item")
+        ctx.pending_reference = {"kind": "new", "said": doubt.said, "fields": doubt.fields}
+        return True
     ctx.rule("repair", f"{doubt.said!r} refers to no item of the order: ask which one")
     ctx.pending_reference = {"kind": "reference", "fields": doubt.fields}
     return True
@@ -363,6 +369,25 @@ def _another_item_named(ctx: Ctx, parsed: ParsedInput) -> ParsedInput | None:
     return fresh
 
 
+def _new_item_offered(ctx: Ctx, parsed: ParsedInput) -> ParsedInput | None:
+    """The answer to the offer of a new item ("honey" after a bagel: "would you like a coffee with honey?"): yes
+    adds it; naming one of the item types offered ("a latte", "fries") adds that one with the values said before."""
+    proposal = ctx.conv.proposal
+    if proposal is None or proposal.get("kind") != "new":
+        return None
+    offered: dict[str, dict[str, Any]] = proposal.get("fields", {})
+    if ctx.only("yes") and len(offered) == 1:
+        item_type, fields = next(iter(offered.items()))
+        ctx.rule("repair", f"yes to the offer: a new {item_type}")
+        return ParsedInput(new_items=[ParsedItem(item_type=item_type, fields=dict(fields))], confidence=1.0)
+    if len(parsed.new_items) == 1 and parsed.new_items[0].item_type in offered and not parsed.modifications:
+        item = parsed.new_items[0]
+        fields = {k: v for k, v in offered[item.item_type].items() if k not in item.fields} | item.fields
+        ctx.rule("repair", f"the offer taken as a {item.item_type}, with the values said before")
+        return parsed.model_copy(update={"new_items": [item.model_copy(update={"fields": fields})]})
+    return None
+
+
 def _instead_of_the_offer(ctx: Ctx, parsed: ParsedInput) -> ParsedInput | None:
     """Out of stock, an alternative offered (``proposal`` of kind ``value``): another value of that field named
     instead ("a sprite instead", "pepsi") goes on the lines that lost their value, not on a new line (which would
@@ -422,8 +447,8 @@ def repair(ctx: Ctx) -> tuple[ParsedInput, list[int], bool]:
     answered = _which_one(ctx)
     if answered is not None:
         return answered, [], False
-    for fix in (_hesitation, _greeting_only, _another_item_named, _instead_of_the_offer, _yes_no, _info_keywords,
-                _same_again):
+    for fix in (_hesitation, _greeting_only, _new_item_offered, _another_item_named, _instead_of_the_offer, _yes_no,
+                _info_keywords, _same_again):
         fixed = fix(ctx, parsed)
         if fixed is not None:
             return fixed, [], False

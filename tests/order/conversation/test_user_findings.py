@@ -711,6 +711,53 @@ def _items(s: Session) -> list[tuple[str, dict]]:
     return [(it.item_type, dict(it.fields)) for _, it in s.conv.order.items.active()]
 
 
+@pytest.mark.parametrize("before", [("a plain bagel",), ("a plain bagel toasted with butter", "no thanks", "pickup")])
+def test_a_value_no_ordered_item_takes_is_offered_not_added_and_refused(bagel_menu, before):
+    """"Honey" after a bagel answered 'Sorry, we don't have "honey"' and added a coffee with honey anyway. Honey is
+    no option of the bagel: nothing is added, the reply says so and offers what takes it; yes adds it."""
+    s = Session(bagel_menu)
+    s.run(*before)
+    out = s.say("Honey")
+    assert [t for t, _ in _items(s)] == ["bagel"]
+    assert out.response_keys == ["clarify-new-item"] and "don't have" not in out.reply
+    assert '"honey"' in out.reply and "a coffee with honey?" in out.reply
+    s.say("yes")
+    assert [(t, f.get("sweetener")) for t, f in _items(s)] == [("bagel", None), ("coffee", "honey")]
+
+
+def test_a_value_of_the_item_being_discussed_is_applied_to_it(bagel_menu):
+    s = Session(bagel_menu)
+    s.say("a latte and a plain bagel")
+    out = s.say("honey")
+    assert "clarify-new-item" not in out.response_keys and "clarify-unparsed" not in out.response_keys
+    assert [(t, f.get("sweetener")) for t, f in _items(s)] == [("coffee", "honey"), ("bagel", None)]
+
+
+@pytest.mark.parametrize("before", [()])
+def test_large_pepperoni_after_a_coke_is_said_back_and_offered(pizza_menu, before):
+    """The first fix of the "Honey" bug was reverted: "large pepperoni" after a coke, with pickup or delivery asked,
+    then added nothing and said nothing. It is said back with the pizza it describes; yes adds that pizza."""
+    s = Session(pizza_menu)
+    s.run("a coke", *before)
+    out = s.say("large pepperoni")
+    assert out.response_keys == ["clarify-new-item"] and out.state_after == "Clarifying"
+    assert '"large pepperoni"' in out.reply and "a large pizza with pepperoni?" in out.reply
+    assert [t for t, _ in _items(s)] == ["drink"]
+    s.say("yes")
+    assert _items(s)[1] == ("pizza", {"quantity": 1, "size": "LARGE", "style": [],
+                                      "toppings": [{"name": "PEPPERONI"}]})
+
+
+def test_a_value_several_item_types_take_offers_each_and_the_answer_picks_one(drive_menu):
+    s = Session(drive_menu)
+    s.say("a cheeseburger")
+    out = s.say("large")
+    assert out.response_keys == ["clarify-new-item"] and "large combo" in out.reply and "large drink" in out.reply
+    assert [t for t, _ in _items(s)] == ["burger"]
+    s.say("fries")
+    assert [(t, f.get("size")) for t, f in _items(s)] == [("burger", None), ("fries", "large")]
+
+
 @pytest.mark.parametrize("menu_name, first, text, field, left", [
     ("bagel_menu", "a plain bagel toasted with butter and lox", "no spread", "spread", None),
     ("bagel_menu", "a plain bagel toasted with butter and lox", "no extras", "extras", []),
@@ -761,3 +808,13 @@ def test_no_olives_on_the_large_pizza_changes_that_pizza(pizza_menu, first, pizz
         assert _items(s)[1][1]["toppings"] == [{"name": "OLIVES"}]
         s.say("no olives on the small one")
         assert _items(s)[1][1]["toppings"] == [] and len(_items(s)) == 2
+
+
+def test_a_value_alone_before_anything_is_ordered_is_offered_not_guessed(drive_menu):
+    """"large" as the first words added a large combo (the first item type taking a size) and said 'we don't have
+    "large"'."""
+    s = Session(drive_menu)
+    out = s.say("large")
+    assert out.response_keys == ["clarify-new-item"] and not _items(s)
+    s.say("a drink")
+    assert [(t, f.get("size")) for t, f in _items(s)] == [("drink", "large")]
