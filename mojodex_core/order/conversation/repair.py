@@ -388,6 +388,16 @@ def _new_item_offered(ctx: Ctx, parsed: ParsedInput) -> ParsedInput | None:
     return None
 
 
+def _yes_no_to_our_question(ctx: Ctx, parsed: ParsedInput) -> ParsedInput | None:
+    """A bare yes/no answers the question the assistant asked last - an offer ("would you like a coffee with
+    honey?", "diet coke instead?") or "which one?" -, not the order's pending one (the parser reads "no" as "not
+    toasted" while the bagel's "toasted?" is pending): nothing of the order is answered by it."""
+    if ctx.conv.last_question not in ("proposal", "reference", "new_item") or not ctx.only("yes", "no"):
+        return None
+    ctx.rule("repair", f"yes/no answers the assistant's {ctx.conv.last_question} question, not the order's")
+    return ParsedInput()
+
+
 def _instead_of_the_offer(ctx: Ctx, parsed: ParsedInput) -> ParsedInput | None:
     """Out of stock, an alternative offered (``proposal`` of kind ``value``): another value of that field named
     instead ("a sprite instead", "pepsi") goes on the lines that lost their value, not on a new line (which would
@@ -447,8 +457,8 @@ def repair(ctx: Ctx) -> tuple[ParsedInput, list[int], bool]:
     answered = _which_one(ctx)
     if answered is not None:
         return answered, [], False
-    for fix in (_hesitation, _greeting_only, _new_item_offered, _another_item_named, _instead_of_the_offer, _yes_no,
-                _info_keywords, _same_again):
+    for fix in (_hesitation, _greeting_only, _new_item_offered, _yes_no_to_our_question, _another_item_named,
+                _instead_of_the_offer, _yes_no, _info_keywords, _same_again):
         fixed = fix(ctx, parsed)
         if fixed is not None:
             return fixed, [], False

@@ -810,6 +810,17 @@ def test_no_olives_on_the_large_pizza_changes_that_pizza(pizza_menu, first, pizz
         assert _items(s)[1][1]["toppings"] == [] and len(_items(s)) == 2
 
 
+def test_no_to_the_offer_answers_the_offer_not_the_pending_question(bagel_menu):
+    """"no" to "would you like a coffee with honey?" set the bagel "not toasted": the parser reads a bare "no" as
+    the answer to the order's pending question, but the assistant's last question was the offer."""
+    s = Session(bagel_menu)
+    s.run("a plain bagel", "Honey")
+    out = s.say("no")
+    assert _items(s) == [("bagel", {"bagel_type": "plain", "quantity": 1, "toasted": None, "spread": None,
+                                    "extras": []})]
+    assert out.response_keys[-1] == "menu-question" and "toasted" in out.reply
+
+
 def test_a_value_alone_before_anything_is_ordered_is_offered_not_guessed(drive_menu):
     """"large" as the first words added a large combo (the first item type taking a size) and said 'we don't have
     "large"'."""
