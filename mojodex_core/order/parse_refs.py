@@ -90,7 +90,17 @@ class ReferenceRules:
                     self.ref = held[0]
                     self._modify(held[0], diff_fields(tree.items.items[held[0]], fields))
                     return True
-                self.leftovers.append(said_as(frame, self.menu, item_type))
+                said = said_as(frame, self.menu, item_type)
+                self.leftovers.append(said)
+                # "remove the bacon" with two bagels holding it: the change is kept for the caller's "which one?"
+                # (or "both"), without what describes the lines (every one holds it) or names them ("the coke")
+                cands = held or same
+                change = {k: v for k, v in fields.items()
+                          if not all(tree.items.items[i].fields.get(k) == v for i in cands)}
+                if self._names_the_reference(frame, item_type):
+                    change.pop(name_field(self.menu, item_type) or "", None)
+                if change and self.out.reference is None:
+                    self.out.reference = ReferenceDoubt(said=said, fields={item_type: change}, items=cands)
                 return True
             if live and frame.has_noun:  # "no ice in the drink" with no drink ordered: not a new line
                 said = said_as(frame, self.menu, item_type)
@@ -198,14 +208,14 @@ class ReferenceRules:
             self._reference_doubt(frame, said)
         return True
 
-    def _reference_doubt(self, frame: Frame, said: str, types: list[str] | None = None,
+    def _reference_doubt(self, frame: Frame, said: str, types: list[str] | None = None, items: list[int] | None = None,
                          new_item: bool = False) -> None:
         """Keep the change asked of an item not found, per item type that takes all of it (see ReferenceDoubt):
-        of ``types`` when given."""
+        of ``types`` when given, and ``items`` the live items it could be."""
         per_type = {}
         for item_type in types if types is not None else self.menu.item_types:
             _t, fields, left = resolve_frame(replace(frame, anchor=item_type, number=None), self.menu)
             if fields and not left:
                 per_type[item_type] = fields
         if per_type and self.out.reference is None:
-            self.out.reference = ReferenceDoubt(said=said, fields=per_type, new_item=new_item)
+            self.out.reference = ReferenceDoubt(said=said, fields=per_type, items=items or [], new_item=new_item)

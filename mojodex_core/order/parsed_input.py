@@ -44,11 +44,14 @@ class Modification(BaseModel):
 
 class ReferenceDoubt(BaseModel):
     """A change asked of an item the parser could not find ("make the fourth one small" with two items, "make the
-    second one thin crust" when the second is a coke): what was said, and the values per item type that takes
-    them, so that the caller can ask "which one?" and apply the change to the answer."""
+    second one thin crust" when the second is a coke), or of one of several ("make it small" with two pizzas):
+    what was said, and the values per item type that takes them, so that the caller can ask "which one?" and apply
+    the change to the answer."""
 
     said: str
     fields: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    # the live items it could be ("remove the bacon" with two bagels holding bacon): "both" answers all of them
+    items: list[int] = Field(default_factory=list)
     # no item ordered takes it ("honey" after a bagel, "pepperoni on the large pizza" with a coke only): no new line
     # was guessed, the caller may offer one (the values per item type are the new item's)
     new_item: bool = False

@@ -196,6 +196,8 @@ class _Builder(ReferenceRules):
             idx = asked if asked in fits else fits[0]
         else:  # "bottle" with a coke and a sprite, no question pending about either: which one? not guessed
             self.leftovers.extend(a.text for a in frame.attrs)
+            # "remove the bacon" with two bagels holding it, "make it small" with two pizzas: the caller asks
+            self._reference_doubt(frame, said, sorted({tree.items.items[i].item_type for i in fits}), items=fits)
             return
         _t, fields, left2 = resolve_frame(replace(frame, anchor=tree.items.items[idx].item_type), self.menu, self.notes)
         self.leftovers.extend(left2)

@@ -118,6 +118,24 @@ def test_a_definite_reference_to_nothing_ordered_is_not_a_new_line(pizza_menu):
     assert parsed.reference.fields == {"pizza": {"toppings": [{"name": "PEPPERONI"}], "size": "LARGE"}}
 
 
+def test_values_several_lines_fit_keep_the_change_and_the_lines(pizza_menu, bagel_menu):
+    tree = order(pizza_menu, "a large pizza with olives and a medium pizza with ham")
+    parsed = parse_deterministic("make it small", pizza_menu, tree)
+    assert not parsed.modifications and parsed.unparsed == ["small"]
+    assert parsed.reference is not None and not parsed.reference.new_item
+    assert (parsed.reference.fields, parsed.reference.items) == ({"pizza": {"size": "SMALL"}}, [0, 1])
+    tree = order(bagel_menu, "a plain bagel with bacon and a sesame bagel with bacon")
+    parsed = parse_deterministic("remove the bacon", bagel_menu, tree)
+    assert not parsed.modifications and parsed.reference is not None
+    assert (parsed.reference.fields, parsed.reference.items) == ({"bagel": {"excluded_extras": ["bacon"]}}, [0, 1])
+
+
+def test_a_reference_doubt_keeps_only_the_change_not_what_names_the_lines(pizza_menu):
+    tree = order(pizza_menu, "a diet coke and a cherry coke")
+    parsed = parse_deterministic("make the coke large", pizza_menu, tree)
+    assert parsed.reference is not None and parsed.reference.fields == {"drink": {"size": "LARGE"}}
+
+
 @pytest.mark.parametrize("text, item", [("no olives on the large pizza", 0), ("no olives on the small one", 1),
                                         ("hold the olives on the large thin crust pizza", 0)])
 def test_a_description_after_the_values_names_the_line(pizza_menu, text, item):

@@ -54,7 +54,9 @@ def ask_targeted_question(ctx: Ctx) -> None:
     elif ctx.repair_unclear:
         asked = "reference"
         ctx.conv.proposal = ctx.pending_reference  # kept for the answer ("the coke", "the first one")
-        # the items the reference could mean ("remove the pizza": the pizzas), else every item
+        ctx.proposed = ctx.pending_reference is not None
+        # the items the reference could mean ("remove the pizza": the pizzas, "remove the bacon": the bagels holding
+        # it), else every item
         listed = (ctx.pending_reference or {}).get("candidates") or [i for i, _ in tree.items.active()]
         items = [f"{n}) {item_text(tree.items.items[i])}" for n, i in enumerate(listed, 1)]
         ctx.rule("clarify", "a reference to no item of the order: ask which one")

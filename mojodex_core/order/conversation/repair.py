@@ -8,9 +8,10 @@ The parser reads one message against the menu; some things only make sense again
 * a value said with another item's words at a pending question ("What size?" - "add a small coke"): an order;
 * several removals in one message ("remove the pizza and the coke"): the parse holds one removal, the others
   become extra cancellations (``cancels``);
-* a change by reference to no item (the parser's ``ParsedInput.reference``): nothing is applied, the turn is
-  unclear (``lowConfidence`` -> Clarifying, "which one do you mean?") and the change is kept for the answer,
-  which the parser's ``referenced_item`` reads ("the coke", "the second one") or a number in the list;
+* a change by reference to no item, or to one of several (the parser's ``ParsedInput.reference``): nothing is
+  applied, the turn is unclear (``lowConfidence`` -> Clarifying, "which one do you mean?") and the change is kept
+  for the answer, which the parser's ``referenced_item`` reads ("the coke", "the second one"), a number in the
+  list, or "both" (every line it could be);
 * values no item ordered takes ("honey" after a bagel: ``reference.new_item``): nothing is applied, the item that
   takes them is offered ("would you like a coffee with honey?") and yes, or naming it, adds it.
 
@@ -268,8 +269,9 @@ def _reference_doubt(ctx: Ctx, parsed: ParsedInput) -> bool:
         ctx.rule("repair", f"{doubt.said!r} goes with no item of the order: offer it as a new item")
         ctx.pending_reference = {"kind": "new", "said": doubt.said, "fields": doubt.fields}
         return True
-    ctx.rule("repair", f"{doubt.said!r} refers to no item of the order: ask which one")
-    ctx.pending_reference = {"kind": "reference", "fields": doubt.fields}
+    ctx.rule("repair", f"{doubt.said!r} refers to no single item of the order: ask which one")
+    # the lines it could be ("remove the bacon" with two bagels holding it) are the ones "which one?" lists
+    ctx.pending_reference = {"kind": "reference", "fields": doubt.fields, "candidates": list(doubt.items)}
     return True
 
 
@@ -319,6 +321,12 @@ def _which_one(ctx: Ctx) -> ParsedInput | None:
         return None
     tree = ctx.conv.order
     live, number = _number_in_the_list(ctx, proposal)
+    candidates = [i for i, _ in tree.items.active() if i in (proposal.get("candidates") or ())]
+    if proposal["kind"] == "reference" and len(candidates) >= 2 and ctx.has("both") and ctx.only("both", "yes"):
+        # "both" to "which one?" ("remove the bacon" with two bagels holding it): every line it could be
+        mods = [m for i in candidates for m in _modifications(ctx, i, proposal.get("fields", {}))]
+        ctx.rule("repair", f"which one: all of items {[i + 1 for i in candidates]} get the change")
+        return ParsedInput(modifications=mods, confidence=1.0) if mods else None
     if number is not None and 1 <= number <= len(live):
         idx: int | None = live[number - 1]
     else:

@@ -810,6 +810,36 @@ def test_no_olives_on_the_large_pizza_changes_that_pizza(pizza_menu, first, pizz
         assert _items(s)[1][1]["toppings"] == [] and len(_items(s)) == 2
 
 
+TWO_BACON_BAGELS = "a plain bagel toasted with butter and bacon and a sesame bagel toasted with cream cheese and bacon"
+
+
+@pytest.mark.parametrize("answer, without", [("the sesame one", [1]), ("2", [1]), ("the first one", [0]),
+                                             ("both", [0, 1])])
+def test_remove_the_bacon_from_two_bagels_asks_which_one(bagel_menu, answer, without):
+    """"remove the bacon" with two bagels holding bacon answered 'we don't have "bacon"'. It asks which one, changes
+    nothing meanwhile, and the answer (or "both") takes it off."""
+    s = Session(bagel_menu)
+    s.run(TWO_BACON_BAGELS, "pickup")
+    out = s.say("remove the bacon")
+    assert out.response_keys == ["clarify-reference"] and "don't have" not in out.reply
+    assert [f["extras"] for _, f in _items(s)] == [["bacon"], ["bacon"]]
+    out = s.say(answer)
+    assert [f["extras"] for _, f in _items(s)] == [[] if i in without else ["bacon"] for i in range(2)], out.reply
+    assert out.response_keys[0] == "ack-modified"
+
+
+@pytest.mark.parametrize("before", [()])
+def test_make_it_small_with_two_pizzas_asks_which_pizza(pizza_menu, before):
+    """"make it small" with two pizzas gave a pattern hint (after an unclear turn) or the pickup question again."""
+    s = Session(pizza_menu)
+    s.run("a large pizza with olives and a medium pizza with ham", *before)
+    out = s.say("make it small")
+    assert out.response_keys == ["clarify-reference"] and out.state_after == "Clarifying"
+    assert [f["size"] for _, f in _items(s)] == ["LARGE", "MEDIUM"]
+    s.say("the large one")
+    assert [f["size"] for _, f in _items(s)] == ["SMALL", "MEDIUM"]
+
+
 def test_no_to_the_offer_answers_the_offer_not_the_pending_question(bagel_menu):
     """"no" to "would you like a coffee with honey?" set the bagel "not toasted": the parser reads a bare "no" as
     the answer to the order's pending question, but the assistant's last question was the offer."""
