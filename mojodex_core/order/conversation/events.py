@@ -70,6 +70,10 @@ PREDICATES: dict[str, Callable[[Ctx], bool]] = {
     "greeting": lambda c: c.only("greeting") and not items_changed(c) and not asked_twice(c),
     "yes_to_more": lambda c: c.conv.last_question == "next_step" and _says_yes(c),
     "unclear": low_confidence,
+    # a new "which one?" or a new item to offer, not an answer to the one just asked: asked, not hinted at (NEW_DOUBT;
+    # a second one in a row is the seed's STILL_UNCLEAR, or reference_again once right after "which one?")
+    "new_doubt": lambda c: c.repair_unclear and c.pending_reference is not None
+    and c.conv.last_question not in ("reference", "new_item"),
     "asked_twice": asked_twice,
     "never_mind": lambda c: bool(c.has("never_mind")) or (_says_no(c) and (
         c.conv.proposal is not None or c.conv.last_question in ("reference", "unparsed", "order"))),
@@ -102,7 +106,8 @@ UTTERANCE_EVENTS: dict[str, tuple[tuple[str, str], ...]] = {
     "Clarifying": COMMON + (("USER_SAYS_NEVER_MIND", "never_mind"), ("E.OOS", "out_of_stock"),
                             ("BIG_CHANGE", "unsafe"), ("USER_SAYS_DONE", "done_items_complete"),
                             ("INFO_GIVEN", "answers_checkout_question"), ("UTTERANCE_UNCLEAR", "reference_again"),
-                            ("USER_CLARIFIES_OK", "clarified"), ("STILL_UNCLEAR", "always")),
+                            ("USER_CLARIFIES_OK", "clarified"), ("NEW_DOUBT", "new_doubt"),
+                            ("STILL_UNCLEAR", "always")),
     "Confirming": COMMON + (("E.OOS", "out_of_stock"), ("BIG_CHANGE", "unsafe"),
                             ("USER_SAYS_NOT_RIGHT", "not_right"), ("PRICES_CHANGED", "confirms_stale_total"),
                             ("USER_CONFIRMS", "confirms"),

@@ -87,6 +87,9 @@ TABLE: tuple[Row, ...] = (
     Row("Clarifying", "UTTERANCE_UNCLEAR", "lowConfidence", "Clarifying", "ask_targeted_question", "ext"),
     # a yes to a read-back whose total a price change (an uploaded menu) made wrong: read back with the new total
     Row("Confirming", "PRICES_CHANGED", None, "Confirming", "read_back_again", "ext"),
+    # a new reference several lines fit, or values no line takes, said while clarifying: its own question ("which
+    # one?", "a coffee with honey?"), not the pattern hint of an answer still unclear
+    Row("Clarifying", "NEW_DOUBT", "lowConfidence", "Clarifying", "ask_targeted_question", "ext"),
 )
 
 GuardFn = Callable[[object], bool]

@@ -146,6 +146,7 @@ SCENARIOS = {
     45: lambda m: confirming(m, readback=False).run("hmm", "umm", "errr", "Dana"),
     46: lambda m: ordering(m, two=True).run("a plain bagel", "remove the coffee", "the third one"),
     47: lambda m: repriced(confirming(m)).say("yes"),
+    48: lambda m: clarifying(m).say("toasted"),
 }
 
 

@@ -733,7 +733,7 @@ def test_a_value_of_the_item_being_discussed_is_applied_to_it(bagel_menu):
     assert [(t, f.get("sweetener")) for t, f in _items(s)] == [("coffee", "honey"), ("bagel", None)]
 
 
-@pytest.mark.parametrize("before", [()])
+@pytest.mark.parametrize("before", [(), ("no thanks",)])
 def test_large_pepperoni_after_a_coke_is_said_back_and_offered(pizza_menu, before):
     """The first fix of the "Honey" bug was reverted: "large pepperoni" after a coke, with pickup or delivery asked,
     then added nothing and said nothing. It is said back with the pizza it describes; yes adds that pizza."""
@@ -828,7 +828,7 @@ def test_remove_the_bacon_from_two_bagels_asks_which_one(bagel_menu, answer, wit
     assert out.response_keys[0] == "ack-modified"
 
 
-@pytest.mark.parametrize("before", [()])
+@pytest.mark.parametrize("before", [(), ("no thanks",)])
 def test_make_it_small_with_two_pizzas_asks_which_pizza(pizza_menu, before):
     """"make it small" with two pizzas gave a pattern hint (after an unclear turn) or the pickup question again."""
     s = Session(pizza_menu)
