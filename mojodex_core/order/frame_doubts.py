@@ -166,6 +166,12 @@ class DoubtHandlers(ChunkRules):
             kind = next(iter(common)) if len(common) == 1 else None
         if cur is None and not self.out.frames:  # "both large" opening a message: every item already ordered
             self.out.flags["dist_order"] = (ch.text, ch.payload)
+        if (cur is not None and self.out.frames == [cur] and cur.anchor is None and cur.inherit is None
+                and cur.number is None and cur.attrs and all(a.negated for a in cur.attrs)):
+            # "remove the bacon from both", "no onions on either": values taken off items already ordered (the
+            # parser checks that as many lines hold them)
+            self.out.flags["dist_order"] = (ch.text, ch.payload)
+            return
         if cur is None or kind is None:
             return
         group: list[Frame] = []

@@ -36,6 +36,9 @@ class ReferenceRules:
     def _holding(self, frame: Frame, fits: list[int]) -> list[int]:
         raise NotImplementedError
 
+    def _over_the_order(self, frame: Frame, fits: list[int]) -> bool:
+        raise NotImplementedError
+
     def _cancel(self, frame: Frame, item_type: str, fields: dict[str, Any]) -> None:
         """ "remove the coke": the line it names; "remove one coke" of a line of three: one fewer; more than
         the line holds, several lines, or a second removal (which the parse can't hold): said, not guessed."""
@@ -85,6 +88,8 @@ class ReferenceRules:
                 return True
             if ambiguous:  # "make the coke large" with two lines of coke: which one? not a new line either
                 same = [i for i in live if tree.items.items[i].item_type == item_type]
+                if not frame.has_noun and frame.anchor is None and self._over_the_order(frame, same):
+                    return True  # "remove the bacon from both"
                 held = self._holding(frame, same)
                 if len(held) == 1:  # "remove the olives" with two pizzas, one with olives: that one
                     self.ref = held[0]

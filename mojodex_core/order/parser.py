@@ -226,8 +226,9 @@ class _Builder(ReferenceRules):
         return held
 
     def _over_the_order(self, frame: Frame, fits: list[int]) -> bool:
-        """ "both large" with a coke and fries ordered: the values go to every live item (the two of "both").
-        An item that can't take them, or a count that doesn't match, is a doubt: nothing is changed."""
+        """ "both large" with a coke and fries ordered: the values go to every live item (the two of "both"); values
+        taken off ("remove the bacon from both") go to the lines holding them. An item that can't take them, or a
+        count that doesn't match, is a doubt: nothing is changed."""
         tree = self.tree
         said = self.seg.flags.get("dist_order")
         if tree is None or said is None or len(self.seg.frames) != 1:
@@ -236,10 +237,14 @@ class _Builder(ReferenceRules):
         live = live_items(tree)
         if len(live) < 2:  # "both toasted" over one line of two bagels: that line, as any bare value
             return False
-        if fits != live or (count is not None and len(live) != count):
+        targets: list[int] | None = live
+        if fits != live:  # "remove the bacon from both": the lines that hold it, when they are the ones counted
+            held = self._holding(frame, fits)
+            targets = held if len(held) >= 2 else None
+        if targets is None or (count is not None and len(targets) != count):
             self.leftovers.extend([text] + [a.text for a in frame.attrs])
             return True
-        for idx in live:
+        for idx in targets:
             _t, fields, left = resolve_frame(replace(frame, anchor=tree.items.items[idx].item_type), self.menu,
                                              self.notes)
             self.leftovers.extend(left)

@@ -136,6 +136,20 @@ def test_a_reference_doubt_keeps_only_the_change_not_what_names_the_lines(pizza_
     assert parsed.reference is not None and parsed.reference.fields == {"drink": {"size": "LARGE"}}
 
 
+@pytest.mark.parametrize("text", ["remove the bacon from both", "no bacon on either", "take the bacon off both"])
+def test_values_taken_off_both_lines_that_hold_them(bagel_menu, text):
+    tree = order(bagel_menu, "a plain bagel with bacon and a sesame bagel with bacon", "a latte")
+    parsed = parse_deterministic(text, bagel_menu, tree)
+    assert mods(parsed) == [(0, "excluded_extras", ["bacon"]), (1, "excluded_extras", ["bacon"])]
+    assert parsed.confidence == 1.0 and not parsed.unparsed
+
+
+def test_both_over_one_line_holding_the_value_is_flagged(bagel_menu):
+    tree = order(bagel_menu, "a plain bagel with bacon and a sesame bagel with lox", "an onion bagel with lox")
+    parsed = parse_deterministic("remove the bacon from both", bagel_menu, tree)
+    assert not parsed.modifications and parsed.unparsed
+
+
 @pytest.mark.parametrize("text, item", [("no olives on the large pizza", 0), ("no olives on the small one", 1),
                                         ("hold the olives on the large thin crust pizza", 0)])
 def test_a_description_after_the_values_names_the_line(pizza_menu, text, item):

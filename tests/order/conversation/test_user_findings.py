@@ -828,6 +828,14 @@ def test_remove_the_bacon_from_two_bagels_asks_which_one(bagel_menu, answer, wit
     assert out.response_keys[0] == "ack-modified"
 
 
+@pytest.mark.parametrize("text", ["remove the bacon from both", "no bacon on either"])
+def test_remove_the_bacon_from_both_takes_it_off_both(bagel_menu, text):
+    s = Session(bagel_menu)
+    s.run(TWO_BACON_BAGELS, "a latte")
+    out = s.say(text)
+    assert [f["extras"] for _, f in _items(s)[:2]] == [[], []] and out.response_keys[0] == "ack-modified"
+
+
 @pytest.mark.parametrize("before", [(), ("no thanks",)])
 def test_make_it_small_with_two_pizzas_asks_which_pizza(pizza_menu, before):
     """"make it small" with two pizzas gave a pattern hint (after an unclear turn) or the pickup question again."""
