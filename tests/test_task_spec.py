@@ -21,8 +21,10 @@ from mojodex_core.task_spec import (
     WorkflowTaskSpec,
     check_references,
     displayed_data_for,
+    duplicate_name_issues,
     export_json_schema,
     load_spec_file,
+    reference_issues,
     render_json_schema,
     validate_spec,
 )
@@ -654,6 +656,17 @@ def test_check_references() -> None:
     )
     assert SpecIssue("a.json: predefined_actions[0].task_name", "no task named 'follow_up'") in issues
     assert check_references({"a.json": a}, known_task_names={"follow_up"}) == []
+
+
+def test_reference_and_duplicate_issues_by_spec() -> None:
+    a, b = validate_spec(instruct()), validate_spec({**instruct(), "predefined_actions": []})
+    assert reference_issues({"a.json": a, "b.json": b}) == {
+        "a.json": [SpecIssue("predefined_actions[0].task_name", "no task named 'follow_up'")]
+    }
+    assert reference_issues({"a.json": a}, known_task_names={"follow_up"}) == {}
+    assert duplicate_name_issues({"a.json": a, "b.json": b}) == {
+        "b.json": [SpecIssue("name_for_system", "duplicate name_for_system 'recap' (also in a.json)")]
+    }
 
 
 # --- JSON Schema -------------------------------------------------------------------------------------------

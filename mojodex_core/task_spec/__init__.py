@@ -7,7 +7,8 @@ public API:
   raising ``SpecError`` whose ``.errors`` list every ``SpecIssue(path, rule)``;
 - ``load_spec_file(path)``: the same from a file, JSON syntax errors included;
 - ``displayed_data_for(spec, language)``: the user-facing texts, falling back to 'en';
-- ``check_references(specs)``: rules across a directory of specs;
+- ``check_references(specs)``: rules across a directory of specs (``duplicate_name_issues`` and
+  ``reference_issues``: the same by spec);
 - ``export_json_schema()`` / ``render_json_schema()``: docs/task_spec.schema.json.
 
 See docs/task_specs.md for the format and every rule.
@@ -16,9 +17,11 @@ See docs/task_specs.md for the format and every rule.
 from .api import (
     check_references,
     displayed_data_for,
+    duplicate_name_issues,
     export_json_schema,
     load_spec_file,
     pick_language,
+    reference_issues,
     render_json_schema,
     validate_spec,
 )
@@ -67,11 +70,13 @@ __all__ = [
     "WorkflowTaskSpec",
     "check_references",
     "displayed_data_for",
+    "duplicate_name_issues",
     "export_json_schema",
     "format_path",
     "is_placeholder",
     "load_spec_file",
     "pick_language",
+    "reference_issues",
     "render_json_schema",
     "validate_spec",
 ]

@@ -138,29 +138,45 @@ def check_references(specs: Mapping[str, TaskSpec], known_task_names: Iterable[s
     """Rules across a set of specs (e.g. every file of tasks_config/), keyed by a label such as the file name.
 
     name_for_system is unique across the set, and every predefined action names a task of the set
-    or of ``known_task_names`` (tasks already in the database).
+    or of ``known_task_names`` (tasks already in the database). Each issue's path starts with its label.
     """
-    issues: list[SpecIssue] = []
+    return [
+        SpecIssue(f"{label}: {issue.path}", issue.rule)
+        for found in (duplicate_name_issues(specs), reference_issues(specs, known_task_names))
+        for label, issues in found.items()
+        for issue in issues
+    ]
+
+
+def duplicate_name_issues(specs: Mapping[str, TaskSpec]) -> dict[str, list[SpecIssue]]:
+    """The specs whose name_for_system an earlier spec of the set has, by label (path ``name_for_system``)."""
+    issues: dict[str, list[SpecIssue]] = {}
     owner: dict[str, str] = {}
     for label, spec in specs.items():
         if spec.name_for_system in owner:
-            issues.append(
+            issues[label] = [
                 SpecIssue(
-                    f"{label}: name_for_system",
-                    f"duplicate name_for_system '{spec.name_for_system}' "
-                    f"(also in {owner[spec.name_for_system]})",
+                    "name_for_system",
+                    f"duplicate name_for_system '{spec.name_for_system}' (also in {owner[spec.name_for_system]})",
                 )
-            )
+            ]
         else:
             owner[spec.name_for_system] = label
-    known = set(owner) | set(known_task_names)
+    return issues
+
+
+def reference_issues(
+    specs: Mapping[str, TaskSpec], known_task_names: Iterable[str] = ()
+) -> dict[str, list[SpecIssue]]:
+    """The predefined actions naming neither a spec of the set nor one of ``known_task_names``, by label,
+    each path within its spec (``predefined_actions[0].task_name``); labels without issues are left out."""
+    known = {spec.name_for_system for spec in specs.values()} | set(known_task_names)
+    issues: dict[str, list[SpecIssue]] = {}
     for label, spec in specs.items():
         for i, action in enumerate(spec.predefined_actions):
             if action.task_name not in known:
-                issues.append(
-                    SpecIssue(
-                        f"{label}: predefined_actions[{i}].task_name", f"no task named '{action.task_name}'"
-                    )
+                issues.setdefault(label, []).append(
+                    SpecIssue(f"predefined_actions[{i}].task_name", f"no task named '{action.task_name}'")
                 )
     return issues
 
