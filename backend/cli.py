@@ -9,11 +9,15 @@ import json
 import logging
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from mojodex_core.config import ConfigError, load_settings, resolve_database_url
 from mojodex_core.order.cli import order
+
+if TYPE_CHECKING:
+    from mojodex_core.task_spec import SpecIssue, TaskSpec
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -75,15 +79,21 @@ def tasks() -> None:
 @click.option("--tasks-config-dir", type=click.Path(path_type=Path), default=None,
               help="Folder menus are resolved against (default: the folder of each spec file).")
 def tasks_load(paths: tuple[Path, ...], tasks_config_dir: Path | None) -> None:
-    """Create or update tasks from spec files or folders, one transaction per file."""
+    """Create or update tasks from spec files or folders, one transaction per file.
+
+    Every file is checked first, then the set as a whole (each predefined action naming a task of the
+    set or one already stored), so a file may name a task of a file loaded after it.
+    """
     from mojodex_core.db import transaction
-    from mojodex_core.task_loader import TaskConflict, spec_files, store_spec, validate_for_storage
+    from mojodex_core.task_loader import TaskConflict, check_set, spec_files, store_spec, validate_for_storage
     from mojodex_core.task_spec import SpecError
     from mojodex_core.text_edit.store import text_edit_action_files
 
     factory = _session_factory()
     edit_files = text_edit_action_files(list(paths))
     failed = 0
+
+    valid: list[tuple[Path, TaskSpec]] = []
     for path in spec_files(list(paths)):
         if path in edit_files:
             continue  # a text edit action, loaded below
@@ -94,14 +104,20 @@ def tasks_load(paths: tuple[Path, ...], tasks_config_dir: Path | None) -> None:
             failed += 1
             continue
         try:
-            spec = validate_for_storage(data, tasks_config_dir or path.parent)
-            with transaction(factory) as session:
-                _task, created = store_spec(session, spec, "upsert")
+            valid.append((path, validate_for_storage(data, tasks_config_dir or path.parent)))
         except SpecError as exc:
-            for issue in exc.errors:
-                click.echo(f"{path}: {issue.path}: {issue.rule}", err=True)
+            _print_issues(path, exc.errors)
+            failed += 1
+    with factory() as session:
+        across = check_set(session, {str(path): spec for path, spec in valid})
+    for path, spec in valid:
+        if str(path) in across:
+            _print_issues(path, across[str(path)])
             failed += 1
             continue
+        try:
+            with transaction(factory) as session:
+                _task, created = store_spec(session, spec, "upsert")
         except TaskConflict as exc:
             click.echo(f"{path}: {exc}", err=True)
             failed += 1
@@ -110,6 +126,11 @@ def tasks_load(paths: tuple[Path, ...], tasks_config_dir: Path | None) -> None:
     failed += _load_text_edit_actions(factory, edit_files)
     if failed:
         _fail(f"{failed} spec file(s) rejected; nothing was stored from them")
+
+
+def _print_issues(path: Path, issues: list[SpecIssue]) -> None:
+    for issue in issues:
+        click.echo(f"{path}: {issue.path}: {issue.rule}", err=True)
 
 
 def _load_text_edit_actions(factory, files: list[Path]) -> int:  # noqa: ANN001
@@ -130,8 +151,7 @@ def _load_text_edit_actions(factory, files: list[Path]) -> int:  # noqa: ANN001
             failed += 1
             continue
         except SpecError as exc:
-            for issue in exc.errors:
-                click.echo(f"{path}: {issue.path}: {issue.rule}", err=True)
+            _print_issues(path, exc.errors)
             failed += 1
             continue
         click.echo(f"{'created' if created else 'updated'} text edit action {spec.name} from {path}")

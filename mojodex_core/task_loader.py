@@ -6,6 +6,7 @@ the transaction (one per file for the CLI, one per request for REST).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Callable, Literal
 
@@ -22,7 +23,15 @@ from mojodex_core.db.models import (
     UserTask,
     UserTaskExecution,
 )
-from mojodex_core.task_spec import OrderTaskSpec, SpecError, SpecIssue, TaskSpec, WorkflowTaskSpec, validate_spec
+from mojodex_core.task_spec import (
+    OrderTaskSpec,
+    SpecError,
+    SpecIssue,
+    TaskSpec,
+    WorkflowTaskSpec,
+    reference_issues,
+    validate_spec,
+)
 
 Mode = Literal["create", "update", "upsert"]
 
@@ -63,14 +72,57 @@ def check_menu(
 
 
 def validate_for_storage(
-    data: Any, tasks_config_dir: Path, menu_exists: Callable[[str], bool] | None = None
+    data: Any,
+    tasks_config_dir: Path,
+    menu_exists: Callable[[str], bool] | None = None,
+    stored_task_names: Callable[[set[str]], Iterable[str]] | None = None,
 ) -> TaskSpec:
+    """The spec, checked as it will be stored; raises SpecError listing what is wrong.
+
+    ``stored_task_names(names)`` says which of ``names`` are tasks already stored: every predefined
+    action must name one of them or the spec itself. Without it (loading a set of files, which
+    checks the set as a whole with ``check_set``) the names are not checked here.
+    """
     spec = validate_spec(data)
     if isinstance(spec, OrderTaskSpec):
         check_menu(spec, tasks_config_dir, menu_exists)
     if isinstance(spec, WorkflowTaskSpec):
         check_steps(spec)
+    if stored_task_names is not None:
+        issues = reference_issues({"": spec}, stored_task_names(referenced_task_names([spec])))
+        if issues:
+            raise SpecError(issues[""])
     return spec
+
+
+def referenced_task_names(specs: Iterable[TaskSpec]) -> set[str]:
+    """The tasks the specs' predefined actions name."""
+    return {action.task_name for spec in specs for action in spec.predefined_actions}
+
+
+def existing_task_names(db: DbSession, names: Iterable[str]) -> set[str]:
+    """Which of ``names`` are stored tasks."""
+    wanted = sorted(set(names))
+    if not wanted:
+        return set()
+    return set(db.scalars(select(Task.name_for_system).where(Task.name_for_system.in_(wanted))))
+
+
+def check_set(db: DbSession, specs: Mapping[str, TaskSpec]) -> dict[str, list[SpecIssue]]:
+    """Rules across a set of specs loaded together (keyed by file): each predefined action names a
+    task of the set or one already stored. The issues by file.
+
+    A rejected spec will not be stored, so a spec naming its task is rejected in turn (unless that
+    task is stored already): the check is repeated on what is left until it rejects nothing new.
+    """
+    stored = existing_task_names(db, referenced_task_names(specs.values()))
+    issues: dict[str, list[SpecIssue]] = {}
+    left = dict(specs)
+    while found := reference_issues(left, stored):
+        issues.update(found)
+        for label in found:
+            del left[label]
+    return issues
 
 
 def check_steps(spec: WorkflowTaskSpec) -> None:

@@ -17,7 +17,7 @@ from backend.context import platform
 from backend.errors import ApiError, bad_request
 from backend.validation import ADMIN, USER, api
 from mojodex_core.db.models import Platform, StoredMenu, Task, TaskPlatform, UserTask
-from mojodex_core.task_loader import TaskConflict, store_spec, validate_for_storage
+from mojodex_core.task_loader import TaskConflict, existing_task_names, store_spec, validate_for_storage
 from mojodex_core.task_spec import SpecError, SpecIssue
 from mojodex_core.task_view import user_task_view
 
@@ -41,6 +41,11 @@ def _menu_exists(menu_id: str) -> bool:
         return db.get(StoredMenu, menu_id) is not None
 
 
+def _stored_task_names(names: set[str]) -> set[str]:
+    with platform().db() as db:
+        return existing_task_names(db, names)
+
+
 class TaskAdminResource(Resource):
     method_decorators = [admin_required]
 
@@ -50,7 +55,7 @@ class TaskAdminResource(Resource):
         try:
             if data is None:
                 raise SpecError([SpecIssue("<root>", "must be a JSON object (a task spec); the body is not JSON")])
-            spec = validate_for_storage(data, platform().settings.tasks_config_dir, _menu_exists)
+            spec = validate_for_storage(data, platform().settings.tasks_config_dir, _menu_exists, _stored_task_names)
         except SpecError as exc:
             raise ApiError(400, str(exc), errors=[{"path": e.path, "rule": e.rule} for e in exc.errors]) from exc
         for attempt in range(STORE_ATTEMPTS):

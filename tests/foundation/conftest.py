@@ -40,6 +40,11 @@ def valid_spec(name: str | None = None, **changes: Any) -> dict[str, Any]:
     return spec
 
 
+def follow_up(task_name: str) -> dict[str, Any]:
+    """A predefined action starting ``task_name``."""
+    return {"task_name": task_name, "displayed_data": [{"language_code": "en", "data": {"name": "Follow up"}}]}
+
+
 def clean_env(**values: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(_PLATFORM_PREFIXES)}
     env.update(values)

@@ -11,7 +11,7 @@ import pytest
 import requests
 
 from mojodex_core.task_spec import OUTPUT_TYPES
-from tests.foundation.conftest import REPO_ROOT, SHARED_SPECS, needs_shared_specs, unique, valid_spec
+from tests.foundation.conftest import REPO_ROOT, SHARED_SPECS, follow_up, needs_shared_specs, unique, valid_spec
 from tests.support.live import ADMIN_SECRET
 
 
@@ -317,6 +317,34 @@ def test_post_of_a_malformed_spec_leaves_the_task_unchanged(live):
     user = live.new_user(tasks=[spec["name_for_system"]])
     names = {t["name"] for t in user.ok("GET", "/user_task")["user_tasks"]}
     assert names == {"Email"}
+
+
+def test_a_predefined_action_naming_no_task_is_400_naming_the_field_and_the_task(live):
+    known = valid_spec()
+    assert admin(live, "PUT", json=known).status_code == 200
+    missing = unique("missing")
+    spec = valid_spec(predefined_actions=[follow_up(known["name_for_system"]), follow_up(missing)])
+    for method in ("PUT", "POST"):
+        if method == "POST":
+            assert admin(live, "PUT", json=valid_spec(spec["name_for_system"])).status_code == 200
+        response = admin(live, method, json=spec)
+        assert response.status_code == 400, response.text
+        body = response.json()
+        assert body["errors"] == [{"path": "predefined_actions[1].task_name", "rule": f"no task named '{missing}'"}]
+        assert "predefined_actions[1].task_name" in body["error"] and missing in body["error"]
+        stored = get_task(live, spec["name_for_system"])
+        assert stored.status_code == 404 if method == "PUT" else stored.json()["spec"]["predefined_actions"] == []
+
+
+def test_a_predefined_action_may_name_a_stored_task_or_the_task_itself(live):
+    known = valid_spec()
+    assert admin(live, "PUT", json=known).status_code == 200
+    spec = valid_spec()
+    spec["predefined_actions"] = [follow_up(known["name_for_system"]), follow_up(spec["name_for_system"])]
+    response = admin(live, "PUT", json=spec)
+    assert response.status_code == 200, response.text
+    names = [a["task_name"] for a in get_task(live, spec["name_for_system"]).json()["spec"]["predefined_actions"]]
+    assert names == [known["name_for_system"], spec["name_for_system"]]
 
 
 @pytest.mark.parametrize(

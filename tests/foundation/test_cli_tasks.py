@@ -13,6 +13,7 @@ from tests.foundation.conftest import (
     REPO_ROOT,
     SHARED_SPECS,
     clean_env,
+    follow_up,
     needs_shared_specs,
     run_mojodex,
     unique,
@@ -111,6 +112,59 @@ def test_a_bad_spec_exits_2_naming_path_and_rule_and_the_good_files_are_stored(c
     assert stored(factory, bad_name) is None
     assert stored(factory, good_a) is not None and stored(factory, good_b) is not None
     assert f"created {good_a}" in result.stdout and f"created {good_b}" in result.stdout
+
+
+def test_predefined_actions_are_checked_against_the_whole_set_and_the_database(cli, factory, tmp_path):
+    stored_before, later = unique("stored"), unique("later")
+    write(tmp_path / "before.json", valid_spec(stored_before))
+    assert cli("tasks", "load", tmp_path / "before.json").exit_code == 0
+    folder = tmp_path / "set"
+    folder.mkdir()
+    # a_first names a task of a file loaded after it, and one already stored: both fine.
+    first = unique("first")
+    write(folder / "a_first.json", valid_spec(first, predefined_actions=[follow_up(later), follow_up(stored_before)]))
+    write(folder / "z_later.json", valid_spec(later))
+    # b_dangling names no task; c_on_bad names the task of a file that is rejected.
+    dangling, on_bad, bad = unique("dangling"), unique("on_bad"), unique("bad")
+    nowhere = unique("nowhere")
+    write(folder / "b_dangling.json", valid_spec(dangling, predefined_actions=[follow_up(nowhere)]))
+    write(folder / "c_on_bad.json", valid_spec(on_bad, predefined_actions=[follow_up(bad)]))
+    write(folder / "d_bad.json", valid_spec(bad, icon="not an emoji"))
+
+    result = cli("tasks", "load", folder)
+    assert result.exit_code == 2
+    assert f"{folder / 'b_dangling.json'}: predefined_actions[0].task_name: no task named '{nowhere}'" in result.stderr
+    assert f"{folder / 'c_on_bad.json'}: predefined_actions[0].task_name: no task named '{bad}'" in result.stderr
+    assert "3 spec file(s) rejected" in result.stderr
+    assert stored(factory, dangling) is None and stored(factory, on_bad) is None and stored(factory, bad) is None
+    assert stored(factory, first) is not None and stored(factory, later) is not None
+    assert f"created {first}" in result.stdout and f"created {later}" in result.stdout
+
+
+def test_a_file_naming_a_task_of_a_file_the_set_check_rejects_is_rejected(cli, factory, tmp_path):
+    # a.json names b.json's task; b.json names no task: b.json is rejected, so a.json would name nothing.
+    first, second, nowhere = unique("aa"), unique("bb"), unique("nowhere")
+    write(tmp_path / "a.json", valid_spec(first, predefined_actions=[follow_up(second)]))
+    write(tmp_path / "b.json", valid_spec(second, predefined_actions=[follow_up(nowhere)]))
+    result = cli("tasks", "load", tmp_path)
+    assert result.exit_code == 2
+    assert f"{tmp_path / 'b.json'}: predefined_actions[0].task_name: no task named '{nowhere}'" in result.stderr
+    assert f"{tmp_path / 'a.json'}: predefined_actions[0].task_name: no task named '{second}'" in result.stderr
+    assert "2 spec file(s) rejected" in result.stderr
+    assert stored(factory, first) is None and stored(factory, second) is None
+
+
+def test_a_file_may_name_a_stored_task_whose_new_version_is_rejected(cli, factory, tmp_path):
+    second = unique("bb")
+    write(tmp_path / "b.json", valid_spec(second))
+    assert cli("tasks", "load", tmp_path / "b.json").exit_code == 0
+    first, nowhere = unique("aa"), unique("nowhere")
+    write(tmp_path / "a.json", valid_spec(first, predefined_actions=[follow_up(second)]))
+    write(tmp_path / "b.json", valid_spec(second, predefined_actions=[follow_up(nowhere)]))
+    result = cli("tasks", "load", tmp_path)
+    assert result.exit_code == 2 and "1 spec file(s) rejected" in result.stderr
+    assert f"created {first}" in result.stdout
+    assert stored(factory, second).spec.get("predefined_actions", []) == []
 
 
 def test_a_rejected_update_leaves_the_stored_task_unchanged(cli, factory, tmp_path):
