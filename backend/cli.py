@@ -81,8 +81,9 @@ def tasks() -> None:
 def tasks_load(paths: tuple[Path, ...], tasks_config_dir: Path | None) -> None:
     """Create or update tasks from spec files or folders, one transaction per file.
 
-    Every file is checked first, then the set as a whole (each predefined action naming a task of the
-    set or one already stored), so a file may name a task of a file loaded after it.
+    Every file is checked first, then the set as a whole (names unique, each predefined action naming a
+    task of the set or one already stored), so a file may name a task of a file loaded after it. A file
+    given twice (a folder and a file in it) is loaded once.
     """
     from mojodex_core.db import transaction
     from mojodex_core.task_loader import TaskConflict, check_set, spec_files, store_spec, validate_for_storage
@@ -94,9 +95,11 @@ def tasks_load(paths: tuple[Path, ...], tasks_config_dir: Path | None) -> None:
     failed = 0
 
     valid: list[tuple[Path, TaskSpec]] = []
+    seen: set[Path] = set()
     for path in spec_files(list(paths)):
-        if path in edit_files:
-            continue  # a text edit action, loaded below
+        if path in edit_files or path.resolve() in seen:
+            continue  # a text edit action (loaded below), or a file given twice
+        seen.add(path.resolve())
         try:
             data = json.loads(path.read_text(encoding="utf-8-sig"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

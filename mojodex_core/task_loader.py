@@ -29,6 +29,7 @@ from mojodex_core.task_spec import (
     SpecIssue,
     TaskSpec,
     WorkflowTaskSpec,
+    duplicate_name_issues,
     reference_issues,
     validate_spec,
 )
@@ -109,15 +110,17 @@ def existing_task_names(db: DbSession, names: Iterable[str]) -> set[str]:
 
 
 def check_set(db: DbSession, specs: Mapping[str, TaskSpec]) -> dict[str, list[SpecIssue]]:
-    """Rules across a set of specs loaded together (keyed by file): each predefined action names a
-    task of the set or one already stored. The issues by file.
+    """Rules across a set of specs loaded together (keyed by file): no two specs share a
+    name_for_system (all of them are rejected: which one is meant depends on the order the files
+    came in), and each predefined action names a task of the set or one already stored. The issues
+    by file.
 
     A rejected spec will not be stored, so a spec naming its task is rejected in turn (unless that
     task is stored already): the check is repeated on what is left until it rejects nothing new.
     """
     stored = existing_task_names(db, referenced_task_names(specs.values()))
-    issues: dict[str, list[SpecIssue]] = {}
-    left = dict(specs)
+    issues = duplicate_name_issues(specs)
+    left = {label: spec for label, spec in specs.items() if label not in issues}
     while found := reference_issues(left, stored):
         issues.update(found)
         for label in found:

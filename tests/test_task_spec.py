@@ -651,9 +651,8 @@ def test_order_menu_missing_next_to_the_spec_is_a_warning(tmp_path: Path) -> Non
 def test_check_references() -> None:
     a, b = validate_spec(instruct()), validate_spec(instruct())
     issues = check_references({"a.json": a, "b.json": b})
-    assert (
-        SpecIssue("b.json: name_for_system", "duplicate name_for_system 'recap' (also in a.json)") in issues
-    )
+    assert SpecIssue("a.json: name_for_system", "duplicate name_for_system 'recap' (also in b.json)") in issues
+    assert SpecIssue("b.json: name_for_system", "duplicate name_for_system 'recap' (also in a.json)") in issues
     assert SpecIssue("a.json: predefined_actions[0].task_name", "no task named 'follow_up'") in issues
     assert check_references({"a.json": a}, known_task_names={"follow_up"}) == []
 
@@ -665,8 +664,11 @@ def test_reference_and_duplicate_issues_by_spec() -> None:
     }
     assert reference_issues({"a.json": a}, known_task_names={"follow_up"}) == {}
     assert duplicate_name_issues({"a.json": a, "b.json": b}) == {
-        "b.json": [SpecIssue("name_for_system", "duplicate name_for_system 'recap' (also in a.json)")]
+        "a.json": [SpecIssue("name_for_system", "duplicate name_for_system 'recap' (also in b.json)")],
+        "b.json": [SpecIssue("name_for_system", "duplicate name_for_system 'recap' (also in a.json)")],
     }
+    c = validate_spec({**instruct(), "name_for_system": "other", "predefined_actions": []})
+    assert duplicate_name_issues({"a.json": a, "c.json": c}) == {}
 
 
 # --- JSON Schema -------------------------------------------------------------------------------------------

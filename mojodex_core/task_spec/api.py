@@ -149,20 +149,24 @@ def check_references(specs: Mapping[str, TaskSpec], known_task_names: Iterable[s
 
 
 def duplicate_name_issues(specs: Mapping[str, TaskSpec]) -> dict[str, list[SpecIssue]]:
-    """The specs whose name_for_system an earlier spec of the set has, by label (path ``name_for_system``)."""
-    issues: dict[str, list[SpecIssue]] = {}
-    owner: dict[str, str] = {}
+    """Every spec whose name_for_system another spec of the set has, by label (path ``name_for_system``).
+
+    All of them, not the later ones: which one is meant depends on the order the set was given in.
+    """
+    labels: dict[str, list[str]] = {}
     for label, spec in specs.items():
-        if spec.name_for_system in owner:
-            issues[label] = [
-                SpecIssue(
-                    "name_for_system",
-                    f"duplicate name_for_system '{spec.name_for_system}' (also in {owner[spec.name_for_system]})",
-                )
-            ]
-        else:
-            owner[spec.name_for_system] = label
-    return issues
+        labels.setdefault(spec.name_for_system, []).append(label)
+    return {
+        label: [
+            SpecIssue(
+                "name_for_system",
+                f"duplicate name_for_system '{spec.name_for_system}' (also in "
+                f"{', '.join(other for other in labels[spec.name_for_system] if other != label)})",
+            )
+        ]
+        for label, spec in specs.items()
+        if len(labels[spec.name_for_system]) > 1
+    }
 
 
 def reference_issues(

@@ -167,6 +167,35 @@ def test_a_file_may_name_a_stored_task_whose_new_version_is_rejected(cli, factor
     assert stored(factory, second).spec.get("predefined_actions", []) == []
 
 
+@pytest.mark.parametrize("order", ["ab", "ba"])
+def test_every_file_of_a_set_sharing_a_name_is_refused_whatever_the_order(cli, factory, tmp_path, order):
+    name, caller = unique("twice"), unique("caller")
+    write(tmp_path / "before.json", valid_spec(name))
+    assert cli("tasks", "load", tmp_path / "before.json").exit_code == 0
+    folder = tmp_path / "set"
+    folder.mkdir()
+    files = {"a": folder / "a.json", "b": folder / "b.json"}
+    write(files["a"], valid_spec(name, icon="📧"))
+    write(files["b"], valid_spec(name, icon="📝"))
+    # c.json names the shared name: a stored task, so c.json is fine.
+    write(folder / "c.json", valid_spec(caller, predefined_actions=[follow_up(name)]))
+    result = cli("tasks", "load", *(files[key] for key in order), folder / "c.json")
+    assert result.exit_code == 2
+    assert f"{files['a']}: name_for_system: duplicate name_for_system '{name}' (also in {files['b']})" in result.stderr
+    assert f"{files['b']}: name_for_system: duplicate name_for_system '{name}' (also in {files['a']})" in result.stderr
+    assert "2 spec file(s) rejected" in result.stderr
+    assert stored(factory, name).icon == "✉️"  # neither file: the stored task is unchanged
+    assert f"created {caller}" in result.stdout
+
+
+def test_a_file_given_twice_is_loaded_once(cli, factory, tmp_path):
+    name = unique("once")
+    write(tmp_path / "a.json", valid_spec(name))
+    result = cli("tasks", "load", tmp_path, tmp_path / "a.json", tmp_path / "." / "a.json")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.count(f"created {name}") == 1 and "updated" not in result.stdout
+
+
 def test_a_rejected_update_leaves_the_stored_task_unchanged(cli, factory, tmp_path):
     name = unique("keep")
     path = tmp_path / "spec.json"
