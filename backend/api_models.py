@@ -56,10 +56,24 @@ class ExecutionPkQuery(_In):
     user_task_execution_pk: Pk
 
 
+Offset = Annotated[int, Field(ge=0, le=INT_MAX)]
+PageLimit = Annotated[int, Field(ge=1, le=100)]
+
+
 class ExecutionListQuery(_In):
     user_task_execution_pk: OptPk = Field(None, description="One execution; the paged list when absent.")
-    offset: Annotated[int, Field(ge=0, le=INT_MAX)] = 0
-    limit: Annotated[int, Field(ge=1, le=100)] = 20
+    offset: Offset = 0
+    limit: PageLimit = 20
+
+
+class ReasoningQuery(_In):
+    user_task_execution_pk: Pk
+    offset: Annotated[Offset | None, BeforeValidator(_blank_is_none)] = Field(
+        0, description="Entries to skip, in position order (absent or empty: 0)."
+    )
+    limit: Annotated[PageLimit | None, BeforeValidator(_blank_is_none)] = Field(
+        None, description="At most this many entries (1 to 100); absent: every entry from offset."
+    )
 
 
 class ExecutionDeleteQuery(_In):
@@ -481,6 +495,9 @@ class ToolDecisionOut(_Out):
 class ReasoningOut(_Out):
     user_task_execution_pk: int
     reasoning: list[dict[str, Any]]
+    total: int | None = Field(None, description="Entries in the whole trace.")
+    offset: int | None = None
+    limit: int | None = Field(None, description="The limit asked for; null: no limit.")
 
 
 class LoginOut(_Out):

@@ -14,7 +14,7 @@ from backend.errors import ApiError
 from backend.routes._input import current_user_id, field, json_body, owned_execution, query_int
 from backend.validation import USER, api
 from mojodex_core.execution.jobs import TurnJob
-from mojodex_core.execution.reasoning import trace_view
+from mojodex_core.execution.reasoning import trace_page
 from mojodex_core.execution.tool_runs import ToolDecisionError, decide
 
 log = logging.getLogger("mojodex.tools")
@@ -45,10 +45,14 @@ class TaskToolExecutionResource(Resource):
 class UserTaskExecutionReasoningResource(Resource):
     method_decorators = [user_required]
 
-    @api.validate(query=m.ExecutionPkQuery, resp=m.answers(m.ReasoningOut), security=USER, tags=["tools"])
+    @api.validate(query=m.ReasoningQuery, resp=m.answers(m.ReasoningOut), security=USER, tags=["tools"])
     def get(self):  # noqa: ANN201
         pk = query_int("user_task_execution_pk")
+        # Paged like GET /user_task_execution, except that without a limit the whole trace comes (the web app's read).
+        offset = query_int("offset", 0, minimum=0)
+        limit = query_int("limit", None, minimum=1, maximum=100)
         with platform().db() as db:
             owned_execution(db, pk)
-            entries = trace_view(db, pk)
-        return {"user_task_execution_pk": pk, "reasoning": entries}, 200
+            entries, total = trace_page(db, pk, offset=offset, limit=limit)
+        return {"user_task_execution_pk": pk, "reasoning": entries, "total": total, "offset": offset,
+                "limit": limit}, 200

@@ -214,13 +214,24 @@ def append_trace_entries(
         log_written(user_task_execution_pk, written)
 
 
-def trace_view(db: DbSession, user_task_execution_pk: int) -> list[dict[str, Any]]:
-    rows = db.scalars(
-        select(ReasoningTraceEntry)
+def trace_page(
+    db: DbSession, user_task_execution_pk: int, *, offset: int = 0, limit: int | None = None
+) -> tuple[list[dict[str, Any]], int]:
+    """The execution's entries in position order (``limit`` of them, all when None, after the first
+    ``offset``) and the size of the whole trace.
+
+    The size is counted by the statement reading the page (a window count), so an entry appended
+    meanwhile is in both or in neither; only a page past the end counts on its own.
+    """
+    query = (
+        select(ReasoningTraceEntry, func.count().over().label("total"))
         .where(ReasoningTraceEntry.user_task_execution_fk == user_task_execution_pk)
         .order_by(ReasoningTraceEntry.position)
     )
-    return [
+    if offset or limit is not None:
+        query = query.offset(offset).limit(limit)
+    rows = db.execute(query).all()
+    entries = [
         {
             "position": row.position,
             "kind": row.kind,
@@ -228,5 +239,11 @@ def trace_view(db: DbSession, user_task_execution_pk: int) -> list[dict[str, Any
             "source": row.source,
             "created_at": row.created_at.isoformat() if row.created_at else None,
         }
-        for row in rows
+        for row, _total in rows
     ]
+    if rows:
+        return entries, rows[0].total
+    total = db.scalar(
+        select(func.count()).where(ReasoningTraceEntry.user_task_execution_fk == user_task_execution_pk)
+    )
+    return entries, total or 0
