@@ -6,14 +6,14 @@ string clears it, a field left out is kept.
 
 from __future__ import annotations
 
-import zoneinfo
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as DbSession
 
 from mojodex_core.db.models import User, UserProfile
+from mojodex_core.timezones import check_time_zone
 
 LANGUAGE_PATTERN = r"^[a-z]{2}(-[A-Za-z]{2})?$"
 
@@ -45,14 +45,12 @@ class ProfileUpdate(BaseModel):
 
     @field_validator("timezone")
     @classmethod
-    def _known_zone(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        try:
-            zoneinfo.ZoneInfo(value)
-        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"unknown time zone {value!r} (use an IANA name like 'Europe/Paris')") from None
-        return value
+    def _known_zone(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None or value == (info.context or {}).get("stored_timezone"):
+            # The stored zone sent back unchanged (a client PUTting the whole profile it read) is kept,
+            # even one saved before zones were checked (e.g. "localtime").
+            return value
+        return check_time_zone(value)
 
 
 PROFILE_FIELDS: tuple[str, ...] = tuple(ProfileUpdate.model_fields)
@@ -68,12 +66,15 @@ def profile_view(profile: UserProfile | None) -> dict[str, Any]:
     return view
 
 
-def parse_update(body: Any) -> dict[str, Any]:
-    """The fields to write, validated; raises ProfileError naming the first bad field."""
+def parse_update(body: Any, stored_timezone: str | None = None) -> dict[str, Any]:
+    """The fields to write, validated; raises ProfileError naming the first bad field.
+
+    ``timezone`` equal to ``stored_timezone`` (the profile's) is accepted as it is.
+    """
     if not isinstance(body, dict):
         raise ProfileError("body", "must be a JSON object")
     try:
-        update = ProfileUpdate.model_validate(body)
+        update = ProfileUpdate.model_validate(body, context={"stored_timezone": stored_timezone})
     except ValidationError as exc:
         error = exc.errors()[0]
         where = ".".join(str(part) for part in error["loc"]) or "body"
@@ -86,8 +87,8 @@ def parse_update(body: Any) -> dict[str, Any]:
 
 def update_profile(db: DbSession, user_id: str, body: Any) -> UserProfile:
     """Validates then writes the profile in the caller's transaction (nothing written on a bad field)."""
-    values = parse_update(body)
     profile = db.get(UserProfile, user_id)
+    values = parse_update(body, profile.timezone if profile is not None else None)
     if profile is None:
         try:
             with db.begin_nested():

@@ -63,6 +63,45 @@ def test_bad_profiles_are_refused_and_nothing_is_written(live, llm):
     assert client.ok("GET", "/user_profile")["user_profile"]["name"] == "Ada"
 
 
+@pytest.mark.parametrize("zone", ["localtime", "posixrules", "Factory", "posix/Europe/Paris", "right/UTC",
+                                  "europe/paris", "../etc/localtime", "Nowhere/Land"])
+def test_a_time_zone_that_is_not_an_iana_name_is_refused(live, llm, zone):
+    client = live.new_user()
+    client.ok("PUT", "/user_profile", json={"timezone": "Europe/Paris"})
+    response = client.call("PUT", "/user_profile", json={"timezone": zone})
+    assert response.status_code == 400, response.text
+    body = response.json()
+    assert body["field"] == "timezone"
+    assert body["error"] == f"timezone: unknown time zone {zone!r}: use an IANA zone name like 'Europe/Paris'"
+    assert client.ok("GET", "/user_profile")["user_profile"]["timezone"] == "Europe/Paris"
+
+
+def test_a_zone_stored_before_the_iana_check_may_be_sent_back_unchanged(live, llm):
+    # A client that PUTs back the whole profile it read must not get a 400 for a zone it did not set.
+    client = live.new_user()
+    client.ok("PUT", "/user_profile", json={"name": "Ada", "timezone": "Europe/Paris"})
+    with live.db() as db:
+        db.execute(text("UPDATE user_profile SET timezone = 'localtime' WHERE user_id = :u"), {"u": client.user_id})
+    profile = client.ok("GET", "/user_profile")["user_profile"]
+    assert profile["timezone"] == "localtime"
+    sent = {name: profile[name] for name in PROFILE} | {"job": "Engineer"}
+    assert client.ok("PUT", "/user_profile", json=sent)["user_profile"]["job"] == "Engineer"
+    assert client.ok("GET", "/user_profile")["user_profile"]["timezone"] == "localtime"
+    # Another non-IANA zone is still refused, and an IANA one replaces it.
+    response = client.call("PUT", "/user_profile", json={"timezone": "posixrules"})
+    assert response.status_code == 400 and response.json()["field"] == "timezone"
+    tokyo = client.ok("PUT", "/user_profile", json={"timezone": "Asia/Tokyo"})
+    assert tokyo["user_profile"]["timezone"] == "Asia/Tokyo"
+    response = client.call("PUT", "/user_profile", json={"timezone": "localtime"})
+    assert response.status_code == 400 and response.json()["field"] == "timezone"
+
+
+@pytest.mark.parametrize("zone", ["UTC", "America/Argentina/Buenos_Aires", "Etc/GMT+5", "Asia/Kolkata"])
+def test_iana_time_zones_are_accepted(live, llm, zone):
+    client = live.new_user()
+    assert client.ok("PUT", "/user_profile", json={"timezone": zone})["user_profile"]["timezone"] == zone
+
+
 def test_the_profile_appears_in_the_instruct_prompt(live, llm):
     client = live.new_user()
     client.ok("PUT", "/user_profile", json=PROFILE)

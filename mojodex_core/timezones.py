@@ -1,0 +1,39 @@
+"""Time zone names: the one check for every place that takes a user's time zone.
+
+A zone is a real IANA name ("Europe/Paris", "America/Argentina/Buenos_Aires", "UTC"), as
+``zoneinfo.available_timezones()`` lists them, without ``localtime`` (the server's own zone, a
+link to one of the others) and ``Factory`` (the "zone not set" placeholder), which it lists when
+the system's zone folder has them. ``zoneinfo.ZoneInfo`` loads those and more (``posixrules``,
+the ``posix/`` and ``right/`` copies of the database), which is why it is not the check.
+CPython's ``available_timezones()`` already leaves out ``posixrules``, ``posix/`` and ``right/``:
+they are filtered here too only in defence, should another implementation list them.
+"""
+
+from __future__ import annotations
+
+import zoneinfo
+from functools import cache
+
+NOT_ZONES = frozenset({"localtime", "Factory", "posixrules"})  # posixrules: defensive, see above
+_NOT_ZONE_PREFIXES = ("posix/", "right/")  # defensive, see above
+EXAMPLE = "Europe/Paris"
+
+
+@cache
+def iana_zone_names() -> frozenset[str]:
+    """Every zone name the time zone database of this machine (or the ``tzdata`` package) has."""
+    return frozenset(
+        name for name in zoneinfo.available_timezones()
+        if name not in NOT_ZONES and not name.startswith(_NOT_ZONE_PREFIXES)
+    )
+
+
+def is_iana_zone(name: object) -> bool:
+    return isinstance(name, str) and name in iana_zone_names()
+
+
+def check_time_zone(name: str) -> str:
+    """``name`` when it is an IANA zone; else ValueError saying what is expected."""
+    if not is_iana_zone(name):
+        raise ValueError(f"unknown time zone {name!r}: use an IANA zone name like '{EXAMPLE}'")
+    return name
