@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session as DbSession
 from mojodex_core.config import PROJECT_ROOT
 from mojodex_core.db.models import User, UserProfile
 from mojodex_core.execution.prompt import estimate_tokens, render
+from mojodex_core.timezones import is_iana_zone
 
 ASSISTANT_KNOWLEDGE_FILE = "assistant_knowledge.md"
 DEFAULT_KNOWLEDGE_TOKENS = 1200
@@ -60,12 +61,13 @@ def assistant_knowledge(tasks_config_dir: Path | None = None) -> str | None:
 def local_now(user: User, profile: UserProfile | None, now: datetime | None = None) -> tuple[datetime, str]:
     """The user's local time and the zone's name: the profile's IANA zone, else the account's offset."""
     now = now or datetime.now(UTC)
-    if profile is not None and profile.timezone:
+    # Checked on write; a zone stored before that check (e.g. "localtime", the server's zone) or removed
+    # from the zone database since falls back to the offset.
+    if profile is not None and is_iana_zone(profile.timezone):
         try:
-            zone = zoneinfo.ZoneInfo(profile.timezone)
-            return now.astimezone(zone), profile.timezone
+            return now.astimezone(zoneinfo.ZoneInfo(profile.timezone)), profile.timezone
         except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-            pass  # validated on write; a zone removed from tzdata since falls back to the offset
+            pass
     offset = user.timezone_offset_minutes or 0
     local = now.astimezone(timezone(timedelta(minutes=offset)))
     sign = "+" if offset >= 0 else "-"

@@ -113,6 +113,16 @@ def test_the_profile_appears_in_the_instruct_prompt(live, llm):
     assert "helps Ada complete a task" in prompt
 
 
+def test_a_zone_stored_before_the_iana_check_is_not_put_in_the_prompt(live, llm):
+    # "localtime" was accepted before: the prompt then gave the server's own time as the user's
+    client = live.new_user()
+    client.ok("PUT", "/user_profile", json={"name": "Ada"})
+    with live.db() as db:
+        db.execute(text("UPDATE user_profile SET timezone = 'localtime' WHERE user_id = :u"), {"u": client.user_id})
+    prompt = _system_prompt_of_one_turn(live, llm, client)
+    assert "(time zone UTC+00:00)" in prompt and "localtime" not in prompt
+
+
 def test_without_a_profile_the_prompt_has_no_profile_heading(live, llm):
     client = live.new_user()
     prompt = _system_prompt_of_one_turn(live, llm, client)
