@@ -58,20 +58,21 @@ class ExecutionPkQuery(_In):
 
 Offset = Annotated[int, Field(ge=0, le=INT_MAX)]
 PageLimit = Annotated[int, Field(ge=1, le=100)]
+# Paging parameters: absent or empty means the default (the routes read them so: query_int).
+OptOffset = Annotated[Offset | None, BeforeValidator(_blank_is_none)]
+OptPageLimit = Annotated[PageLimit | None, BeforeValidator(_blank_is_none)]
 
 
 class ExecutionListQuery(_In):
     user_task_execution_pk: OptPk = Field(None, description="One execution; the paged list when absent.")
-    offset: Offset = 0
-    limit: PageLimit = 20
+    offset: OptOffset = Field(0, description="Executions to skip, newest first (absent or empty: 0).")
+    limit: OptPageLimit = Field(20, description="At most this many (1 to 100; absent or empty: 20).")
 
 
 class ReasoningQuery(_In):
     user_task_execution_pk: Pk
-    offset: Annotated[Offset | None, BeforeValidator(_blank_is_none)] = Field(
-        0, description="Entries to skip, in position order (absent or empty: 0)."
-    )
-    limit: Annotated[PageLimit | None, BeforeValidator(_blank_is_none)] = Field(
+    offset: OptOffset = Field(0, description="Entries to skip, in position order (absent or empty: 0).")
+    limit: OptPageLimit = Field(
         None, description="At most this many entries (1 to 100); absent: every entry from offset."
     )
 

@@ -179,6 +179,10 @@ def test_list_is_newest_first_and_paginated(live):
         seen += [e["user_task_execution_pk"] for e in page["user_task_executions"]]
     assert seen == newest_first
     assert client.ok("GET", "/user_task_execution", params={"offset": 5})["user_task_executions"] == []
+    # An empty parameter is an absent one (a form sends it so), as query_int reads it.
+    blank = client.ok("GET", "/user_task_execution", params={"offset": "", "limit": ""})
+    assert (blank["total"], blank["offset"], blank["limit"]) == (5, 0, 20)
+    assert [e["user_task_execution_pk"] for e in blank["user_task_executions"]] == newest_first
 
 
 def test_title_is_set(live):
