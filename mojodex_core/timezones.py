@@ -7,6 +7,12 @@ the system's zone folder has them. ``zoneinfo.ZoneInfo`` loads those and more (`
 the ``posix/`` and ``right/`` copies of the database), which is why it is not the check.
 CPython's ``available_timezones()`` already leaves out ``posixrules``, ``posix/`` and ``right/``:
 they are filtered here too only in defence, should another implementation list them.
+
+The ``tzdata`` package is a dependency: ``available_timezones()`` lists its zones beside the
+system folder's, so every name of the package is accepted on every host (Debian 13 moves
+``US/Eastern`` and the other old names to tzdata-legacy; a slim image has no folder at all), and
+``ZoneInfo`` finds a zone in the package when the folder lacks it. The process's search path is
+left as it is (``PYTHONTZPATH`` stays the operator's). ``pip install -U tzdata`` updates the zones.
 """
 
 from __future__ import annotations

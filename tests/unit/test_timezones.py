@@ -1,0 +1,24 @@
+"""mojodex_core/timezones.py: which zone database, which names."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+PROBE = "import mojodex_core.timezones as t; print(t.is_iana_zone('US/Eastern'), t.is_iana_zone('localtime'))"
+
+
+def test_the_tzdata_package_gives_its_zones_without_a_system_folder(tmp_path):
+    pytest.importorskip("tzdata", reason="tzdata is a dependency: reinstall the venv (pip install -e .)")
+    # A host without the zone folder (PYTHONTZPATH naming an empty one): the package's zones, US/Eastern
+    # (tzdata-legacy on Debian 13) among them, are accepted all the same.
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONTZPATH"}, "PYTHONTZPATH": str(tmp_path)}
+    result = subprocess.run([sys.executable, "-c", PROBE], env=env, cwd=REPO_ROOT,
+                            capture_output=True, text=True, check=True, timeout=60)
+    assert result.stdout.split() == ["True", "False"]
