@@ -51,6 +51,7 @@ from mojodex_core.push.presence import Presence
 from mojodex_core.push.service import PushOnFinalReplies
 from mojodex_core.text_edit.turn import EVENT_NAME as TEXT_EDIT_EVENT
 from mojodex_core.text_edit.turn import TextEditTurn
+from mojodex_core.timezones import warm_zone_names
 from mojodex_core.workflow.heartbeat import Heartbeat
 from mojodex_core.workflow.lapse import lapsed_step, submit_rerun
 from mojodex_core.workflow.review import ReviewTurn
@@ -229,6 +230,7 @@ def build_platform(
 ) -> Platform:
     """``local_model``: the embedded model server (a ServerGuard with ``status()``), if one runs;
     ``no_llm_reason``: why there is no LLM, added to the users' "No LLM configured" answer."""
+    warm_zone_names()  # the app's and the Celery worker's start-up, not a request's first profile save
     engine = make_engine(settings.database_url, pool_size=settings.db_pool_size, max_overflow=settings.db_max_overflow)
     factory = make_session_factory(engine)
     redis_client = None

@@ -17,12 +17,14 @@ left as it is (``PYTHONTZPATH`` stays the operator's). ``pip install -U tzdata``
 
 from __future__ import annotations
 
+import logging
 import zoneinfo
 from functools import cache
 
 NOT_ZONES = frozenset({"localtime", "Factory", "posixrules"})  # posixrules: defensive, see above
 _NOT_ZONE_PREFIXES = ("posix/", "right/")  # defensive, see above
 EXAMPLE = "Europe/Paris"
+log = logging.getLogger("mojodex.timezones")
 
 
 @cache
@@ -43,3 +45,14 @@ def check_time_zone(name: str) -> str:
     if not is_iana_zone(name):
         raise ValueError(f"unknown time zone {name!r}: use an IANA zone name like '{EXAMPLE}'")
     return name
+
+
+def warm_zone_names() -> int:
+    """Reads the zone list now, at start-up: it scans the zone files (about 0.1 s, blocking, which
+    under gevent stalls every request) and is cached. Warns when there are no zones at all, as
+    every profile time zone would then be refused as unknown. The number of zones."""
+    count = len(iana_zone_names())
+    if not count:
+        log.warning("no time zone data (neither the tzdata package nor a zone folder): every profile "
+                    "time zone will be refused; install the tzdata package (pip install tzdata)")
+    return count
