@@ -59,19 +59,28 @@ def assistant_knowledge(tasks_config_dir: Path | None = None) -> str | None:
 
 
 def local_now(user: User, profile: UserProfile | None, now: datetime | None = None) -> tuple[datetime, str]:
-    """The user's local time and the zone's name: the profile's IANA zone, else the account's offset."""
+    """The user's local time and its zone: the profile's IANA zone with its offset now
+    ("Europe/Paris, UTC+01:00"), else the account's offset ("UTC+01:00")."""
     now = now or datetime.now(UTC)
     # Checked on write; a zone stored before that check (e.g. "localtime", the server's zone) or removed
     # from the zone database since falls back to the offset.
     if profile is not None and is_iana_zone(profile.timezone):
         try:
-            return now.astimezone(zoneinfo.ZoneInfo(profile.timezone)), profile.timezone
+            local = now.astimezone(zoneinfo.ZoneInfo(profile.timezone))
         except (zoneinfo.ZoneInfoNotFoundError, ValueError):
             pass
-    offset = user.timezone_offset_minutes or 0
-    local = now.astimezone(timezone(timedelta(minutes=offset)))
-    sign = "+" if offset >= 0 else "-"
-    return local, f"UTC{sign}{abs(offset) // 60:02d}:{abs(offset) % 60:02d}"
+        else:
+            # The offset beside the name: "Etc/GMT+5" is UTC-05:00 (POSIX signs), and "Europe/Paris"
+            # alone leaves the model to guess whether summer time applies.
+            return local, f"{profile.timezone}, {_utc_offset(local.utcoffset() or timedelta(0))}"
+    offset = timedelta(minutes=user.timezone_offset_minutes or 0)
+    return now.astimezone(timezone(offset)), _utc_offset(offset)
+
+
+def _utc_offset(offset: timedelta) -> str:
+    minutes = int(offset.total_seconds()) // 60
+    sign = "+" if minutes >= 0 else "-"
+    return f"UTC{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
 
 
 def global_context(user: User, profile: UserProfile | None, now: datetime | None = None) -> str:

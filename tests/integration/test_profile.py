@@ -107,7 +107,7 @@ def test_the_profile_appears_in_the_instruct_prompt(live, llm):
     client.ok("PUT", "/user_profile", json=PROFILE)
     prompt = _system_prompt_of_one_turn(live, llm, client)
     assert "WHO YOU ARE\nYou are Mojo" in prompt  # tasks_config/assistant_knowledge.md
-    assert "(time zone Asia/Tokyo)" in prompt
+    assert "(time zone Asia/Tokyo, UTC+09:00)" in prompt
     assert "WHAT YOU KNOW ABOUT ADA\n- Name: Ada\n- Job: Engineer\n- About them: Prefers short emails" in prompt
     assert "- Company: Analytical Engines" in prompt
     assert "helps Ada complete a task" in prompt

@@ -10,7 +10,7 @@ import pytest
 
 from mojodex_core.execution.prompt import estimate_tokens, render
 from mojodex_core.knowledge import knowledge_block, prompt_knowledge
-from mojodex_core.knowledge.context import fit_to_budget
+from mojodex_core.knowledge.context import fit_to_budget, global_context
 from mojodex_core.knowledge.profile import ProfileError, parse_update
 
 NOW = datetime(2026, 3, 4, 23, 30, tzinfo=UTC)
@@ -45,7 +45,7 @@ def test_with_a_profile_every_piece_is_rendered(tmp_path: Path):
     text = _instruct(knowledge_block(knowledge))
     assert "WHO YOU ARE\nYou are Mojo, made by Hoomano." in text
     # the profile's zone wins over the account's offset: 23:30 UTC is 18:30 in New York
-    assert "Wednesday 04 March 2026, 18:30 (time zone America/New_York)" in text
+    assert "Wednesday 04 March 2026, 18:30 (time zone America/New_York, UTC-05:00)" in text
     assert "WHAT YOU KNOW ABOUT ANN\n- Name: Ann\n- Job: CTO\n- About them: Likes short emails" in text
     assert "ANN'S COMPANY\n- Company: Hoomano\n- What the company does: Builds assistants" in text
     assert "Today is" not in text  # the global context replaces the bare date line
@@ -64,6 +64,26 @@ def test_without_a_profile_no_profile_heading_is_left(tmp_path: Path, profile):
     assert "Thursday 05 March 2026, 00:30 (time zone UTC+01:00)" in text
     assert knowledge.username == "Ann Account" and knowledge.language == "en"
     _no_empty_heading(text)
+
+
+@pytest.mark.parametrize(
+    ("zone", "expected"),
+    [
+        # POSIX signs: Etc/GMT+5 is five hours *behind* UTC; the offset says so beside the name.
+        ("Etc/GMT+5", "Wednesday 04 March 2026, 18:30 (time zone Etc/GMT+5, UTC-05:00)"),
+        ("Etc/GMT-14", "Thursday 05 March 2026, 13:30 (time zone Etc/GMT-14, UTC+14:00)"),
+        ("Asia/Kolkata", "Thursday 05 March 2026, 05:00 (time zone Asia/Kolkata, UTC+05:30)"),
+        ("UTC", "Wednesday 04 March 2026, 23:30 (time zone UTC, UTC+00:00)"),
+    ],
+)
+def test_the_zone_is_given_with_its_offset_from_utc(zone, expected):
+    text = global_context(USER, SimpleNamespace(**{**vars(PROFILE), "timezone": zone}), now=NOW)
+    assert expected in text
+
+
+def test_the_offset_follows_summer_time():
+    summer = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)
+    assert "08:00 (time zone America/New_York, UTC-04:00)" in global_context(USER, PROFILE, now=summer)
 
 
 def test_the_shipped_assistant_knowledge_file_is_rendered():

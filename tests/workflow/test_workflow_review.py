@@ -187,7 +187,7 @@ def test_the_review_prompt_carries_what_the_assistant_knows(wf, llm):
         socket.close()
     review_prompt = llm.requests[-1]["messages"][0]["content"]
     assert review_prompt.startswith("WHO YOU ARE\n")
-    assert "(time zone Europe/Rome)" in review_prompt and "- Job: Poet" in review_prompt
+    assert "(time zone Europe/Rome, UTC+0" in review_prompt and "- Job: Poet" in review_prompt
     assert "rejected the result of a step" in review_prompt
 
 
