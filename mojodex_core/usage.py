@@ -16,6 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session as DbSession
 
 from mojodex_core.db.models import LLMCall, Task, UserTask, UserTaskExecution
+from mojodex_core.timestamps import iso_utc
 
 GROUP_BYS = ("user", "task", "day", "model")
 
@@ -148,8 +149,8 @@ def call_rows(db: DbSession, query: UsageQuery) -> list[CallRow]:
 
 def usage_report(db: DbSession, query: UsageQuery) -> dict[str, Any]:
     return {
-        "from": query.start.isoformat() if query.start else None,
-        "to": query.end.isoformat() if query.end else None,
+        "from": iso_utc(query.start),
+        "to": iso_utc(query.end),
         "group_by": query.group_by,
         **aggregate(call_rows(db, query), query.group_by),
     }

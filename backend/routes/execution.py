@@ -43,6 +43,7 @@ from mojodex_core.order_runtime import service as order_service
 from mojodex_core.order_runtime.menus import MenuNotFound
 from mojodex_core.task_view import displayed_data_for, predefined_actions
 from mojodex_core.text_edit.store import actions_for_text_type
+from mojodex_core.timestamps import iso_utc
 
 log = logging.getLogger("mojodex.execution")
 
@@ -84,9 +85,9 @@ def execution_views(db, executions: list[UserTaskExecution]) -> list[dict]:  # n
             "title_status": execution.title_status,
             "parent_user_task_execution_pk": execution.parent_user_task_execution_fk,
             "json_inputs_values": execution.json_input_values,
-            "start_date": execution.start_date.isoformat() if execution.start_date else None,
-            "end_date": execution.end_date.isoformat() if execution.end_date else None,
-            "created_at": execution.created_at.isoformat() if execution.created_at else None,
+            "start_date": iso_utc(execution.start_date),
+            "end_date": iso_utc(execution.end_date),
+            "created_at": iso_utc(execution.created_at),
             "produced_text_version_count": versions.get(execution.user_task_execution_pk, 0),
         })
     return views

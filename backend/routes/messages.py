@@ -22,6 +22,7 @@ from mojodex_core.db.models import Message, OrderSession, Session, Task, UserTas
 from mojodex_core.execution.dispatch import UnsupportedTaskType
 from mojodex_core.execution.intake import MessageIdTaken, accept_user_message, would_run
 from mojodex_core.execution.jobs import TurnJob
+from mojodex_core.timestamps import iso_utc
 from mojodex_core.users import TOKEN_HOLDER, TokenHolder, hash_token
 from mojodex_core.workflow import store
 from mojodex_core.workflow.runner import NOT_CHATTING
@@ -73,7 +74,7 @@ def message_view(message: Message) -> dict:
         "error": message.error,
         "answer_message_pk": message.answer_message_fk,
         "data": message.data or {},
-        "created_at": message.created_at.isoformat() if message.created_at else None,
+        "created_at": iso_utc(message.created_at),
     }
 
 

@@ -20,6 +20,7 @@ from mojodex_core.db.models import Platform, StoredMenu, Task, TaskPlatform, Use
 from mojodex_core.task_loader import TaskConflict, existing_task_names, store_spec, validate_for_storage
 from mojodex_core.task_spec import SpecError, SpecIssue
 from mojodex_core.task_view import user_task_view
+from mojodex_core.timestamps import iso_utc
 
 log = logging.getLogger("mojodex.tasks")
 STORE_ATTEMPTS = 5
@@ -32,7 +33,7 @@ def _task_summary(task: Task) -> dict:
         "type": task.type,
         "icon": task.icon,
         "languages": [d.language_code for d in task.displayed_data],
-        "updated_at": task.updated_at.isoformat() if task.updated_at else None,
+        "updated_at": iso_utc(task.updated_at),
     }
 
 

@@ -10,6 +10,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as DbSession
 
 from mojodex_core.db.models import ProducedText, ProducedTextVersion, UserTaskExecution, utcnow
+from mojodex_core.timestamps import iso_utc
 
 MAX_ATTEMPTS = 5
 
@@ -140,7 +141,7 @@ def _payload(
         "text_type": text_type,
         "origin": origin,
         "user_task_execution_pk": user_task_execution_pk,
-        "created_at": created_at.isoformat() if created_at else None,
+        "created_at": iso_utc(created_at),
     }
 
 

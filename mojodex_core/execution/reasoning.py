@@ -32,6 +32,7 @@ from sqlalchemy.orm import Session as DbSession
 
 from mojodex_core.db import EXECUTION_LOCK
 from mojodex_core.db.models import REASONING_KINDS, ReasoningTraceEntry, UserTaskExecution, utcnow
+from mojodex_core.timestamps import iso_utc
 
 log = logging.getLogger("mojodex.reasoning")
 
@@ -237,7 +238,7 @@ def trace_page(
             "kind": row.kind,
             "text": row.text,
             "source": row.source,
-            "created_at": row.created_at.isoformat() if row.created_at else None,
+            "created_at": iso_utc(row.created_at),
         }
         for row, _total in rows
     ]

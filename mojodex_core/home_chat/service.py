@@ -23,6 +23,7 @@ from mojodex_core.db.models import (
 )
 from mojodex_core.execution.session_claims import answered_by_runner
 from mojodex_core.task_view import displayed_data_for
+from mojodex_core.timestamps import iso_utc
 
 # Only instruct tasks are routed to: their turn runs on any message, with no form to fill first.
 ROUTABLE_TYPES = ("instruct",)
@@ -141,5 +142,5 @@ def home_chat_view(db: DbSession, home_chat: HomeChat) -> dict[str, Any]:
         "session_id": home_chat.session_id,
         "platform": session.platform,
         "running_user_task_execution_pk": running.user_task_execution_pk if running else None,
-        "created_at": home_chat.created_at.isoformat() if home_chat.created_at else None,
+        "created_at": iso_utc(home_chat.created_at),
     }

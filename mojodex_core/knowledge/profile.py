@@ -13,6 +13,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as DbSession
 
 from mojodex_core.db.models import User, UserProfile
+from mojodex_core.timestamps import iso_utc
 from mojodex_core.timezones import check_time_zone
 
 LANGUAGE_PATTERN = r"^[a-z]{2}(-[A-Za-z]{2})?$"
@@ -62,7 +63,7 @@ def get_profile(db: DbSession, user_id: str) -> UserProfile | None:
 
 def profile_view(profile: UserProfile | None) -> dict[str, Any]:
     view: dict[str, Any] = {name: getattr(profile, name) if profile else None for name in PROFILE_FIELDS}
-    view["updated_at"] = profile.updated_at.isoformat() if profile and profile.updated_at else None
+    view["updated_at"] = iso_utc(profile.updated_at) if profile else None
     return view
 
 

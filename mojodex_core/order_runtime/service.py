@@ -28,6 +28,7 @@ from mojodex_core.order_runtime.context import live_state
 from mojodex_core.order_runtime.menus import MenuCatalog
 from mojodex_core.order_runtime.store import LiveStateStore, state_key
 from mojodex_core.order_runtime.tickets import ticket_view
+from mojodex_core.timestamps import iso_utc
 
 DEFAULT_LANE = "0"
 
@@ -163,7 +164,7 @@ def audit(db: DbSession, user_task_execution_pk: int) -> list[dict[str, Any]]:
             "latency_ms": r.latency_ms,
             "timings_ms": r.timings_ms,
             "trace": r.trace,
-            "created_at": r.created_at.isoformat() if r.created_at else None,
+            "created_at": iso_utc(r.created_at),
         }
         for r in rows
     ]

@@ -28,6 +28,7 @@ from sqlalchemy.orm import sessionmaker
 from mojodex_core.db import transaction
 from mojodex_core.db.models import OrderTicket, UserTaskExecution
 from mojodex_core.execution.produced_text import append_version
+from mojodex_core.timestamps import iso_utc
 
 log = logging.getLogger("mojodex.order.tickets")
 
@@ -52,7 +53,7 @@ def ticket_body(ticket: OrderTicket) -> bytes:
     payload = {
         "ticket_id": ticket.idempotency_key,
         "user_task_execution_pk": ticket.user_task_execution_fk,
-        "created_at": ticket.created_at.isoformat() if ticket.created_at else None,
+        "created_at": iso_utc(ticket.created_at),
         **ticket.ticket,
     }
     return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
@@ -102,12 +103,12 @@ def ticket_view(ticket: OrderTicket | None) -> dict[str, Any] | None:
         "currency": ticket.currency,
         "text": (ticket.ticket or {}).get("text"),
         "ticket": ticket.ticket,
-        "created_at": ticket.created_at.isoformat() if ticket.created_at else None,
+        "created_at": iso_utc(ticket.created_at),
         "delivery": {
             "status": ticket.delivery_status,
             "attempts": ticket.delivery_attempts,
             "last_error": ticket.delivery_last_error,
-            "delivered_at": ticket.delivered_at.isoformat() if ticket.delivered_at else None,
+            "delivered_at": iso_utc(ticket.delivered_at),
             "webhook_url": ticket.webhook_url,
         },
     }

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session as DbSession
 
 from mojodex_core.db import transaction
 from mojodex_core.db.models import Message, ProducedText, ProducedTextVersion, Session, UserTaskExecution
+from mojodex_core.timestamps import iso_utc
 from mojodex_core.tools.base import Tool, ToolContext, ToolError
 from mojodex_core.tools.registry import register
 
@@ -69,7 +70,7 @@ def _row(row: Any) -> dict[str, Any]:
         "kind": row.kind,
         "user_task_execution_pk": row.user_task_execution_pk,
         "text": (row.body or "").strip()[:SNIPPET_CHARS],
-        "created_at": created.isoformat() if hasattr(created, "isoformat") else created,
+        "created_at": iso_utc(created),
     }
 
 

@@ -17,6 +17,7 @@ from mojodex_core.db.models import (
     UserWorkflowStepExecution,
     UserWorkflowStepExecutionResult,
 )
+from mojodex_core.timestamps import iso_utc
 from mojodex_core.workflow.context import UploadedFile
 from mojodex_core.workflow.engine import RunStep, StepDef, StepRun, steps_from_spec
 
@@ -223,8 +224,8 @@ def step_view(row: StepRow, result: list[dict[str, Any]] | None, author: str | N
         "attempt": row.attempt,
         "user_validation_required": step.user_validation_required if step else None,
         "review_chat_enabled": step.review_chat_enabled if step else None,
-        "start_date": row.start_date.isoformat() if row.start_date else None,
-        "end_date": row.end_date.isoformat() if row.end_date else None,
+        "start_date": iso_utc(row.start_date),
+        "end_date": iso_utc(row.end_date),
     }
 
 
