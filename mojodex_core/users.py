@@ -15,6 +15,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session as DbSession
 
 from mojodex_core.db.models import ApiToken, Task, User, UserTask
+from mojodex_core.languages import unknown_language
 
 EMAIL_RE = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 
@@ -35,6 +36,8 @@ def create_user(db: DbSession, *, name: str, email: str, language_code: str = "e
         raise UserError("name: must not be empty")
     if not re.fullmatch(r"[a-z]{2}(-[A-Za-z]{2})?", language_code):
         raise UserError(f"language: must be a language code like 'en' or 'fr', got {language_code!r}")
+    if unknown_language(language_code):
+        raise UserError(f"language: {unknown_language(language_code)}")
     if db.scalar(select(User).where(User.email == email)):
         raise UserError(f"email: a user with {email} already exists")
     user = User(user_id=uuid.uuid4().hex, name=name.strip(), email=email, language_code=language_code)

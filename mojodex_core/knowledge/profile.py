@@ -13,6 +13,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as DbSession
 
 from mojodex_core.db.models import User, UserProfile
+from mojodex_core.languages import unknown_language
 from mojodex_core.timestamps import iso_utc
 from mojodex_core.timezones import check_time_zone
 
@@ -42,6 +43,14 @@ class ProfileUpdate(BaseModel):
     def _empty_is_none(cls, value: Any) -> Any:
         if isinstance(value, str) and not value.strip():
             return None
+        return value
+
+    @field_validator("language")
+    @classmethod
+    def _known_language(cls, value: str | None) -> str | None:
+        problem = unknown_language(value) if value is not None else None
+        if problem:
+            raise ValueError(problem)
         return value
 
     @field_validator("timezone")

@@ -75,6 +75,7 @@ def test_users_create_with_a_duplicate_email_exits_2(cli):
     [
         (["--email", "not-an-email"], "email: not a valid address"),
         (["--email", "{email}", "--language", "French"], "language: must be a language code"),
+        (["--email", "{email}", "--language", "zz"], "language: unknown language code 'zz'"),
         (["--email", "{email}", "--name", "  "], "name: must not be empty"),
     ],
 )

@@ -175,3 +175,16 @@ def test_a_first_save_racing_another_updates_the_profile_the_other_created(live,
     assert answers and answers[0].status_code == 200, answers and answers[0].text
     stored = ada.ok("GET", "/user_profile")["user_profile"]
     assert (stored["name"], stored["job"]) == ("Ada L.", "Poet")
+
+
+@pytest.mark.parametrize("language", ["zz", "qq", "zz-FR", "xx"])
+def test_a_language_that_is_not_an_iso_639_1_code_is_refused(live, llm, language):
+    client = live.new_user()
+    client.ok("PUT", "/user_profile", json={"language": "fr"})
+    response = client.call("PUT", "/user_profile", json={"language": language})
+    assert response.status_code == 400, response.text
+    body = response.json()
+    assert body["field"] == "language" and f"unknown language code {language.split('-')[0]!r}" in body["error"], body
+    assert client.ok("GET", "/user_profile")["user_profile"]["language"] == "fr"
+    # a known code, with or without a region, is still accepted
+    assert client.ok("PUT", "/user_profile", json={"language": "pt-BR"})["user_profile"]["language"] == "pt-BR"
