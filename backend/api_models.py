@@ -503,6 +503,7 @@ class ReasoningOut(_Out):
 
 class LoginOut(_Out):
     token: str
+    expires_at: str = Field(description="When the token stops authenticating (MOJODEX_LOGIN_TOKEN_LIFETIME_DAYS).")
     user: dict[str, Any]
 
 

@@ -16,7 +16,10 @@ from backend.context import platform
 from backend.errors import ApiError
 from backend.rate_limits import client_address, rate_limits
 from mojodex_core.db import read_connection
-from mojodex_core.users import TokenHolder, token_holder
+from mojodex_core.users import TokenHolder, token_expired, token_holder
+
+INVALID_TOKEN = "missing or invalid token"
+TOKEN_EXPIRED = "token expired"
 
 
 def token_from_header(value: str | None) -> str:
@@ -52,8 +55,18 @@ def _holder_or_401(holder: TokenHolder | None, token: str) -> TokenHolder:
     """The token's holder as read (None: not a valid token), or 401, counted as a failed authentication."""
     if holder is None:
         rate_limits().authentication_failed(client_address(), token)
-        raise ApiError(401, "missing or invalid token")
+        raise ApiError(401, refusal(token))
     return holder
+
+
+def refusal(token: str) -> str:
+    """What a token that did not authenticate is told: ``token expired`` for a sign-in's token past
+    its expiry (the client signs in again), else ``missing or invalid token``."""
+    if token:
+        with read_connection(platform().engine) as conn:
+            if token_expired(conn, token):
+                return TOKEN_EXPIRED
+    return INVALID_TOKEN
 
 
 def token_checked_by_route(fn: Callable) -> Callable:

@@ -83,6 +83,8 @@ class Settings:
     rate_limits: RateLimitSettings = field(default_factory=RateLimitSettings)
     cors_origins: tuple[str, ...] = ()
     socket_auth_recheck_s: float = 2.0
+    # How long a sign-in's token (POST /login) authenticates; tokens the CLI issues have no expiry.
+    login_token_lifetime_days: int = 30
     # Reverse proxies in front of the server whose X-Forwarded-* headers are trusted (0: none,
     # the client address is the TCP peer). Rate limits count per this client address.
     trusted_proxies: int = 0
@@ -288,6 +290,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         rate_limits=rate_limits,
         cors_origins=cors_origins,
         socket_auth_recheck_s=_float(env, "MOJODEX_SOCKET_AUTH_RECHECK_S", 2.0, 0.1, 300.0),
+        login_token_lifetime_days=_int(env, "MOJODEX_LOGIN_TOKEN_LIFETIME_DAYS", 30, 1, 3650),
         trusted_proxies=_int(env, "MOJODEX_TRUSTED_PROXIES", 0, 0, 5),
         runner=runner,
         turn_lease_s=_float(env, "MOJODEX_TURN_LEASE_S", 30.0, 1.0, 3600.0),

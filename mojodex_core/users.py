@@ -1,4 +1,4 @@
-"""Users, their API tokens (stored as sha256 hashes) and which tasks they may run."""
+"""Users, their API tokens (stored as sha256 hashes, a sign-in's with an expiry) and which tasks they may run."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import DateTime, bindparam, or_, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session as DbSession
 
-from mojodex_core.db.models import ApiToken, Task, User, UserTask
+from mojodex_core.db.models import ApiToken, Task, User, UserTask, utcnow
 from mojodex_core.languages import unknown_language
 
 EMAIL_RE = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
@@ -46,12 +46,32 @@ def create_user(db: DbSession, *, name: str, email: str, language_code: str = "e
     return user
 
 
-def issue_token(db: DbSession, user: User, label: str = "default") -> str:
-    """Returns the token in clear: the only moment it exists outside the client."""
+def issue_token(db: DbSession, user: User, label: str = "default", expires_at: datetime | None = None) -> str:
+    """Returns the token in clear: the only moment it exists outside the client. ``expires_at``:
+    when the token stops authenticating (None: it lives until revoked)."""
     token = secrets.token_urlsafe(32)
-    db.add(ApiToken(user_id=user.user_id, token_hash=hash_token(token), label=label))
+    db.add(ApiToken(user_id=user.user_id, token_hash=hash_token(token), label=label, expires_at=expires_at))
     db.flush()
     return token
+
+
+def _unexpired():  # noqa: ANN202
+    """The condition of a token that has not expired, the clock read at each execution (the
+    statements that use it are compiled once and cached)."""
+    now = bindparam("b_token_now", callable_=utcnow, type_=DateTime(timezone=True))
+    return or_(ApiToken.expires_at.is_(None), ApiToken.expires_at > now)
+
+
+def token_expired(conn: Connection | DbSession, token: str) -> bool:
+    """Whether ``token`` is a token that authenticated until its expiry (not revoked): what a
+    refusal says, asked only once the token did not authenticate."""
+    if not token:
+        return False
+    return conn.execute(
+        select(ApiToken.api_token_pk).where(
+            ApiToken.token_hash == hash_token(token), ApiToken.revoked_at.is_(None), ~_unexpired()
+        )
+    ).first() is not None
 
 
 @dataclass(frozen=True)
@@ -68,12 +88,12 @@ class TokenHolder:
 TOKEN_HOLDER = (
     select(User.user_id, User.name, User.email, User.language_code, User.timezone_offset_minutes)
     .join(ApiToken, ApiToken.user_id == User.user_id)
-    .where(ApiToken.token_hash == bindparam("b_hash"), ApiToken.revoked_at.is_(None))
+    .where(ApiToken.token_hash == bindparam("b_hash"), ApiToken.revoked_at.is_(None), _unexpired())
 )
 
 
 def token_holder(conn: Connection, token: str) -> TokenHolder | None:
-    """The holder of a valid (not revoked) token, on a Core connection: the per-request check."""
+    """The holder of a valid (not revoked, not expired) token, on a Core connection: the per-request check."""
     if not token:
         return None
     row = conn.execute(TOKEN_HOLDER, {"b_hash": hash_token(token)}).first()
@@ -86,7 +106,7 @@ def user_for_token(db: DbSession, token: str) -> User | None:
     row = db.execute(
         select(User)
         .join(ApiToken, ApiToken.user_id == User.user_id)
-        .where(ApiToken.token_hash == hash_token(token), ApiToken.revoked_at.is_(None))
+        .where(ApiToken.token_hash == hash_token(token), ApiToken.revoked_at.is_(None), _unexpired())
     ).scalar_one_or_none()
     return row
 
@@ -114,13 +134,13 @@ def revoke_tokens(db: DbSession, *, token: str | None = None, email: str | None 
 
 
 def live_token_hashes(db: DbSession, token_hashes: Iterable[str], chunk: int = 500) -> set[str]:
-    """Which of these token hashes still authenticate (not revoked, user not deleted)."""
+    """Which of these token hashes still authenticate (not revoked, not expired, user not deleted)."""
     wanted = sorted(set(token_hashes))
     live: set[str] = set()
     for start in range(0, len(wanted), chunk):
         live.update(db.scalars(
             select(ApiToken.token_hash).where(
-                ApiToken.token_hash.in_(wanted[start:start + chunk]), ApiToken.revoked_at.is_(None)
+                ApiToken.token_hash.in_(wanted[start:start + chunk]), ApiToken.revoked_at.is_(None), _unexpired()
             )
         ))
     return live

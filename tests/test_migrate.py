@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
-from sqlalchemy import create_engine, inspect
+import os
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
+import pytest
+from sqlalchemy import DateTime, bindparam, create_engine, inspect, select, text
+from sqlalchemy.orm import Session as DbSession
+
+from mojodex_core.config import normalise_database_url
 from mojodex_core.db.migrate import upgrade
+from mojodex_core.db.models import ApiToken
+from mojodex_core.users import live_token_hashes
 
 
 def test_upgrade_creates_the_sqlite_folder_of_a_fresh_clone(tmp_path):
@@ -13,3 +23,67 @@ def test_upgrade_creates_the_sqlite_folder_of_a_fresh_clone(tmp_path):
     upgrade(url)
     tables = set(inspect(create_engine(url)).get_table_names())
     assert {"md_user", "task", "user_task_execution", "message", "produced_text_version", "session_event"} <= tables
+
+
+def _tokens_before_expiry(url: str) -> dict[str, datetime]:
+    """At 0010: a user with a sign-in token of 40 days ago, one of a day ago and a CLI token."""
+    upgrade(url, "0010_message_session_indexes")
+    now = datetime.now(UTC)
+    created = {"old_login": now - timedelta(days=40), "new_login": now - timedelta(days=1), "cli": now}
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(text("INSERT INTO md_user (user_id, name, email, language_code, timezone_offset_minutes, "
+                          "created_at) VALUES ('u1', 'Ada', 'ada@example.com', 'en', 0, :c)")
+                     .bindparams(bindparam("c", type_=DateTime(timezone=True))), {"c": now})
+        for name, at in created.items():
+            conn.execute(
+                text("INSERT INTO api_token (user_id, token_hash, label, created_at) VALUES ('u1', :h, :l, :c)")
+                .bindparams(bindparam("c", type_=DateTime(timezone=True))),
+                {"h": name, "l": "default" if name == "cli" else "login", "c": at})
+    engine.dispose()
+    return created
+
+
+def _expiries(url: str) -> dict[str, datetime | None]:
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        rows = conn.execute(select(ApiToken.token_hash, ApiToken.expires_at)).all()
+    engine.dispose()
+    return {h: (at.replace(tzinfo=UTC) if at is not None and at.tzinfo is None else at) for h, at in rows}
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def scratch_url(request, tmp_path) -> Iterator[str]:
+    """A new, empty database: a SQLite file, or a Postgres database next to TEST_DATABASE_URL's."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'scratch.db'}"
+        return
+    configured = os.environ.get("TEST_DATABASE_URL")
+    if not configured:
+        pytest.skip("needs TEST_DATABASE_URL (a Postgres server to create a database on)")
+    admin_url = normalise_database_url(configured)
+    name = f"mojodex_migrate_{uuid.uuid4().hex[:8]}"
+    admin_engine = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin_engine.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield admin_url.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        with admin_engine.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin_engine.dispose()
+
+
+def test_0011_gives_stored_sign_in_tokens_the_default_lifetime(scratch_url):
+    url = scratch_url
+    created = _tokens_before_expiry(url)
+    upgrade(url)
+    expiries = _expiries(url)
+    assert expiries["cli"] is None
+    for name in ("old_login", "new_login"):
+        assert abs(expiries[name] - (created[name] + timedelta(days=30))) < timedelta(milliseconds=2), name
+    # the old sign-in token no longer authenticates, the recent one and the CLI's still do
+    engine = create_engine(url)
+    with DbSession(engine) as db:
+        assert live_token_hashes(db, created) == {"new_login", "cli"}
+    engine.dispose()

@@ -1,10 +1,11 @@
-"""Sign-in for people: POST /login (email + password -> a fresh API token), POST /logout
+"""Sign-in for people: POST /login (email + password -> a fresh API token, which expires after
+MOJODEX_LOGIN_TOKEN_LIFETIME_DAYS), POST /logout
 (revokes the calling token), GET /user (who the token belongs to)."""
 
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from flask import g, request
 from flask_restful import Resource
@@ -19,6 +20,7 @@ from backend.routes._input import field, json_body
 from backend.validation import USER, api
 from mojodex_core.db.models import ApiToken
 from mojodex_core.passwords import check_password
+from mojodex_core.timestamps import iso_utc
 from mojodex_core.users import hash_token, issue_token
 
 log = logging.getLogger("mojodex.login")
@@ -45,10 +47,11 @@ class LoginResource(Resource):
                 limits.login_failed(email, address)
                 log.info("login failed for %s from %s", email, address)
                 raise ApiError(401, "wrong email or password")
-            token = issue_token(db, user, label="login")
+            expires_at = datetime.now(UTC) + timedelta(days=platform().settings.login_token_lifetime_days)
+            token = issue_token(db, user, label="login", expires_at=expires_at)
             profile = _profile(user)
         log.info("login %s from %s", email, address)
-        return {"token": token, "user": profile}, 200
+        return {"token": token, "expires_at": iso_utc(expires_at), "user": profile}, 200
 
 
 class LogoutResource(Resource):

@@ -93,6 +93,9 @@ class ApiToken(Base):
     label: Mapped[str] = mapped_column(String(255), default="default")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # None: no expiry (a token the CLI issued for an API client); a sign-in's token has one
+    # (MOJODEX_LOGIN_TOKEN_LIFETIME_DAYS). Past it the token no longer authenticates.
+    expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class Platform(Base):

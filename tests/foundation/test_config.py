@@ -47,6 +47,7 @@ def test_defaults_are_the_documented_ones(tmp_path):
     assert settings.log_level == "INFO"
     assert settings.token_coalesce_ms == 30
     assert settings.turn_timeout_s == 180.0
+    assert settings.login_token_lifetime_days == 30
 
 
 def test_every_setting_is_read(tmp_path):
@@ -68,6 +69,7 @@ def test_every_setting_is_read(tmp_path):
             MOJODEX_TOKEN_COALESCE_MS="0",
             MOJODEX_TURN_TIMEOUT_S="30",
             MOJODEX_TASKS_CONFIG_DIR=str(tmp_path / "tasks"),
+            MOJODEX_LOGIN_TOKEN_LIFETIME_DAYS="7",
         )
     )
     # postgres:// is normalised to the psycopg 3 driver the platform ships.
@@ -85,6 +87,7 @@ def test_every_setting_is_read(tmp_path):
     assert settings.token_coalesce_ms == 0
     assert settings.turn_timeout_s == 30.0
     assert settings.tasks_config_dir == tmp_path / "tasks"
+    assert settings.login_token_lifetime_days == 7
 
 
 def test_openai_api_key_is_read_when_mojodex_key_is_unset(tmp_path):
@@ -111,6 +114,7 @@ def test_openai_api_key_is_read_when_mojodex_key_is_unset(tmp_path):
         ("MOJODEX_LLM_MAX_RETRIES", "99", "between 0 and 10"),
         ("MOJODEX_TOKEN_COALESCE_MS", "-1", "between 0 and 1000"),
         ("MOJODEX_TURN_TIMEOUT_S", "0", "between"),
+        ("MOJODEX_LOGIN_TOKEN_LIFETIME_DAYS", "0", "between 1 and 3650"),
         ("MOJODEX_ADMIN_SECRET", "short", "at least 16 characters"),
         ("MOJODEX_SECRET_KEY", "short", "at least 16 characters"),
     ],

@@ -8,13 +8,17 @@ import dataclasses
 import os
 import secrets
 import uuid
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import requests
 import socketio
+from sqlalchemy import update
 
 from backend.rate_limits import rate_limits
+from mojodex_core.db.models import ApiToken
 from mojodex_core.security_config import RateLimitSettings
+from mojodex_core.users import hash_token
 from tests.integration._helpers import new_execution
 from tests.support.live import GENEROUS_RATE_LIMITS, live_settings, serving
 
@@ -227,3 +231,18 @@ def test_flask_limiter_adds_no_per_request_hooks(database_url):
         owners = [getattr(getattr(f, "func", f), "__module__", "") for f in hooks]
         assert not [o for o in owners if o.startswith("flask_limiter")], owners
         assert rate_limits(app).limiter.limiter is not None  # the strategy is still there
+
+
+def test_an_expired_token_counts_as_a_failed_authentication(database_url):
+    """As docs/security.md says: 401 "token expired" is a failed authentication like any other,
+    and the address's lockout then answers first."""
+    with _server(database_url, auth_failures_per_address="3/minute") as live:
+        client = live.new_user()
+        with live.db() as db:
+            db.execute(update(ApiToken).where(ApiToken.token_hash == hash_token(client.token))
+                       .values(expires_at=datetime.now(UTC) - timedelta(seconds=1)))
+        locked_out = "too many failed authentications from this address"
+        answers = [client.call("GET", "/user_task") for _ in range(4)]
+        assert [(a.status_code, a.json()["error"]) for a in answers] == [(401, "token expired")] * 3 + [
+            (429, locked_out)]
+        _assert_throttled(live.new_user().call("GET", "/user_task"), locked_out)
