@@ -14,8 +14,7 @@ from backend.routes._input import field, json_body, owned_execution, query_int, 
 from backend.validation import USER, api
 from mojodex_core.db.models import ProducedText, ProducedTextVersion, UserTaskExecution
 from mojodex_core.execution.produced_text import (
-    append_version,
-    latest_version,
+    append_manual_edit,
     oversized,
     version_payload,
 )
@@ -110,15 +109,6 @@ class ProducedTextResource(Resource):
             else:
                 execution = owned_execution(db, field(body, "user_task_execution_pk", int))
             require_editable(db, execution)
-            previous = latest_version(db, execution.user_task_execution_pk)
-            version = append_version(
-                db,
-                execution,
-                g.user.user_id,
-                title=title if title is not None else (previous.title if previous else ""),
-                production=production,
-                origin="manual_edit",
-                text_type_fk=previous.text_type_fk if previous else None,
-            )
+            version = append_manual_edit(db, execution, g.user.user_id, production=production, title=title)
             db.flush()
             return _version_view(db, version.produced_text, version), 200

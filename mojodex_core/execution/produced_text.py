@@ -76,6 +76,40 @@ def get_or_create_produced_text(db: DbSession, execution: UserTaskExecution, use
     raise RuntimeError(f"could not create produced_text for execution {execution.user_task_execution_pk}")
 
 
+def lock_execution(db: DbSession, user_task_execution_pk: int) -> None:
+    """Writes to the execution row: it serialises appends to one execution (a row lock on
+    Postgres, the write lock on SQLite) until the transaction ends. Taking it twice is harmless."""
+    db.execute(
+        update(UserTaskExecution)
+        .where(UserTaskExecution.user_task_execution_pk == user_task_execution_pk)
+        .values(user_task_execution_pk=UserTaskExecution.user_task_execution_pk)
+    )
+
+
+def append_manual_edit(
+    db: DbSession,
+    execution: UserTaskExecution,
+    user_id: str,
+    *,
+    production: str,
+    title: str | None = None,
+) -> ProducedTextVersion:
+    """The user's edit as the next version, with the latest version's title (when none is given)
+    and text type. That latest version is read under the execution's lock, so no other writer
+    appends between the read and the edit."""
+    lock_execution(db, execution.user_task_execution_pk)
+    previous = latest_version(db, execution.user_task_execution_pk)
+    return append_version(
+        db,
+        execution,
+        user_id,
+        title=title if title is not None else (previous.title if previous else ""),
+        production=production,
+        origin="manual_edit",
+        text_type_fk=previous.text_type_fk if previous else None,
+    )
+
+
 def append_version(
     db: DbSession,
     execution: UserTaskExecution,
@@ -88,13 +122,7 @@ def append_version(
     message_pk: int | None = None,
 ) -> ProducedTextVersion:
     """Adds the next version; concurrent writers get distinct, gap-free indexes."""
-    # Write to the execution row first: it serialises appends to one execution (a row lock on
-    # Postgres, the write lock on SQLite).
-    db.execute(
-        update(UserTaskExecution)
-        .where(UserTaskExecution.user_task_execution_pk == execution.user_task_execution_pk)
-        .values(user_task_execution_pk=UserTaskExecution.user_task_execution_pk)
-    )
+    lock_execution(db, execution.user_task_execution_pk)
     produced = get_or_create_produced_text(db, execution, user_id)
     for _ in range(MAX_ATTEMPTS):
         last = db.scalar(

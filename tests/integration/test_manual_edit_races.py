@@ -1,0 +1,53 @@
+"""POST /produced_text (a manual edit) and the versions written beside it.
+
+The edit carries the latest version's title (when it sends none) and text type forward: that
+latest version is read under the execution's lock, so an edit never builds on a version older
+than one another writer appended meanwhile (before: it was read before the lock was taken)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import requests
+from sqlalchemy import text
+
+from tests.integration._helpers import new_execution
+from tests.support.row_locks import backend_pid, waiting_for_a_lock
+
+
+def _first_version(client, title: str = "Old") -> tuple[int, dict]:  # noqa: ANN001
+    pk, _session_id = new_execution(client)
+    first = client.ok("POST", "/produced_text", json={"user_task_execution_pk": pk, "title": title, "production": "v1"})
+    assert first["produced_text_version_index"] == 1
+    return pk, first
+
+
+_HOLD_EXECUTION = text("UPDATE user_task_execution SET title = title WHERE user_task_execution_pk = :pk")
+_OTHER_VERSION = text(
+    "INSERT INTO produced_text_version (produced_text_fk, version_index, title, production, origin, created_at) "
+    "VALUES (:produced, 2, 'New', 'v2', 'assistant', now())"
+)
+
+
+def test_the_latest_version_is_read_once_the_execution_is_locked(live, is_postgres):
+    # An assistant's version being written (the execution row held, version 2 not yet committed)
+    # while the user saves an edit without a title: the edit waits, then carries version 2's
+    # title. Before, it had read version 1 before waiting and wrote its title "Old" as version 3.
+    if not is_postgres:
+        pytest.skip("SQLite serialises the two writes before either reads: there is no race to lose")
+    client = live.new_user()
+    pk, first = _first_version(client)
+    engine = live.platform.engine
+    answers: list[requests.Response] = []
+    with engine.connect() as other:
+        other.execute(_HOLD_EXECUTION, {"pk": pk})
+        other.execute(_OTHER_VERSION, {"produced": first["produced_text_pk"]})
+        saving = threading.Thread(target=lambda: answers.append(client.call(
+            "POST", "/produced_text", json={"produced_text_pk": first["produced_text_pk"], "production": "mine"})))
+        saving.start()
+        assert waiting_for_a_lock(engine, backend_pid(other)), "the edit never waited for the other writer"
+        other.commit()
+    saving.join(10)
+    assert answers and answers[0].status_code == 200, answers and answers[0].text
+    assert (answers[0].json()["produced_text_version_index"], answers[0].json()["produced_text_title"]) == (3, "New")
