@@ -14,6 +14,7 @@ from backend.routes._input import field, json_body, owned_execution, query_int, 
 from backend.validation import USER, api
 from mojodex_core.db.models import ProducedText, ProducedTextVersion, UserTaskExecution
 from mojodex_core.execution.produced_text import (
+    VersionConflict,
     append_manual_edit,
     oversized,
     version_payload,
@@ -85,10 +86,12 @@ class ProducedTextResource(Resource):
 
     @api.validate(json=m.ProducedTextBody, resp=m.answers(m.VersionOut), security=USER, tags=["produced texts"])
     def post(self):  # noqa: ANN201
-        """A manual edit by the user: appended as the next version, never overwriting one."""
+        """A manual edit by the user: appended as the next version, never overwriting one; 409 when
+        ``base_produced_text_version_index`` names an older version than the latest."""
         body = json_body()
         production = field(body, "production", str)
         title = field(body, "title", str, None)
+        base = field(body, "base_produced_text_version_index", int, None)
         if not production.strip():
             raise bad_request("production must not be empty", field="production")
         settings = platform().settings
@@ -109,6 +112,10 @@ class ProducedTextResource(Resource):
             else:
                 execution = owned_execution(db, field(body, "user_task_execution_pk", int))
             require_editable(db, execution)
-            version = append_manual_edit(db, execution, g.user.user_id, production=production, title=title)
+            try:
+                version = append_manual_edit(db, execution, g.user.user_id, production=production, title=title,
+                                             base_produced_text_version_index=base)
+            except VersionConflict as exc:
+                raise ApiError(409, str(exc), field="base_produced_text_version_index") from exc
             db.flush()
             return _version_view(db, version.produced_text, version), 200

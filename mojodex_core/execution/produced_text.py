@@ -30,6 +30,18 @@ def check_editable(task_type: str) -> None:
         raise ProducedTextFrozen(reason)
 
 
+class VersionConflict(Exception):
+    """A manual edit made on a version that is no longer the latest."""
+
+    def __init__(self, base_produced_text_version_index: int, latest_produced_text_version_index: int) -> None:
+        super().__init__(
+            f"this edit is based on version {base_produced_text_version_index}, but the latest version is "
+            f"{latest_produced_text_version_index}: read it again before editing"
+        )
+        self.base_produced_text_version_index = base_produced_text_version_index
+        self.latest_produced_text_version_index = latest_produced_text_version_index
+
+
 def latest_version(db: DbSession, user_task_execution_pk: int) -> ProducedTextVersion | None:
     return db.scalar(
         select(ProducedTextVersion)
@@ -93,12 +105,17 @@ def append_manual_edit(
     *,
     production: str,
     title: str | None = None,
+    base_produced_text_version_index: int | None = None,
 ) -> ProducedTextVersion:
     """The user's edit as the next version, with the latest version's title (when none is given)
     and text type. That latest version is read under the execution's lock, so no other writer
-    appends between the read and the edit."""
+    appends between the read and the edit. ``base_produced_text_version_index``, the version the
+    edit was made on (0: no version yet), raises VersionConflict when it is not the latest."""
     lock_execution(db, execution.user_task_execution_pk)
     previous = latest_version(db, execution.user_task_execution_pk)
+    latest_index = previous.version_index if previous is not None else 0
+    if base_produced_text_version_index is not None and base_produced_text_version_index != latest_index:
+        raise VersionConflict(base_produced_text_version_index, latest_index)
     return append_version(
         db,
         execution,

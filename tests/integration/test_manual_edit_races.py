@@ -1,8 +1,9 @@
 """POST /produced_text (a manual edit) and the versions written beside it.
 
-The edit carries the latest version's title (when it sends none) and text type forward: that
-latest version is read under the execution's lock, so an edit never builds on a version older
-than one another writer appended meanwhile (before: it was read before the lock was taken)."""
+The edit carries the latest version's title (when it sends none) and text type forward, and may
+name the version it was made on (``base_produced_text_version_index``): that latest version is
+read under the execution's lock, so an edit never builds on a version older than one another
+writer appended meanwhile (before: it was read before the lock was taken)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,36 @@ def _first_version(client, title: str = "Old") -> tuple[int, dict]:  # noqa: ANN
     first = client.ok("POST", "/produced_text", json={"user_task_execution_pk": pk, "title": title, "production": "v1"})
     assert first["produced_text_version_index"] == 1
     return pk, first
+
+
+def test_two_edits_based_on_the_same_version_the_second_is_409(live):
+    client = live.new_user()
+    pk, first = _first_version(client)
+    base = "base_produced_text_version_index"
+    edit = {"produced_text_pk": first["produced_text_pk"], base: 1}
+    mine = client.ok("POST", "/produced_text", json={**edit, "production": "mine"})
+    assert mine["produced_text_version_index"] == 2
+    theirs = client.call("POST", "/produced_text", json={**edit, "production": "theirs"})
+    assert theirs.status_code == 409, theirs.text
+    assert theirs.json() == {"error": "this edit is based on version 1, but the latest version is 2: "
+                                      "read it again before editing", "field": base}
+    latest = client.ok("GET", "/user_task_execution_produced_text", params={"user_task_execution_pk": pk})
+    assert (latest["produced_text_version_index"], latest["produced_text"]) == (2, "mine")
+    # based on the latest, it is accepted; with no base named, as before, it is appended
+    assert client.ok("POST", "/produced_text", json={**edit, base: 2, "production": "again"})[
+        "produced_text_version_index"] == 3
+    assert client.ok("POST", "/produced_text", json={"produced_text_pk": first["produced_text_pk"],
+                                                     "production": "blind"})["produced_text_version_index"] == 4
+
+
+def test_an_edit_of_an_execution_with_no_version_yet_is_based_on_version_0(live):
+    client = live.new_user()
+    pk, _session_id = new_execution(client)
+    edit = {"user_task_execution_pk": pk, "production": "x"}
+    late = client.call("POST", "/produced_text", json={**edit, "base_produced_text_version_index": 1})
+    assert late.status_code == 409 and "latest version is 0" in late.json()["error"]
+    first = client.ok("POST", "/produced_text", json={**edit, "base_produced_text_version_index": 0})
+    assert first["produced_text_version_index"] == 1
 
 
 _HOLD_EXECUTION = text("UPDATE user_task_execution SET title = title WHERE user_task_execution_pk = :pk")
