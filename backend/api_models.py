@@ -173,7 +173,7 @@ class ProducedTextBody(_In):
     user_task_execution_pk: Pk | None = Field(None, description="Required when produced_text_pk is absent.")
     base_produced_text_version_index: Annotated[Int32, Field(ge=0)] | None = Field(
         None, description="The produced_text_version_index this edit was made on (0: none yet): 409 when it is no"
-        " longer the latest. For API clients (the web app does not send it)."
+        " longer the latest, 400 beyond the latest. For API clients (the web app does not send it)."
     )
 
 

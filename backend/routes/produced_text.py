@@ -14,6 +14,7 @@ from backend.routes._input import field, json_body, owned_execution, query_int, 
 from backend.validation import USER, api
 from mojodex_core.db.models import ProducedText, ProducedTextVersion, UserTaskExecution
 from mojodex_core.execution.produced_text import (
+    UnknownBaseVersion,
     VersionConflict,
     append_manual_edit,
     oversized,
@@ -87,7 +88,8 @@ class ProducedTextResource(Resource):
     @api.validate(json=m.ProducedTextBody, resp=m.answers(m.VersionOut), security=USER, tags=["produced texts"])
     def post(self):  # noqa: ANN201
         """A manual edit by the user: appended as the next version, never overwriting one; 409 when
-        ``base_produced_text_version_index`` names an older version than the latest."""
+        ``base_produced_text_version_index`` names an older version than the latest, 400 when it
+        names one beyond it."""
         body = json_body()
         production = field(body, "production", str)
         title = field(body, "title", str, None)
@@ -117,5 +119,8 @@ class ProducedTextResource(Resource):
                                              base_produced_text_version_index=base)
             except VersionConflict as exc:
                 raise ApiError(409, str(exc), field="base_produced_text_version_index") from exc
+            except UnknownBaseVersion as exc:  # a version that never existed: not a late edit
+                raise bad_request(f"base_produced_text_version_index: {exc}",
+                                  field="base_produced_text_version_index") from exc
             db.flush()
             return _version_view(db, version.produced_text, version), 200

@@ -42,6 +42,16 @@ class VersionConflict(Exception):
         self.latest_produced_text_version_index = latest_produced_text_version_index
 
 
+class UnknownBaseVersion(ValueError):
+    """A manual edit said to be made on a version beyond the latest: one that never existed."""
+
+    def __init__(self, base_produced_text_version_index: int, latest_produced_text_version_index: int) -> None:
+        super().__init__(
+            f"there is no version {base_produced_text_version_index} "
+            f"(the latest version is {latest_produced_text_version_index})"
+        )
+
+
 def latest_version(db: DbSession, user_task_execution_pk: int) -> ProducedTextVersion | None:
     return db.scalar(
         select(ProducedTextVersion)
@@ -110,11 +120,14 @@ def append_manual_edit(
     """The user's edit as the next version, with the latest version's title (when none is given)
     and text type. That latest version is read under the execution's lock, so no other writer
     appends between the read and the edit. ``base_produced_text_version_index``, the version the
-    edit was made on (0: no version yet), raises VersionConflict when it is not the latest."""
+    edit was made on (0: no version yet), raises VersionConflict when it is older than the latest,
+    UnknownBaseVersion when it is beyond it."""
     lock_execution(db, execution.user_task_execution_pk)
     previous = latest_version(db, execution.user_task_execution_pk)
     latest_index = previous.version_index if previous is not None else 0
-    if base_produced_text_version_index is not None and base_produced_text_version_index != latest_index:
+    if base_produced_text_version_index is not None and base_produced_text_version_index > latest_index:
+        raise UnknownBaseVersion(base_produced_text_version_index, latest_index)
+    if base_produced_text_version_index is not None and base_produced_text_version_index < latest_index:
         raise VersionConflict(base_produced_text_version_index, latest_index)
     return append_version(
         db,

@@ -48,10 +48,25 @@ def test_an_edit_of_an_execution_with_no_version_yet_is_based_on_version_0(live)
     client = live.new_user()
     pk, _session_id = new_execution(client)
     edit = {"user_task_execution_pk": pk, "production": "x"}
-    late = client.call("POST", "/produced_text", json={**edit, "base_produced_text_version_index": 1})
-    assert late.status_code == 409 and "latest version is 0" in late.json()["error"]
     first = client.ok("POST", "/produced_text", json={**edit, "base_produced_text_version_index": 0})
     assert first["produced_text_version_index"] == 1
+
+
+@pytest.mark.parametrize(("versions", "base"), [(2, 5), (2, 3), (0, 1)])
+def test_an_edit_based_on_a_version_that_never_existed_is_400(live, versions, base):
+    # A base beyond the latest version is no edit that came too late (409) but a bad request.
+    client = live.new_user()
+    pk, _session_id = new_execution(client)
+    edit = {"user_task_execution_pk": pk, "production": "x"}
+    for _ in range(versions):
+        client.ok("POST", "/produced_text", json=edit)
+    response = client.call("POST", "/produced_text", json={**edit, "base_produced_text_version_index": base})
+    assert response.status_code == 400, response.text
+    assert response.json() == {"error": f"base_produced_text_version_index: there is no version {base} "
+                                        f"(the latest version is {versions})",
+                               "field": "base_produced_text_version_index"}
+    count = client.ok("GET", "/user_task_execution", params={"user_task_execution_pk": pk})
+    assert count["produced_text_version_count"] == versions
 
 
 _HOLD_EXECUTION = text("UPDATE user_task_execution SET title = title WHERE user_task_execution_pk = :pk")
