@@ -8,11 +8,12 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from alembic import command
 from sqlalchemy import DateTime, bindparam, create_engine, inspect, select, text
 from sqlalchemy.orm import Session as DbSession
 
 from mojodex_core.config import normalise_database_url
-from mojodex_core.db.migrate import upgrade
+from mojodex_core.db.migrate import alembic_config, upgrade
 from mojodex_core.db.models import ApiToken
 from mojodex_core.users import live_token_hashes
 
@@ -87,3 +88,23 @@ def test_0011_gives_stored_sign_in_tokens_the_default_lifetime(scratch_url):
     with DbSession(engine) as db:
         assert live_token_hashes(db, created) == {"new_login", "cli"}
     engine.dispose()
+
+
+def test_downgrading_0011_revokes_the_expired_sign_in_tokens(scratch_url):
+    # Older code checks only revoked_at: dropping expires_at alone would bring an expired sign-in
+    # token back to life. The expired one is revoked at its expiry; the others are left as they were.
+    url = scratch_url
+    _tokens_before_expiry(url)
+    upgrade(url)
+    command.downgrade(alembic_config(url), "0010_message_session_indexes")
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        assert "expires_at" not in {c["name"] for c in inspect(conn).get_columns("api_token")}
+        rows = conn.execute(text("SELECT token_hash, created_at, revoked_at FROM api_token")
+                            .columns(created_at=DateTime(timezone=True), revoked_at=DateTime(timezone=True))).all()
+    engine.dispose()
+    revoked = {h: (r.replace(tzinfo=UTC) if r is not None and r.tzinfo is None else r) for h, _c, r in rows}
+    created = {h: (c.replace(tzinfo=UTC) if c.tzinfo is None else c) for h, c, _r in rows}
+    assert revoked["new_login"] is None and revoked["cli"] is None
+    assert revoked["old_login"] is not None, "the expired sign-in token authenticates again"
+    assert abs(revoked["old_login"] - (created["old_login"] + timedelta(days=30))) < timedelta(milliseconds=2)

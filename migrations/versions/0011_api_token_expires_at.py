@@ -4,11 +4,14 @@ POST /login issued tokens that lived until revoked. A token now carries its expi
 (MOJODEX_LOGIN_TOKEN_LIFETIME_DAYS, 30 by default, from its sign-in); NULL is no expiry, as for
 the tokens the CLI issues for API clients. The sign-in tokens stored before this revision get
 the default lifetime from their creation: one older than 30 days no longer authenticates.
+Downgrading revokes the expired tokens (at their expiry) before dropping the column, since the
+code before this revision checks only revoked_at.
 
 Revision ID: 0011_api_token_expires_at
 Revises: 0010_message_session_indexes
 Create Date: 2026-12-07 10:00:00.000000
 """
+from datetime import UTC, datetime
 from typing import Sequence
 
 import sqlalchemy as sa
@@ -34,5 +37,11 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    # The code before this revision checks only revoked_at: an expired token would authenticate
+    # again once its expiry is gone. It is revoked at its expiry first.
+    now = sa.bindparam('now', value=datetime.now(UTC), type_=sa.DateTime(timezone=True))
+    op.execute(sa.text(
+        "UPDATE api_token SET revoked_at = expires_at WHERE expires_at <= :now AND revoked_at IS NULL"
+    ).bindparams(now))
     with op.batch_alter_table('api_token', schema=None) as batch_op:
         batch_op.drop_column('expires_at')
