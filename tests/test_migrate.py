@@ -82,7 +82,7 @@ def test_0011_gives_stored_sign_in_tokens_the_default_lifetime(scratch_url):
     expiries = _expiries(url)
     assert expiries["cli"] is None
     for name in ("old_login", "new_login"):
-        assert abs(expiries[name] - (created[name] + timedelta(days=30))) < timedelta(milliseconds=2), name
+        assert expiries[name] == created[name] + timedelta(hours=720), name
     # the old sign-in token no longer authenticates, the recent one and the CLI's still do
     engine = create_engine(url)
     with DbSession(engine) as db:
@@ -108,3 +108,23 @@ def test_downgrading_0011_revokes_the_expired_sign_in_tokens(scratch_url):
     assert revoked["new_login"] is None and revoked["cli"] is None
     assert revoked["old_login"] is not None, "the expired sign-in token authenticates again"
     assert abs(revoked["old_login"] - (created["old_login"] + timedelta(days=30))) < timedelta(milliseconds=2)
+
+
+def test_0011_s_lifetime_is_exactly_720_hours_across_a_daylight_saving_change(scratch_url, monkeypatch):
+    # Postgres adds "30 days" as calendar days in the session's time zone: across the change to
+    # summer time in Paris that was 719 hours. SQLite's %f kept milliseconds only.
+    monkeypatch.setenv("PGTZ", "Europe/Paris")  # libpq: the session time zone of the migration
+    url = scratch_url
+    upgrade(url, "0010_message_session_indexes")
+    created = datetime(2026, 3, 10, 12, 0, 0, 123456, tzinfo=UTC)  # Paris moves on 2026-03-29
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(text("INSERT INTO md_user (user_id, name, email, language_code, timezone_offset_minutes, "
+                          "created_at) VALUES ('u1', 'Ada', 'ada@example.com', 'en', 0, :c)")
+                     .bindparams(bindparam("c", type_=DateTime(timezone=True))), {"c": created})
+        conn.execute(text("INSERT INTO api_token (user_id, token_hash, label, created_at) "
+                          "VALUES ('u1', 'dst', 'login', :c)")
+                     .bindparams(bindparam("c", type_=DateTime(timezone=True))), {"c": created})
+    engine.dispose()
+    upgrade(url)
+    assert _expiries(url)["dst"] == created + timedelta(hours=720)

@@ -29,10 +29,14 @@ LIFETIME_DAYS = 30
 def upgrade() -> None:
     with op.batch_alter_table('api_token', schema=None) as batch_op:
         batch_op.add_column(sa.Column('expires_at', sa.DateTime(timezone=True), nullable=True))
+    hours = LIFETIME_DAYS * 24  # exact hours, as POST /login's timedelta(days=...)
     if op.get_bind().dialect.name == 'postgresql':
-        expiry = f"created_at + interval '{LIFETIME_DAYS} days'"
-    else:  # SQLite keeps SQLAlchemy's text form, 'YYYY-MM-DD HH:MM:SS.ffffff' (%f: SS.fff)
-        expiry = f"strftime('%Y-%m-%d %H:%M:%f', created_at, '+{LIFETIME_DAYS} days') || '000'"
+        # Not '30 days': a calendar step in the session's time zone (29 days 23 hours across a
+        # change to summer time).
+        expiry = f"created_at + interval '{hours} hours'"
+    else:  # SQLite keeps SQLAlchemy's text form, 'YYYY-MM-DD HH:MM:SS.ffffff': the seconds are
+        # shifted, the microseconds (from character 20) kept as they were (%f has milliseconds only)
+        expiry = f"strftime('%Y-%m-%d %H:%M:%S', created_at, '+{hours} hours') || substr(created_at, 20)"
     op.execute(f"UPDATE api_token SET expires_at = {expiry} WHERE label = 'login' AND expires_at IS NULL")
 
 
