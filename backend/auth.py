@@ -16,7 +16,7 @@ from backend.context import platform
 from backend.errors import ApiError
 from backend.rate_limits import client_address, rate_limits
 from mojodex_core.db import read_connection
-from mojodex_core.users import TokenHolder, token_expired, token_holder
+from mojodex_core.users import TokenHolder, TokenRead, read_token
 
 INVALID_TOKEN = "missing or invalid token"
 TOKEN_EXPIRED = "token expired"
@@ -32,12 +32,13 @@ def token_from_header(value: str | None) -> str:
     return value
 
 
-def authenticate_token(token: str) -> TokenHolder | None:
-    """Every user route's first step: one Core query on a pooled connection, no ORM session."""
+def authenticate_token(token: str) -> TokenRead:
+    """Every user route's first step: one Core query on a pooled connection, no ORM session,
+    which also says why a refused token is refused."""
     if not token:
-        return None
+        return TokenRead()
     with read_connection(platform().engine) as conn:
-        return token_holder(conn, token)
+        return read_token(conn, token)
 
 
 def is_admin_secret(given: str) -> bool:
@@ -51,22 +52,19 @@ def require_user(token: str):  # noqa: ANN201
     return _holder_or_401(authenticate_token(token), token)
 
 
-def _holder_or_401(holder: TokenHolder | None, token: str) -> TokenHolder:
-    """The token's holder as read (None: not a valid token), or 401, counted as a failed authentication."""
-    if holder is None:
+def _holder_or_401(read: TokenRead, token: str) -> TokenHolder:
+    """The token's holder as read, or 401, counted as a failed authentication: ``token expired``
+    for a sign-in's token past its expiry (the client signs in again), else ``missing or invalid
+    token``."""
+    if read.holder is None:
         rate_limits().authentication_failed(client_address(), token)
-        raise ApiError(401, refusal(token))
-    return holder
+        raise ApiError(401, refusal(read))
+    return read.holder
 
 
-def refusal(token: str) -> str:
-    """What a token that did not authenticate is told: ``token expired`` for a sign-in's token past
-    its expiry (the client signs in again), else ``missing or invalid token``."""
-    if token:
-        with read_connection(platform().engine) as conn:
-            if token_expired(conn, token):
-                return TOKEN_EXPIRED
-    return INVALID_TOKEN
+def refusal(read: TokenRead) -> str:
+    """What a token that did not authenticate is told."""
+    return TOKEN_EXPIRED if read.expired else INVALID_TOKEN
 
 
 def token_checked_by_route(fn: Callable) -> Callable:
@@ -94,10 +92,10 @@ def deferred_token() -> str | None:
     return g.get("deferred_token")
 
 
-def settle_user(holder: TokenHolder | None) -> TokenHolder:
-    """The deferred token's holder as read by the route (None: not a valid token), or 401,
-    counted as a failed authentication as in ``require_user``."""
-    g.user = _holder_or_401(holder, g.pop("deferred_token", ""))
+def settle_user(read: TokenRead) -> TokenHolder:
+    """The deferred token's holder as read by the route, or 401, counted as a failed
+    authentication as in ``require_user``."""
+    g.user = _holder_or_401(read, g.pop("deferred_token", ""))
     return g.user
 
 

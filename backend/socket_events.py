@@ -14,14 +14,14 @@ from flask_socketio import ConnectionRefusedError, SocketIO, emit, join_room
 from pydantic import ValidationError
 
 from backend.api_models import StartSessionPayload
-from backend.auth import INVALID_TOKEN, TOKEN_EXPIRED, token_from_header
+from backend.auth import refusal, token_from_header
 from backend.context import Platform
 from backend.errors import DATABASE_UNAVAILABLE, ApiError, database_unavailable, describe_database_error
 from backend.rate_limits import client_address, rate_limits
 from backend.socket_auth import SocketTokens, replay_sender
 from backend.validation import validation_error
 from mojodex_core.execution.session_access import live_session
-from mojodex_core.users import hash_token, live_token_hashes, token_expired, user_for_token
+from mojodex_core.users import hash_token, live_token_hashes, read_token
 
 log = logging.getLogger("mojodex.socket")
 
@@ -41,9 +41,7 @@ def register_socket_events(socketio: SocketIO, platform: Platform, manager: obje
         try:
             limits.before_authentication(address, token)
             with platform.db() as db:
-                user = user_for_token(db, token)
-                user_id = user.user_id if user else None
-                expired = user is None and token_expired(db, token)
+                read = read_token(db, token)  # one statement, whether the token is accepted or not
         except ApiError as exc:  # throttled
             raise ConnectionRefusedError(exc.message, exc.body()) from None
         except Exception as exc:
@@ -51,11 +49,12 @@ def register_socket_events(socketio: SocketIO, platform: Platform, manager: obje
                 raise
             log.error("socket refused: %s (%s)", DATABASE_UNAVAILABLE, describe_database_error(exc))
             raise ConnectionRefusedError(DATABASE_UNAVAILABLE, {"error": DATABASE_UNAVAILABLE}) from None
-        if user_id is None:
+        if read.holder is None:
             limits.authentication_failed(address, token)
-            reason = TOKEN_EXPIRED if expired else INVALID_TOKEN
+            reason = refusal(read)
             log.info("socket refused: %s", reason)
             raise ConnectionRefusedError(reason, {"error": reason})
+        user_id = read.holder.user_id
         users_by_sid[request.sid] = user_id
         tokens.add(request.sid, hash_token(token))
         if platform.push is not None:

@@ -6,9 +6,10 @@ import hashlib
 import re
 import secrets
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import DateTime, bindparam, or_, select
 from sqlalchemy.engine import Connection
@@ -62,16 +63,15 @@ def _unexpired():  # noqa: ANN202
     return or_(ApiToken.expires_at.is_(None), ApiToken.expires_at > now)
 
 
-def token_expired(conn: Connection | DbSession, token: str) -> bool:
-    """Whether ``token`` is a token that authenticated until its expiry (not revoked): what a
-    refusal says, asked only once the token did not authenticate."""
-    if not token:
-        return False
-    return conn.execute(
-        select(ApiToken.api_token_pk).where(
-            ApiToken.token_hash == hash_token(token), ApiToken.revoked_at.is_(None), ~_unexpired()
-        )
-    ).first() is not None
+def _as_utc(value: datetime) -> datetime:
+    """SQLite gives back a naive datetime (UTC, as stored), Postgres an aware one."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
+
+
+def token_expired(revoked_at: datetime | None, expires_at: datetime | None, now: datetime | None = None) -> bool:
+    """Whether a stored token (its row's two columns) stopped authenticating by expiring: not
+    revoked, and its expiry passed (``now``: the clock, unless given)."""
+    return revoked_at is None and expires_at is not None and _as_utc(expires_at) <= (now or utcnow())
 
 
 @dataclass(frozen=True)
@@ -85,19 +85,45 @@ class TokenHolder:
     timezone_offset_minutes: int
 
 
+@dataclass(frozen=True)
+class TokenRead:
+    """What one read of a token found: its holder when it authenticates; else whether it expired
+    (``token expired``) rather than never was, was revoked or its user is gone."""
+
+    holder: TokenHolder | None = None
+    expired: bool = False
+
+
+# The token's row whatever its state, with the holder's columns first: whether it authenticates
+# (not revoked, not expired) is decided in Python (``token_read``), so a refused token, garbage
+# included, costs this one statement as an accepted one does.
 TOKEN_HOLDER = (
-    select(User.user_id, User.name, User.email, User.language_code, User.timezone_offset_minutes)
+    select(User.user_id, User.name, User.email, User.language_code, User.timezone_offset_minutes,
+           ApiToken.revoked_at, ApiToken.expires_at)
     .join(ApiToken, ApiToken.user_id == User.user_id)
-    .where(ApiToken.token_hash == bindparam("b_hash"), ApiToken.revoked_at.is_(None), _unexpired())
+    .where(ApiToken.token_hash == bindparam("b_hash"))
 )
+_HOLDER_COLUMNS = 5  # TOKEN_HOLDER's columns before revoked_at, expires_at
 
 
-def token_holder(conn: Connection, token: str) -> TokenHolder | None:
-    """The holder of a valid (not revoked, not expired) token, on a Core connection: the per-request check."""
+def token_read(row: Sequence[Any] | None) -> TokenRead:
+    """The verdict on a row of TOKEN_HOLDER (None: no such token)."""
+    if row is None:
+        return TokenRead()
+    revoked_at, expires_at = row[_HOLDER_COLUMNS], row[_HOLDER_COLUMNS + 1]
+    if revoked_at is not None:
+        return TokenRead()
+    if token_expired(revoked_at, expires_at):
+        return TokenRead(expired=True)
+    return TokenRead(TokenHolder(*row[:_HOLDER_COLUMNS]))
+
+
+def read_token(conn: Connection | DbSession, token: str) -> TokenRead:
+    """The per-request check, in one statement: the holder of a valid (not revoked, not expired)
+    token, or why there is none."""
     if not token:
-        return None
-    row = conn.execute(TOKEN_HOLDER, {"b_hash": hash_token(token)}).first()
-    return TokenHolder(*row) if row is not None else None
+        return TokenRead()
+    return token_read(conn.execute(TOKEN_HOLDER, {"b_hash": hash_token(token)}).first())
 
 
 def user_for_token(db: DbSession, token: str) -> User | None:

@@ -23,17 +23,18 @@ from mojodex_core.execution.dispatch import UnsupportedTaskType
 from mojodex_core.execution.intake import MessageIdTaken, accept_user_message, would_run
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.timestamps import iso_utc
-from mojodex_core.users import TOKEN_HOLDER, TokenHolder, hash_token
+from mojodex_core.users import TOKEN_HOLDER, TokenRead, hash_token, token_read
 from mojodex_core.workflow import store
 from mojodex_core.workflow.runner import NOT_CHATTING
 
 log = logging.getLogger("mojodex.messages")
 
 # The caller's token, and then ownership, task type and order state, in one read: no row when
-# the token is not a valid one. The session and execution sides are left-joined with their
-# conditions in the ON clauses, so the row exists whenever the token does: the caller tells "no
-# such session (or not yours)" from "no such execution (or not yours, or deleted)" from
-# "execution of another session", in that order of precedence.
+# there is no such token (a revoked or expired one has its row, ``token_read`` decides). The
+# session and execution sides are left-joined with their conditions in the ON clauses, so the row
+# exists whenever the token does: the caller tells "no such session (or not yours)" from "no such
+# execution (or not yours, or deleted)" from "execution of another session", in that order of
+# precedence.
 _HOLDER = TOKEN_HOLDER.subquery("holder")
 _AUTH_AND_CHECK = (
     select(*_HOLDER.c, Session.user_id.label("session_user_id"),
@@ -113,7 +114,7 @@ class UserMessageResource(Resource):
                 found = conn.execute(_AUTH_AND_CHECK, {
                     "b_hash": hash_token(token), "b_session": session_id, "b_pk": pk, "b_message_id": message_id,
                 }).first()
-        user_id = settle_user(TokenHolder(*found[:_HOLDER_FIELDS]) if found is not None else None).user_id
+        user_id = settle_user(token_read(found[:_HOLDER_FIELDS]) if found is not None else TokenRead()).user_id
         # Counted once the token is known and before anything is stored (a body that fails validation
         # is not counted), as when user_required and the send limit's decorator came first.
         rate_limits().message_sent(user_id)

@@ -97,3 +97,56 @@ def test_an_open_socket_is_closed_once_its_token_expires(live):
         assert gone.wait(10), "the socket is still connected"
     finally:
         socket.close()
+
+
+def _statements_with(live, token: str, act) -> list[str]:  # noqa: ANN001
+    """The statements run while ``act()`` runs that carry ``token``'s hash (this test's only)."""
+    from sqlalchemy import event
+
+    statements: list[str] = []
+    wanted = hash_token(token)
+
+    def count(_conn, _cursor, statement, parameters, *_args):  # noqa: ANN001, ANN002
+        if wanted in str(parameters):
+            statements.append(statement)
+
+    event.listen(live.platform.engine, "before_cursor_execute", count)
+    try:
+        act()
+    finally:
+        event.remove(live.platform.engine, "before_cursor_execute", count)
+    return statements
+
+
+def _handshake(live, token: str) -> list:  # noqa: ANN001
+    refusals: list = []
+    sio = socketio.Client(reconnection=False)
+    sio.on("connect_error", refusals.append)
+    with pytest.raises(socketio.exceptions.ConnectionError):
+        sio.connect(live.base_url, auth={"token": token}, transports=["websocket"], wait_timeout=10)
+    return refusals
+
+
+@pytest.mark.parametrize("kind", ["expired", "never issued"])
+def test_a_refused_token_is_decided_by_one_statement(live, kind):
+    # Before, a token that did not authenticate was looked up a second time to tell an expired
+    # one from any other: every failed authentication (garbage included) cost two queries.
+    client = _signed_in(live)
+    pk, session_id = new_execution(client)
+    if kind == "expired":
+        _expire(live, client.token)
+    else:
+        client.http.headers["Authorization"] = f"Bearer {uuid.uuid4().hex}"
+    token = client.http.headers["Authorization"].split()[1]
+    expected = "token expired" if kind == "expired" else "missing or invalid token"
+    answers: list[requests.Response] = []
+    message = {"session_id": session_id, "user_task_execution_pk": pk, "text": "hi", "message_id": uuid.uuid4().hex}
+    for method, path, kwargs in [("GET", "/user", {}), ("PUT", "/user_message", {"json": message})]:
+        statements = _statements_with(
+            live, token, lambda m=method, p=path, k=kwargs: answers.append(client.call(m, p, **k)))
+        assert (answers[-1].status_code, answers[-1].json()) == (401, {"error": expected}), path
+        assert len(statements) == 1, (path, statements)
+    refusals: list = []
+    statements = _statements_with(live, token, lambda: refusals.extend(_handshake(live, token)))
+    assert refusals == [{"message": expected, "data": {"error": expected}}]
+    assert len(statements) == 1, statements
