@@ -3,9 +3,11 @@ reach polling clients.
 
 `mojodex users revoke-token` runs in another process, so the server looks again, every
 MOJODEX_SOCKET_AUTH_RECHECK_S (2 s by default), at the tokens of its open sockets in the
-database: a socket whose token no longer authenticates (revoked, or its user deleted) gets
-a `token_revoked` event and is disconnected. One query per check, whatever the number of
-sockets (chunked by 500 tokens).
+database: a socket whose token no longer authenticates (revoked, expired, or gone) gets a
+`token_revoked` event and is disconnected. The event keeps its name whatever the reason (the
+clients listen for it); its payload says which: `{"error": "token expired"}` for a sign-in's
+token past its expiry, else `{"error": "token revoked"}`. One query per check, whatever the
+number of sockets (chunked by 500 tokens).
 """
 
 from __future__ import annotations
@@ -18,13 +20,20 @@ from typing import Any
 
 from flask_socketio import SocketIO
 
+from backend.auth import TOKEN_EXPIRED
 from backend.context import Platform
 from backend.errors import database_unavailable, describe_database_error
-from mojodex_core.users import live_token_hashes
+from mojodex_core.users import ended_tokens
 
 log = logging.getLogger("mojodex.socket")
 
 REVOKED_EVENT = "token_revoked"
+TOKEN_REVOKED = "token revoked"
+
+
+def ending(expired: bool) -> str:
+    """What a socket whose token no longer authenticates is told (``token_revoked``'s error)."""
+    return TOKEN_EXPIRED if expired else TOKEN_REVOKED
 # A polling client decodes at most 16 packets per HTTP response (engineio's max_decode_packets,
 # a client setting): a replay goes out in batches of this many, each once the previous was fetched.
 POLLING_BATCH = 10
@@ -73,7 +82,7 @@ class SocketTokens:
             return []
         try:
             with self._platform.db() as db:
-                live = live_token_hashes(db, tokens.values())
+                ended = ended_tokens(db, tokens.values())
         except Exception as exc:
             if not database_unavailable(exc):
                 raise
@@ -82,22 +91,22 @@ class SocketTokens:
             self._db_down = True
             return []
         self._db_down = False
-        ended = [sid for sid, token_hash in tokens.items() if token_hash not in live]
-        for sid in ended:
-            self.end(sid)
-        return ended
+        gone = {sid: ended[token_hash] for sid, token_hash in tokens.items() if token_hash in ended}
+        for sid, expired in gone.items():
+            self.end(sid, expired=expired)
+        return list(gone)
 
-    def end(self, sid: str, delay_s: float = 0.0) -> None:
-        """Tells the socket its token is revoked, then disconnects it (after ``delay_s``, so an
-        acknowledgement being sent gets out first)."""
+    def end(self, sid: str, delay_s: float = 0.0, *, expired: bool = False) -> None:
+        """Tells the socket its token is revoked (or ``expired``), then disconnects it (after
+        ``delay_s``, so an acknowledgement being sent gets out first)."""
         self.remove(sid)
-        log.info("socket %s disconnected: its token was revoked", sid)
+        log.info("socket %s disconnected: its token %s", sid, "expired" if expired else "was revoked")
 
         def run() -> None:
             if delay_s:
                 time.sleep(delay_s)
             try:
-                self._socketio.emit(REVOKED_EVENT, {"error": "token revoked"}, to=sid)
+                self._socketio.emit(REVOKED_EVENT, {"error": ending(expired)}, to=sid)
                 self._socketio.server.disconnect(sid)
             except Exception:  # already gone
                 log.debug("socket %s was gone before its disconnection", sid, exc_info=True)

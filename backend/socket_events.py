@@ -18,10 +18,10 @@ from backend.auth import refusal, token_from_header
 from backend.context import Platform
 from backend.errors import DATABASE_UNAVAILABLE, ApiError, database_unavailable, describe_database_error
 from backend.rate_limits import client_address, rate_limits
-from backend.socket_auth import SocketTokens, replay_sender
+from backend.socket_auth import SocketTokens, ending, replay_sender
 from backend.validation import validation_error
 from mojodex_core.execution.session_access import live_session
-from mojodex_core.users import hash_token, live_token_hashes, read_token
+from mojodex_core.users import ended_tokens, hash_token, read_token
 
 log = logging.getLogger("mojodex.socket")
 
@@ -82,7 +82,8 @@ def register_socket_events(socketio: SocketIO, platform: Platform, manager: obje
         token_hash = tokens.token_hash(sid)
         try:
             with platform.db() as db:
-                revoked = token_hash is None or token_hash not in live_token_hashes(db, [token_hash])
+                ended = {} if token_hash is None else ended_tokens(db, [token_hash])
+                revoked = token_hash is None or token_hash in ended
                 session = None if revoked else live_session(db, session_id)
                 owned = session is not None and session.user_id == user_id
         except Exception as exc:
@@ -90,9 +91,10 @@ def register_socket_events(socketio: SocketIO, platform: Platform, manager: obje
                 raise
             log.error("start_session: %s (%s)", DATABASE_UNAVAILABLE, describe_database_error(exc))
             return {"error": DATABASE_UNAVAILABLE}
-        if revoked:
-            tokens.end(sid, delay_s=0.2)  # after this acknowledgement
-            return {"error": "token revoked"}
+        if revoked:  # or expired: the answer says which
+            expired = ended.get(token_hash, False)
+            tokens.end(sid, delay_s=0.2, expired=expired)  # after this acknowledgement
+            return {"error": ending(expired)}
         if not owned:
             return {"error": "session not found"}
         replayed = platform.events.join_and_replay(

@@ -159,17 +159,27 @@ def revoke_tokens(db: DbSession, *, token: str | None = None, email: str | None 
     return rows
 
 
-def live_token_hashes(db: DbSession, token_hashes: Iterable[str], chunk: int = 500) -> set[str]:
-    """Which of these token hashes still authenticate (not revoked, not expired, user not deleted)."""
+def ended_tokens(db: DbSession, token_hashes: Iterable[str], chunk: int = 500) -> dict[str, bool]:
+    """Which of these token hashes no longer authenticate, each with whether it expired (True)
+    rather than was revoked or is gone (False): one query per chunk of hashes."""
     wanted = sorted(set(token_hashes))
-    live: set[str] = set()
+    ended = dict.fromkeys(wanted, False)  # revoked or gone, until its row says otherwise
     for start in range(0, len(wanted), chunk):
-        live.update(db.scalars(
-            select(ApiToken.token_hash).where(
-                ApiToken.token_hash.in_(wanted[start:start + chunk]), ApiToken.revoked_at.is_(None), _unexpired()
-            )
-        ))
-    return live
+        for token_hash, revoked_at, expires_at in db.execute(
+            select(ApiToken.token_hash, ApiToken.revoked_at, ApiToken.expires_at)
+            .where(ApiToken.token_hash.in_(wanted[start:start + chunk]))
+        ):
+            if token_expired(revoked_at, expires_at):
+                ended[token_hash] = True
+            elif revoked_at is None:
+                del ended[token_hash]  # it still authenticates
+    return ended
+
+
+def live_token_hashes(db: DbSession, token_hashes: Iterable[str], chunk: int = 500) -> set[str]:
+    """Which of these token hashes still authenticate (not revoked, not expired)."""
+    wanted = set(token_hashes)
+    return wanted - set(ended_tokens(db, wanted, chunk))
 
 
 def find_user(db: DbSession, email: str) -> User:

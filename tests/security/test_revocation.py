@@ -3,7 +3,6 @@ within seconds, and a start_session on one of them is refused (before: the socke
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
 
@@ -12,7 +11,6 @@ import pytest
 from backend.socket_auth import REVOKED_EVENT
 from mojodex_core.users import issue_token, user_for_token
 from tests.integration._helpers import new_execution
-from tests.support.live import live_settings, serving
 
 
 def _disconnect_watch(recorder) -> threading.Event:  # noqa: ANN001
@@ -44,14 +42,6 @@ def test_a_revoked_tokens_open_socket_is_disconnected_within_seconds(live, cli):
     finally:
         socket.close()
         other_socket.close()
-
-
-@pytest.fixture(scope="module")
-def slow_check_server(database_url, scripted_llm, live_server):  # noqa: ANN001
-    # The periodic check far away: what refuses the start_session below is the check it makes itself.
-    settings = dataclasses.replace(live_settings(database_url, scripted_llm.base_url), socket_auth_recheck_s=300)
-    with serving(settings) as live:
-        yield live
 
 
 def test_start_session_with_a_revoked_token_is_refused_and_the_socket_closed(slow_check_server, cli):

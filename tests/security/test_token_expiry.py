@@ -13,6 +13,7 @@ import requests
 import socketio
 from sqlalchemy import update
 
+from backend.socket_auth import REVOKED_EVENT
 from mojodex_core.db.models import ApiToken
 from mojodex_core.passwords import set_password
 from mojodex_core.users import create_user, grant, hash_token
@@ -95,6 +96,23 @@ def test_an_open_socket_is_closed_once_its_token_expires(live):
     try:
         _expire(live, client.token)
         assert gone.wait(10), "the socket is still connected"
+        # the event keeps its name (clients listen for it) but says why: not a revocation
+        assert socket.named(REVOKED_EVENT) == [{"error": "token expired"}]
+    finally:
+        socket.close()
+
+
+def test_start_session_with_an_expired_token_answers_token_expired(slow_check_server):
+    client = _signed_in(slow_check_server)
+    _pk, session_id = new_execution(client)
+    socket = client.socket()
+    gone = threading.Event()
+    socket.client.on("disconnect", lambda *_: gone.set())
+    try:
+        _expire(slow_check_server, client.token)
+        assert socket.start_session(session_id) == {"error": "token expired"}
+        assert gone.wait(5)
+        assert socket.named(REVOKED_EVENT) == [{"error": "token expired"}]
     finally:
         socket.close()
 
