@@ -238,18 +238,24 @@ def users_revoke_token(token: str | None, email: str | None) -> None:
     """Revoke a token, or every token of a user. REST refuses it at once; the server closes its open
     sockets within MOJODEX_SOCKET_AUTH_RECHECK_S seconds (2 by default)."""
     from mojodex_core.db import transaction
-    from mojodex_core.users import UserError, revoke_tokens
+    from mojodex_core.users import UserError, revoke_tokens, stored_token_expired
 
     if (token is None) == (email is None):
         _fail("give either --token TOKEN or --user EMAIL")
     try:
         with transaction(_session_factory()) as session:
-            revoked = revoke_tokens(session, token=token, email=email)
+            revoked = revoke_tokens(session, token=token, email=email)  # expired tokens are not live
             labels = [f"{row.label} (created {row.created_at:%Y-%m-%d})" for row in revoked]
+            expired = token is not None and not revoked and stored_token_expired(session, token)
     except UserError as exc:
         _fail(str(exc))
     if not revoked:
-        click.echo("nothing to revoke: " + ("the token was revoked already" if token else f"{email} has no live token"))
+        if token is None:
+            click.echo(f"nothing to revoke: {email} has no live token")
+        elif expired:
+            click.echo("nothing to revoke: the token has expired")
+        else:
+            click.echo("nothing to revoke: the token was revoked already")
         return
     click.echo(f"revoked {len(revoked)} token(s): {', '.join(labels)}")
 

@@ -139,11 +139,12 @@ def user_for_token(db: DbSession, token: str) -> User | None:
 
 def revoke_tokens(db: DbSession, *, token: str | None = None, email: str | None = None) -> list[ApiToken]:
     """Revokes one token (given in clear) or every live token of a user; returns the rows revoked
-    now (a token revoked already is not revoked again). REST refuses a revoked token at once;
-    open sockets are closed by the server's next check (MOJODEX_SOCKET_AUTH_RECHECK_S)."""
+    now (a token revoked already, or expired, is not revoked: it no longer authenticates). REST
+    refuses a revoked token at once; open sockets are closed by the server's next check
+    (MOJODEX_SOCKET_AUTH_RECHECK_S)."""
     if (token is None) == (email is None):
         raise UserError("give either a token or a user's email")
-    query = select(ApiToken).where(ApiToken.revoked_at.is_(None))
+    query = select(ApiToken).where(ApiToken.revoked_at.is_(None), _unexpired())
     if token is not None:
         if not token.strip() or db.scalar(select(ApiToken.api_token_pk).where(
                 ApiToken.token_hash == hash_token(token.strip()))) is None:
@@ -174,6 +175,13 @@ def ended_tokens(db: DbSession, token_hashes: Iterable[str], chunk: int = 500) -
             elif revoked_at is None:
                 del ended[token_hash]  # it still authenticates
     return ended
+
+
+def stored_token_expired(db: DbSession, token: str) -> bool:
+    """Whether ``token`` (in clear) is a stored token that stopped authenticating by expiring."""
+    row = db.execute(select(ApiToken.revoked_at, ApiToken.expires_at)
+                     .where(ApiToken.token_hash == hash_token(token.strip()))).first()
+    return row is not None and token_expired(*row)
 
 
 def live_token_hashes(db: DbSession, token_hashes: Iterable[str], chunk: int = 500) -> set[str]:

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import UTC, datetime, timedelta
 
 import pytest
+from sqlalchemy import select
 
 from backend.socket_auth import REVOKED_EVENT
-from mojodex_core.users import issue_token, user_for_token
+from mojodex_core.db.models import ApiToken
+from mojodex_core.users import hash_token, issue_token, user_for_token
 from tests.integration._helpers import new_execution
 
 
@@ -70,6 +73,23 @@ def test_revoking_every_token_of_a_user(live, cli):
     again = cli("users", "revoke-token", "--user", email)
     assert again.exit_code == 0 and "nothing to revoke" in again.output
     assert "revoked already" in cli("users", "revoke-token", "--token", client.token).output
+
+
+def test_revoking_a_user_s_tokens_leaves_the_expired_ones_out(live, cli):
+    # An expired sign-in token no longer authenticates: it is not revoked again, nor counted live.
+    client = live.new_user()
+    with live.db() as db:
+        user = user_for_token(db, client.token)
+        expired = issue_token(db, user, label="login", expires_at=datetime.now(UTC) - timedelta(seconds=1))
+        email = user.email
+    result = cli("users", "revoke-token", "--user", email)
+    assert result.exit_code == 0 and "revoked 1 token(s): default" in result.output, result.output
+    with live.db() as db:
+        assert db.scalar(select(ApiToken.revoked_at).where(ApiToken.token_hash == hash_token(expired))) is None
+    again = cli("users", "revoke-token", "--user", email)
+    assert again.exit_code == 0 and f"nothing to revoke: {email} has no live token" in again.output, again.output
+    one = cli("users", "revoke-token", "--token", expired)
+    assert one.exit_code == 0 and "nothing to revoke: the token has expired" in one.output, one.output
 
 
 @pytest.mark.parametrize(
