@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .frame_parts import Attr, Frame
+from .grammar_words import NEG_ENDS
 from .lexicon import Chunk, Sense
 from .menu import Menu
 
@@ -27,6 +28,19 @@ def types_of(senses: Any) -> set[str]:
 
 def fits(attr: Attr, types: set[str]) -> bool:
     return bool(types_of(attr.senses) & types)
+
+
+def ends_negation(menu: Menu, chunk: Chunk, negated: set[tuple[str, str]]) -> bool:
+    """Whether ``chunk`` ends a negation that already took values (of the fields ``negated``): "just", "only"
+    ("no toppings, just cheese"), or a yes/no value of another field ("no spread, toasted", "no lox toasted with
+    ..."): said for itself - the "no" was about the other field, not "not toasted"."""
+    if chunk.kind == "filler":
+        return bool(negated) and chunk.text.lower() in NEG_ENDS
+    if chunk.kind != "menu":
+        return False
+    fields = {(s.item_type, s.field) for s in chunk.senses if s.field is not None}
+    return bool(negated and fields) and not fields & negated and all(
+        menu.item_types[t].fields[f].kind == "bool" for t, f in fields)
 
 
 class ChunkRules:

@@ -9,9 +9,9 @@ One left-to-right pass with a few rules, all general (no sentence tables):
   after the last "and" that fit it ("pizza with ham and large coke");
 * a repeated noun after "X and Y <noun>" without "with" starts a new frame
   ("a pepperoni pizza and sausage pizza"), otherwise it is redundant ("pie with ham pizza");
-* negation ("no", "without", "hold the", "don't want"...) scopes over the following
-  values until "but", "with" (once something was negated), a number, a sentence end,
-  or an "and" not followed by a plain value ("no onions and peppers" negates both,
+* negation ("no", "without", "hold the", "don't want"...) scopes over the following values until "but",
+  "with" or "just" (once something was negated), a yes/no value after other fields' ("no spread, toasted"),
+  a number, a sentence end, or an "and" not followed by a plain value ("no onions and peppers" negates both,
   "no ham and extra cheese" does not);
 * a quantity qualifier ("extra", "a little bit of") binds to the next value;
 * "both", "each", "all" after a list of items of one type give each of them what follows
@@ -41,7 +41,7 @@ from typing import Any
 from . import grammar_words as gw
 from .frame_doubts import DoubtHandlers
 from .frame_parts import Attr, Frame, Segmentation, distribute, split
-from .frame_rules import anchor_senses, fits, types_of
+from .frame_rules import anchor_senses, ends_negation, fits, types_of
 from .lexicon import Chunk, Sense
 from .menu import Menu
 
@@ -58,6 +58,7 @@ class _Segmenter(DoubtHandlers):
         self.neg = False
         self.neg_count = 0
         self.neg_any = False
+        self.neg_fields: set[tuple[str, str]] = set()  # fields negated since the last negation word
         self.qual: str | None = None
         self.qual_text = ""
         self.qual_counts = False
@@ -96,8 +97,7 @@ class _Segmenter(DoubtHandlers):
         return frame
 
     def _end_neg(self) -> None:
-        self.neg = False
-        self.neg_count = 0
+        self.neg, self.neg_count, self.neg_fields = False, 0, set()
 
     # -- chunk handlers -------------------------------------------------------------
     def on_num(self, i: int, ch: Chunk) -> None:
@@ -258,6 +258,7 @@ class _Segmenter(DoubtHandlers):
         if self.neg:
             self.neg_count += 1
             self.neg_any = True
+            self.neg_fields |= {(s.item_type, s.field) for s in attr.senses if s.field is not None}
 
     def run(self) -> Segmentation:
         flags = self.out.flags
@@ -274,6 +275,8 @@ class _Segmenter(DoubtHandlers):
             if k == "count_word" and ch.senses and (self.neg or self.cancel_next):
                 k = "menu"  # "no toppings": the field as a whole, not a count ("a two topping pizza")
                 self.chunks[i] = ch = ch._replace(kind=k)
+            if self.neg and ends_negation(self.menu, ch, self.neg_fields):
+                self._end_neg()  # "no toppings, just cheese", "no spread, toasted": said for itself
             if k == "filler":
                 self.on_amount_filler(i, ch)
             if k not in ("filler", "boundary"):
@@ -306,6 +309,7 @@ class _Segmenter(DoubtHandlers):
             elif k == "neg":
                 if not self.neg:
                     self.neg, self.neg_count = True, 0
+                self.neg_fields = set()  # "no spread, not toasted": the new "not" negates toasted
                 self.on_dangling_neg(i, ch)
             elif k == "wait":
                 self.on_wait(i, ch)

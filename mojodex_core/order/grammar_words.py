@@ -126,6 +126,9 @@ SPLIT_REMOVALS: dict[str, tuple[str, ...]] = {
     "keep": ("off",), "pull": ("off",), "scrape": ("off",),
 }
 
+# Fillers that end a negation once it negated something: "no toppings, just cheese" (cheese is not negated).
+NEG_ENDS = frozenset({"just", "only"})
+
 # Words said after an address that are not part of it: "deliver to 9 Pine Street instead".
 ADDRESS_TAIL = ("instead", "please", "thanks", "thank you", "actually", "now", "then", "rather")
 

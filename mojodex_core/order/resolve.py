@@ -108,6 +108,8 @@ def _apply_attr(fields: dict[str, Any], name: str, fdef: Any, value: Any, attr: 
         if not _conflict(attr, notes):
             return False
         _drop(fields, excluded, value)
+    if name in fields and fields[name] is None:
+        return False  # "no toppings, just cheese": the field cleared and given a value in one breath - not guessed
     if fdef.multi:
         bucket = fields.setdefault(name, [])
         if entry not in bucket:

@@ -1,0 +1,43 @@
+"""Conversations a reviewer had around whole-field negations ("no spread", "no toppings"), references and offers;
+each a bug found and fixed (the other files of findings are test_user_findings*.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import Session
+
+
+def _lines(s: Session) -> list[tuple[str, dict]]:
+    return [(it.item_type, dict(it.fields)) for _, it in s.conv.order.items.active()]
+
+
+@pytest.mark.parametrize("text, extras", [
+    ("a plain bagel, no spread, toasted", []),
+    ("a plain bagel no spread toasted with lox", ["lox"]),
+    ("a plain bagel, no lox, toasted", []),
+])
+def test_a_no_about_another_field_does_not_untoast_the_bagel(bagel_menu, text, extras):
+    """ "a plain bagel, no spread, toasted" got a bagel not toasted: the "no" carried past the comma."""
+    s = Session(bagel_menu)
+    s.say(text)
+    (_, fields), = _lines(s)
+    assert fields["toasted"] is True and fields["spread"] is None and fields["extras"] == extras, fields
+
+
+def test_a_new_no_still_negates_the_yes_no_field(bagel_menu):
+    s = Session(bagel_menu)
+    s.say("a plain bagel, no spread, not toasted")
+    (_, fields), = _lines(s)
+    assert fields["toasted"] is False and fields["spread"] is None, fields
+
+
+def test_no_toppings_just_cheese_never_takes_the_cheese_off(pizza_menu):
+    """ "no toppings please, just cheese" made it a "large pizza with no cheese": the opposite. Now the toppings
+    go and the cheese is asked about (clearing and adding in one breath is not guessed)."""
+    s = Session(pizza_menu)
+    s.say("a large pizza with olives and ham")
+    out = s.say("no toppings please, just cheese")
+    (_, fields), = _lines(s)
+    assert not fields.get("excluded_toppings") and fields["toppings"] == [], fields
+    assert "clarify-unparsed" in out.response_keys, out.reply
