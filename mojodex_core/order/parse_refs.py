@@ -39,6 +39,24 @@ class ReferenceRules:
     def _over_the_order(self, frame: Frame, fits: list[int]) -> bool:
         raise NotImplementedError
 
+    def _clearing(self, frame: Frame, fits: list[int], asked: int | None, cleared: set[str]) -> list[int]:
+        """The lines a field cleared as a whole ("no toppings") is about: the one asked about if the question is
+        that field's or it has some; else those that have some; else the one asked about if it may still be asked
+        it ("no spread" while "toasted?" is pending declines it ahead)."""
+        tree = self.tree
+        assert tree is not None
+        pending = tree.pending
+        held = self._holding(frame, fits)
+        if asked in fits and (asked in held or pending is not None and pending.field in cleared):
+            return [asked]
+        if held or asked not in fits:
+            return held
+        item = tree.items.items[asked]
+        tdef = self.menu.item_types[item.item_type]
+        ahead = any(f in tdef.fields and tdef.fields[f].question and f not in item.asked
+                    and item.fields.get(f) in (None, []) for f in cleared)
+        return [asked] if ahead else []
+
     def _cancel(self, frame: Frame, item_type: str, fields: dict[str, Any]) -> None:
         """ "remove the coke": the line it names; "remove one coke" of a line of three: one fewer; more than
         the line holds, several lines, or a second removal (which the parse can't hold): said, not guessed."""

@@ -20,7 +20,7 @@ from .parse_checks import item_named_by_a_part, unused_negations
 from .parse_intents import GLUE, address_said, answers_the_name, name_said, read_intents
 from .parse_refs import ORDINAL_TEXT, ReferenceRules
 from .parsed_input import Modification, ParsedInput, ParsedItem
-from .references import current_item, diff_fields, find_item, fitting_types, live_items, positive, said_as
+from .references import clears_only, current_item, diff_fields, find_item, fitting_types, live_items, positive, said_as
 from .resolve import name_conflicts, resolve_frame
 from .tree import OrderTask
 
@@ -179,6 +179,12 @@ class _Builder(ReferenceRules):
         if self._over_the_order(frame, fits):
             return
         said = " ".join(a.text for a in frame.attrs)
+        asked = pending.item_index if pending is not None and pending.task == "item" else None
+        cleared = clears_only(frame, self.menu)
+        if cleared:  # "no toppings": the lines that have some, or the one asked about that may still get some
+            fits = self._clearing(frame, fits, asked, cleared)
+            if not fits:  # "no spread" after a latte, "no toppings" with none on any line: nothing to take off
+                return  # (a negation that left no trace: flagged)
         if not fits:
             # "honey" after a bagel, "large pepperoni" after a coke: no item ordered takes it. Reported, and no new
             # line is guessed as well (a parse never both refuses words and applies them): the values per item
@@ -189,8 +195,7 @@ class _Builder(ReferenceRules):
                 self.leftovers.extend(a.text for a in frame.attrs)
                 self._reference_doubt(frame, said, fitting_types(frame, self.menu), new_item=True)
             return
-        asked = pending.item_index if pending is not None and pending.task == "item" else None
-        if asked not in fits and len(fits) > 1:
+        if asked not in fits and len(fits) > 1 and not cleared:
             fits = self._holding(frame, fits) or fits  # "remove the olives": the one item that has them
         if asked in fits or len(fits) == 1:
             idx = asked if asked in fits else fits[0]
@@ -202,26 +207,27 @@ class _Builder(ReferenceRules):
         _t, fields, left2 = resolve_frame(replace(frame, anchor=tree.items.items[idx].item_type), self.menu, self.notes)
         self.leftovers.extend(left2)
         answering = pending is not None and pending.task == "item" and pending.item_index == idx
-        if answering and not self.seg.modify:
+        if answering and not self.seg.modify and (not cleared or pending is not None and pending.field in cleared):
             self._answer(fields)
         else:
             self._modify(idx, fields)
 
     def _holding(self, frame: Frame, fits: list[int]) -> list[int]:
-        """The items among ``fits`` that hold every value ``frame`` takes off (its fields all ``excluded_*``);
-        none when it does more than take values off."""
+        """The items among ``fits`` that hold every value ``frame`` takes off (its fields all ``excluded_*``, or
+        cleared: something in the field); none when it does more than take values off."""
         tree = self.tree
         assert tree is not None
         held = []
         for i in fits:
             item = tree.items.items[i]
             _t, fields, _left = resolve_frame(replace(frame, anchor=item.item_type), self.menu)
-            if not fields or any(not k.startswith("excluded_") for k in fields):
+            if not fields or any(not k.startswith("excluded_") and v is not None for k, v in fields.items()):
                 return []
-            names = {entry_name(e) for v in fields.values() for e in v}
+            names = {entry_name(e) for k, v in fields.items() if v is not None for e in v}
             current = {entry_name(e) for k in fields
                        for e in item.fields.get(k.removeprefix("excluded_")) or []}
-            if names <= current:
+            # "no toppings" (a field cleared, ``None``): the lines that have something in it
+            if names <= current and all(item.fields.get(k) not in (None, []) for k, v in fields.items() if v is None):
                 held.append(i)
         return held
 

@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from .frame_parts import Frame
+from .lexicon import WHOLE_FIELD
 from .menu import Menu, entry_name
 from .tree import ItemTask, OrderTask
 
@@ -95,6 +96,17 @@ def fitting_types(frame: Frame, menu: Menu) -> list[str]:
     """Item types that take every value of a noun-less frame ("thin crust": pizza; "large": pizza, drink)."""
     return [t for t in menu.item_types
             if frame.attrs and all(any(s.item_type == t and s.field for s in a.senses) for a in frame.attrs)]
+
+
+def clears_only(frame: Frame, menu: Menu) -> set[str]:
+    """The fields a frame clears as a whole ("no spread", "hold the toppings"), when that is all it says."""
+    cleared: set[str] = set()
+    for attr in frame.attrs:
+        whole = {s.field for s in attr.senses if s.value == WHOLE_FIELD and s.field is not None}
+        if not whole or not attr.negated:
+            return set()
+        cleared |= whole
+    return cleared
 
 
 def current_item(tree: OrderTask | None) -> int | None:

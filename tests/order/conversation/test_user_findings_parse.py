@@ -41,3 +41,36 @@ def test_no_toppings_just_cheese_never_takes_the_cheese_off(pizza_menu):
     (_, fields), = _lines(s)
     assert not fields.get("excluded_toppings") and fields["toppings"] == [], fields
     assert "clarify-unparsed" in out.response_keys, out.reply
+
+
+def test_no_toppings_clears_the_line_that_has_some_not_the_one_asked_about(drive_menu):
+    """ "no toppings" while the combo's size was asked: the same question again, the cheeseburger kept its onion."""
+    s = Session(drive_menu)
+    s.say("a number 1 combo and a cheeseburger with onion")
+    out = s.say("no toppings")
+    assert [f.get("toppings") for _, f in _lines(s)] == [[], []], _lines(s)
+    assert "ack-modified" in out.response_keys and "cheeseburger" in out.reply, out.reply
+
+
+def test_no_extras_clears_the_bagel_that_has_some(bagel_menu):
+    s = Session(bagel_menu)
+    assert "sesame" in s.say("a sesame bagel and a plain bagel with tomato").reply
+    out = s.say("no extras")
+    assert [f.get("extras") for _, f in _lines(s)] == [[], []], _lines(s)
+    assert "ack-modified" in out.response_keys, out.reply
+
+
+def test_no_extras_clears_the_bagel_asked_about_when_it_has_some(bagel_menu):
+    s = Session(bagel_menu)
+    s.say("a sesame bagel with lox and a plain bagel with tomato")
+    out = s.say("no extras")
+    assert [f.get("extras") for _, f in _lines(s)] == [[], ["tomato"]], _lines(s)
+    assert "ack-modified" in out.response_keys, out.reply
+
+
+def test_no_spread_ahead_of_its_question_still_declines_it(bagel_menu):
+    s = Session(bagel_menu)
+    s.say("a plain bagel")
+    s.say("no spread")
+    out = s.say("toasted")
+    assert "spread" in s.conv.order.items.items[0].asked and "spread" not in out.reply, out.reply
