@@ -55,6 +55,9 @@ class ReferenceDoubt(BaseModel):
     # no item ordered takes it ("honey" after a bagel, "pepperoni on the large pizza" with a coke only): no new line
     # was guessed, the caller may offer one (the values per item type are the new item's)
     new_item: bool = False
+    # a field cleared as a whole ("no spread" after a latte, "no toppings" with none on any line): no line has
+    # anything in it to take off, nor may still get some - said back, no item offered
+    nothing_held: bool = False
 
 
 class ParsedInput(BaseModel):

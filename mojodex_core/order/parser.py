@@ -19,7 +19,7 @@ from .menu import Menu, entry_name
 from .parse_checks import item_named_by_a_part, unused_negations
 from .parse_intents import GLUE, address_said, answers_the_name, name_said, read_intents
 from .parse_refs import ORDINAL_TEXT, ReferenceRules
-from .parsed_input import Modification, ParsedInput, ParsedItem
+from .parsed_input import Modification, ParsedInput, ParsedItem, ReferenceDoubt
 from .references import clears_only, current_item, diff_fields, find_item, fitting_types, live_items, positive, said_as
 from .resolve import name_conflicts, resolve_frame
 from .tree import OrderTask
@@ -184,6 +184,7 @@ class _Builder(ReferenceRules):
         if cleared:  # "no toppings": the lines that have some, or the one asked about that may still get some
             fits = self._clearing(frame, fits, asked, cleared)
             if not fits:  # "no spread" after a latte, "no toppings" with none on any line: nothing to take off
+                self.out.reference = self.out.reference or ReferenceDoubt(said=said, nothing_held=True)
                 return  # (a negation that left no trace: flagged)
         if not fits:
             # "honey" after a bagel, "large pepperoni" after a coke: no item ordered takes it. Reported, and no new

@@ -51,6 +51,10 @@ def ask_targeted_question(ctx: Ctx) -> None:
     if offer is not None and offer.get("kind") == "new":
         asked = "new_item"
         _offer_new_item(ctx, offer)
+    elif offer is not None and offer.get("kind") == "nothing":  # "no spread" after a latte: never a bagel offered
+        ctx.rule("clarify", f"{offer.get('said')!r}: nothing in the order to take it from; the question again")
+        ctx.say("clarify-nothing-held", say(ctx.lang, "clarify-nothing-held", words=offer.get("said", "")))
+        ctx.say(*options_question(tree, ctx.menu, step, ctx.lang))
     elif ctx.repair_unclear:
         asked = "reference"
         ctx.conv.proposal = ctx.pending_reference  # kept for the answer ("the coke", "the first one")

@@ -13,7 +13,8 @@ The parser reads one message against the menu; some things only make sense again
   for the answer, which the parser's ``referenced_item`` reads ("the coke", "the second one"), a number in the
   list, or "both" (every line it could be);
 * values no item ordered takes ("honey" after a bagel: ``reference.new_item``): nothing is applied, the item that
-  takes them is offered ("would you like a coffee with honey?") and yes, or naming it, adds it.
+  takes them is offered ("would you like a coffee with honey?") and yes, or naming it, adds it; a field cleared that
+  no line has anything in ("no spread" after a latte: ``reference.nothing_held``) is said back, never offered.
 
 Changes by ordinal or by type ("make the second one large", "make the coke large") and "both large" over the
 order are the parser's: the conversation applies them as parsed.
@@ -265,6 +266,10 @@ def _reference_doubt(ctx: Ctx, parsed: ParsedInput) -> bool:
     doubt = parsed.reference
     if doubt is None:
         return False
+    if doubt.nothing_held:  # "no spread" after a latte: nothing to take it from - said, no bagel offered for it
+        ctx.rule("repair", f"{doubt.said!r}: no item of the order has any to take off")
+        ctx.pending_reference = {"kind": "nothing", "said": doubt.said}
+        return True
     if doubt.new_item:  # "honey" after a bagel: no item ordered takes it - offered as a new item, not guessed
         ctx.rule("repair", f"{doubt.said!r} goes with no item of the order: offer it as a new item")
         ctx.pending_reference = {"kind": "new", "said": doubt.said, "fields": doubt.fields}

@@ -74,3 +74,27 @@ def test_no_spread_ahead_of_its_question_still_declines_it(bagel_menu):
     s.say("no spread")
     out = s.say("toasted")
     assert "spread" in s.conv.order.items.items[0].asked and "spread" not in out.reply, out.reply
+
+
+def test_no_spread_after_a_latte_offers_no_bagel(bagel_menu):
+    """ "a latte", "no spread": "would you like a bagel?" - and "yes" added an empty bagel."""
+    s = Session(bagel_menu)
+    s.say("a latte")
+    out = s.say("no spread")
+    assert out.response_keys[0] == "clarify-nothing-held" and "bagel" not in out.reply, out.reply
+    assert '"spread"' in out.reply and out.reply.rstrip().endswith("?"), out.reply
+    s.say("hot")
+    assert [t for t, _ in _lines(s)] == ["coffee"], _lines(s)
+
+
+def test_no_toppings_with_none_on_the_order_says_so(drive_menu):
+    s = Session(drive_menu)
+    s.say("a cheeseburger")
+    out = s.say("no toppings")
+    assert out.response_keys == ["clarify-nothing-held", "ask-order-type-options"], out.reply
+
+
+def test_nothing_to_take_off_is_said_in_french_too():
+    from mojodex_core.order.conversation.resources import say
+
+    assert "« spread »" in say("fr", "clarify-nothing-held", words="spread")
