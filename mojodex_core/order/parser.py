@@ -234,8 +234,8 @@ class _Builder(ReferenceRules):
 
     def _over_the_order(self, frame: Frame, fits: list[int]) -> bool:
         """ "both large" with a coke and fries ordered: the values go to every live item (the two of "both"); values
-        taken off ("remove the bacon from both") go to the lines holding them. An item that can't take them, or a
-        count that doesn't match, is a doubt: nothing is changed."""
+        taken off ("remove the bacon from both", "no onions on either") go to the lines holding them. An item that
+        can't take them, or a count that doesn't match, is a doubt: nothing is changed."""
         tree = self.tree
         said = self.seg.flags.get("dist_order")
         if tree is None or said is None or len(self.seg.frames) != 1:
@@ -247,7 +247,9 @@ class _Builder(ReferenceRules):
         targets: list[int] | None = live
         if fits != live:  # "remove the bacon from both": the lines that hold it, when they are the ones counted
             held = self._holding(frame, fits)
-            targets = held if len(held) >= 2 else None
+            targets = held or None
+            if len(held) == 1:  # "no onions on either" with a cheeseburger and fries: the one line that has them
+                count = None
         if targets is None or (count is not None and len(targets) != count):
             self.leftovers.extend([text] + [a.text for a in frame.attrs])
             return True

@@ -98,3 +98,13 @@ def test_nothing_to_take_off_is_said_in_french_too():
     from mojodex_core.order.conversation.resources import say
 
     assert "« spread »" in say("fr", "clarify-nothing-held", words="spread")
+
+
+@pytest.mark.parametrize("text", ["no onions on either", "no onions on both"])
+def test_no_onions_on_either_takes_them_off_the_one_line_that_has_them(drive_menu, text):
+    """ "a cheeseburger with onion and fries", "no onions on either": "Just to be sure: pickup or delivery?" and
+    the onion stayed (before the "both" change it was taken off)."""
+    s = Session(drive_menu)
+    s.say("a cheeseburger with onion and fries")
+    out = s.say(text)
+    assert _lines(s)[0][1]["toppings"] == [] and "ack-modified" in out.response_keys, out.reply
