@@ -290,6 +290,7 @@ class _Segmenter(DoubtHandlers):
                     described = None
                 if described is not None:  # "no olives on the large thin crust pizza": "the" names an ordered
                     self._end_neg()  # item, its values describe it (not negated, not added to it)
+                    described.described_at = len(described.attrs)
                 self.on_menu(i, ch)
                 if described is not None and self.cur is described:
                     described.definite = True
@@ -307,9 +308,8 @@ class _Segmenter(DoubtHandlers):
             elif k == "neg" and self.on_answer_no(i, ch):
                 pass
             elif k == "neg":
-                if not self.neg:
-                    self.neg, self.neg_count = True, 0
-                self.neg_fields = set()  # "no spread, not toasted": the new "not" negates toasted
+                # a new negation word ("no spread, not toasted": the "not" negates toasted)
+                self.neg, self.neg_count, self.neg_fields = True, self.neg_count if self.neg else 0, set()
                 self.on_dangling_neg(i, ch)
             elif k == "wait":
                 self.on_wait(i, ch)

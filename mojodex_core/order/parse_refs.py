@@ -14,7 +14,7 @@ from typing import Any
 from .frame_parts import Frame, Segmentation
 from .menu import Menu
 from .parsed_input import ParsedInput, ReferenceDoubt
-from .references import current_item, diff_fields, find_ref, live_items, name_field, said_as
+from .references import current_item, diff_fields, find_ref, holds_all, live_items, name_field, said_as
 from .resolve import resolve_frame
 from .tree import OrderTask
 
@@ -89,6 +89,8 @@ class ReferenceRules:
         if tree is None:
             return False
         explicit_number = frame.number is not None and not frame.article
+        if frame.definite and not explicit_number and self._describes_no_line(frame, item_type, live):
+            return True
         if frame.definite and not explicit_number:
             idx, ambiguous = find_ref(tree, self.menu, item_type, fields, self._name_said(frame, item_type))
             if idx is None and self.seg.modify and frame.noun_at is not None:
@@ -161,6 +163,25 @@ class ReferenceRules:
             self.leftovers.append(said_as(frame, self.menu, item_type))  # "make it a combo": a burger can't become one
             return True
         return False
+
+    def _describes_no_line(self, frame: Frame, item_type: str, live: list[int]) -> bool:
+        """ "no olives on the small pizza" with one large pizza: the values after "the" describe no line - a
+        reference to nothing, asked about ("which one?"), never merged into the only line (made small)."""
+        tree = self.tree
+        if frame.described_at is None or tree is None:
+            return False
+        end = frame.noun_at if frame.noun_at is not None and frame.noun_at > frame.described_at else len(frame.attrs)
+        desc = frame.attrs[frame.described_at:end]
+        _t, want, _l = resolve_frame(replace(frame, attrs=desc), self.menu)
+        want.pop(name_field(self.menu, item_type) or "", None)  # "the coke" names the diet coke: find_ref's
+        same = [i for i in live if tree.items.items[i].item_type == item_type]
+        if not want or not same or any(holds_all(tree.items.items[i], want) for i in same):
+            return False
+        said = " ".join(["the", *(a.text for a in desc), self.menu.item_types[item_type].label])
+        self.leftovers.append(said)
+        self._reference_doubt(replace(frame, attrs=frame.attrs[:frame.described_at] + frame.attrs[end:]), said,
+                              [item_type], items=same)
+        return True
 
     def _names_the_reference(self, frame: Frame, item_type: str) -> bool:
         """The item's name was said once, before any noun: it names the item referred to ("make the coke large"),

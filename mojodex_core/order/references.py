@@ -79,6 +79,11 @@ def _family(tree: OrderTask, menu: Menu, item_type: str, key: str, value: Any, l
 
 
 
+def holds_all(item: ItemTask, fields: dict[str, Any]) -> bool:
+    """The item has every value of ``fields`` (the ones said: a description, "the small pizza")."""
+    return all(_holds(item, k, v) for k, v in fields.items() if k != "quantity" and v not in (None, []))
+
+
 def _holds(item: ItemTask, name: str, value: Any) -> bool:
     """The item already has the value (every entry of a list value)."""
     held = item.fields.get(name)

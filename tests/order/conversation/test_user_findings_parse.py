@@ -108,3 +108,19 @@ def test_no_onions_on_either_takes_them_off_the_one_line_that_has_them(drive_men
     s.say("a cheeseburger with onion and fries")
     out = s.say(text)
     assert _lines(s)[0][1]["toppings"] == [] and "ack-modified" in out.response_keys, out.reply
+
+
+@pytest.mark.parametrize("text", ["no olives on the small pizza", "no olives on the small one",
+                                  "no olives on the thin crust pizza"])
+def test_a_description_of_no_line_is_asked_about_not_merged_into_the_only_one(pizza_menu, text):
+    """ "a large pizza with olives", "no olives on the small pizza": the only pizza became small (the thin crust
+    one: its crust changed)."""
+    s = Session(pizza_menu)
+    s.say("a large pizza with olives")
+    out = s.say(text)
+    (_, fields), = _lines(s)
+    assert fields["size"] == "LARGE" and fields["style"] == [] and fields["toppings"] == [{"name": "OLIVES"}]
+    assert out.response_key == "clarify-reference", out.reply
+    s.say("the large one")
+    (_, fields), = _lines(s)
+    assert fields["size"] == "LARGE" and fields["toppings"] == [] and fields["style"] == [], fields
