@@ -384,7 +384,8 @@ def _another_item_named(ctx: Ctx, parsed: ParsedInput) -> ParsedInput | None:
 
 def _new_item_offered(ctx: Ctx, parsed: ParsedInput) -> ParsedInput | None:
     """The answer to the offer of a new item ("honey" after a bagel: "would you like a coffee with honey?"): yes
-    adds it; naming one of the item types offered ("a latte", "fries") adds that one with the values said before."""
+    adds it; naming one of the item types offered ("a latte", "fries") adds that one with the values said before -
+    unless the offer is declined first ("no, a latte": a latte as said)."""
     proposal = ctx.conv.proposal
     if proposal is None or proposal.get("kind") != "new":
         return None
@@ -393,6 +394,8 @@ def _new_item_offered(ctx: Ctx, parsed: ParsedInput) -> ParsedInput | None:
         item_type, fields = next(iter(offered.items()))
         ctx.rule("repair", f"yes to the offer: a new {item_type}")
         return ParsedInput(new_items=[ParsedItem(item_type=item_type, fields=dict(fields))], confidence=1.0)
+    if ctx.has("no"):  # "no, a latte": the offer declined, the latte ordered without the values offered
+        return None
     if len(parsed.new_items) == 1 and parsed.new_items[0].item_type in offered and not parsed.modifications:
         item = parsed.new_items[0]
         fields = {k: v for k, v in offered[item.item_type].items() if k not in item.fields} | item.fields

@@ -124,3 +124,24 @@ def test_a_description_of_no_line_is_asked_about_not_merged_into_the_only_one(pi
     s.say("the large one")
     (_, fields), = _lines(s)
     assert fields["size"] == "LARGE" and fields["toppings"] == [] and fields["style"] == [], fields
+
+
+def test_no_then_another_item_at_an_offer_drops_the_values_offered(bagel_menu):
+    """ "a plain bagel", "Honey" ("would you like a coffee with honey?"), "no, a latte": a latte with honey."""
+    s = Session(bagel_menu)
+    s.run("a plain bagel", "Honey", "no, a latte")
+    assert [(t, f.get("sweetener")) for t, f in _lines(s)] == [("bagel", None), ("coffee", None)], _lines(s)
+
+
+def test_no_then_a_drink_at_the_large_offer_is_not_large(drive_menu):
+    """ "a cheeseburger", "large" ("a large combo, fries or drink?"), "no, a coke": a large coke."""
+    s = Session(drive_menu)
+    s.run("a cheeseburger", "large")
+    s.say("no, a coke")
+    assert [(t, f.get("size")) for t, f in _lines(s)][1][1] != "large", _lines(s)
+
+
+def test_naming_the_item_offered_still_takes_the_values(bagel_menu):
+    s = Session(bagel_menu)
+    s.run("a plain bagel", "Honey", "a latte")
+    assert [(t, f.get("sweetener")) for t, f in _lines(s)] == [("bagel", None), ("coffee", "honey")], _lines(s)
