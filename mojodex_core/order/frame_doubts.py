@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .frame_parts import Frame, Segmentation
-from .frame_rules import ChunkRules, anchor_senses, fits, types_of
+from .frame_rules import ChunkRules, anchor_senses, fits, taken_off, types_of
 from .lexicon import Chunk
 
 
@@ -167,9 +167,9 @@ class DoubtHandlers(ChunkRules):
         if cur is None and not self.out.frames:  # "both large" opening a message: every item already ordered
             self.out.flags["dist_order"] = (ch.text, ch.payload)
         if (cur is not None and self.out.frames == [cur] and cur.anchor is None and cur.inherit is None
-                and cur.number is None and cur.attrs and all(a.negated for a in cur.attrs)):
-            # "remove the bacon from both", "no onions on either": values taken off items already ordered (the
-            # parser checks that as many lines hold them)
+                and cur.number is None and cur.attrs and all(taken_off(self.menu, a) for a in cur.attrs)):
+            # "remove the bacon from both", "no onions on either", "no ice in both": values taken off items already
+            # ordered (the parser checks that as many lines hold them)
             self.out.flags["dist_order"] = (ch.text, ch.payload)
             return
         if cur is None or kind is None:

@@ -43,6 +43,13 @@ def ends_negation(menu: Menu, chunk: Chunk, negated: set[tuple[str, str]]) -> bo
         menu.item_types[t].fields[f].kind == "bool" for t, f in fields)
 
 
+def taken_off(menu: Menu, attr: Attr) -> bool:
+    """A value taken off an item: negated ("no onions"), or a yes/no field's false word ("no ice")."""
+    return attr.negated or bool(attr.senses) and all(
+        s.field is not None and s.value is False and menu.item_types[s.item_type].fields[s.field].kind == "bool"
+        for s in attr.senses)
+
+
 class ChunkRules:
     """Predicates over ``self.chunks`` (the segmenter's input) for the current frame."""
 

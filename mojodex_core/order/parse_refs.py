@@ -92,7 +92,9 @@ class ReferenceRules:
         if frame.definite and not explicit_number and self._describes_no_line(frame, item_type, live):
             return True
         if frame.definite and not explicit_number:
-            idx, ambiguous = find_ref(tree, self.menu, item_type, fields, self._name_said(frame, item_type))
+            # "no ice in the small one": the line is found by its description, not by the change ("no ice")
+            described = self._description(frame, item_type)[0] if frame.described_at is not None else fields
+            idx, ambiguous = find_ref(tree, self.menu, item_type, described, self._name_said(frame, item_type))
             if idx is None and self.seg.modify and frame.noun_at is not None:
                 _t, said, _l = resolve_frame(replace(frame, attrs=frame.attrs[:frame.noun_at]), self.menu)
                 idx, ambiguous = find_ref(tree, self.menu, item_type, said)
@@ -170,9 +172,9 @@ class ReferenceRules:
         tree = self.tree
         if frame.described_at is None or tree is None:
             return False
-        end = frame.noun_at if frame.noun_at is not None and frame.noun_at > frame.described_at else len(frame.attrs)
+        want, end = self._description(frame, item_type)
         desc = frame.attrs[frame.described_at:end]
-        _t, want, _l = resolve_frame(replace(frame, attrs=desc), self.menu)
+        want = dict(want)
         want.pop(name_field(self.menu, item_type) or "", None)  # "the coke" names the diet coke: find_ref's
         same = [i for i in live if tree.items.items[i].item_type == item_type]
         if not want or not same or any(holds_all(tree.items.items[i], want) for i in same):
@@ -182,6 +184,14 @@ class ReferenceRules:
         self._reference_doubt(replace(frame, attrs=frame.attrs[:frame.described_at] + frame.attrs[end:]), said,
                               [item_type], items=same)
         return True
+
+    def _description(self, frame: Frame, item_type: str) -> tuple[dict[str, Any], int]:
+        """The values after "the" describing the line referred to ("the small pepperoni pizza"), and where they
+        end in the frame's values."""
+        start = frame.described_at or 0
+        end = frame.noun_at if frame.noun_at is not None and frame.noun_at > start else len(frame.attrs)
+        _t, fields, _l = resolve_frame(replace(frame, attrs=frame.attrs[start:end], anchor=item_type), self.menu)
+        return fields, end
 
     def _names_the_reference(self, frame: Frame, item_type: str) -> bool:
         """The item's name was said once, before any noun: it names the item referred to ("make the coke large"),

@@ -214,21 +214,23 @@ class _Builder(ReferenceRules):
             self._modify(idx, fields)
 
     def _holding(self, frame: Frame, fits: list[int]) -> list[int]:
-        """The items among ``fits`` that hold every value ``frame`` takes off (its fields all ``excluded_*``, or
-        cleared: something in the field); none when it does more than take values off."""
+        """The items among ``fits`` that hold every value ``frame`` takes off (its fields all ``excluded_*``, cleared
+        - something in the field - or yes/no turned off - on); none when it does more than take values off."""
         tree = self.tree
         assert tree is not None
         held = []
         for i in fits:
             item = tree.items.items[i]
             _t, fields, _left = resolve_frame(replace(frame, anchor=item.item_type), self.menu)
-            if not fields or any(not k.startswith("excluded_") and v is not None for k, v in fields.items()):
+            if not fields or any(not k.startswith("excluded_") and v not in (None, False) for k, v in fields.items()):
                 return []
-            names = {entry_name(e) for k, v in fields.items() if v is not None for e in v}
-            current = {entry_name(e) for k in fields
+            names = {entry_name(e) for k, v in fields.items() if k.startswith("excluded_") for e in v}
+            current = {entry_name(e) for k in fields if k.startswith("excluded_")
                        for e in item.fields.get(k.removeprefix("excluded_")) or []}
-            # "no toppings" (a field cleared, ``None``): the lines that have something in it
-            if names <= current and all(item.fields.get(k) not in (None, []) for k, v in fields.items() if v is None):
+            # "no toppings" (a field cleared, ``None``): the lines that have something in it; "no ice" (a yes/no
+            # field turned off): the lines that have it on
+            if names <= current and all(item.fields.get(k) not in (None, [], False) for k, v in fields.items()
+                                        if not k.startswith("excluded_")):
                 held.append(i)
         return held
 

@@ -145,3 +145,19 @@ def test_naming_the_item_offered_still_takes_the_values(bagel_menu):
     s = Session(bagel_menu)
     s.run("a plain bagel", "Honey", "a latte")
     assert [(t, f.get("sweetener")) for t, f in _lines(s)] == [("bagel", None), ("coffee", "honey")], _lines(s)
+
+
+@pytest.mark.parametrize("text", ["no ice in either", "no ice in both"])
+def test_no_ice_in_both_is_both(drive_menu, text):
+    """ "a large coke and a small coke", "no ice in either": "which one?" though the customer said both."""
+    s = Session(drive_menu)
+    s.say("a large coke and a small coke")
+    out = s.say(text)
+    assert [f["ice"] for _, f in _lines(s)] == [False, False] and "ack-modified" in out.response_keys, out.reply
+
+
+def test_no_ice_in_the_small_one_is_the_only_small_drink(drive_menu):
+    s = Session(drive_menu)
+    s.say("a large coke and a small sprite")
+    out = s.say("no ice in the small one")
+    assert [f["ice"] for _, f in _lines(s)] == [True, False] and "ack-modified" in out.response_keys, out.reply
