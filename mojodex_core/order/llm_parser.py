@@ -21,11 +21,13 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
+from .grammar_words import GRAMMAR
 from .menu import Menu
 from .parsed_input import OrderParseError, ParsedInput
 from .parser import parse_deterministic
 from .tree import OrderTask
 
+NEG_WORDS = frozenset(w for w in GRAMMAR["neg"] if " " not in w)  # "no spread": the negation of a reference
 log = logging.getLogger(__name__)
 
 ParseMode = Literal["auto", "deterministic", "llm"]
@@ -161,5 +163,17 @@ def parse_order(
 
 
 def needs_llm(parsed: ParsedInput, threshold: float = DEFAULT_THRESHOLD) -> bool:
-    """Auto mode asks the LLM when the deterministic confidence is low or words stayed unresolved."""
+    """Auto mode asks the LLM when the deterministic confidence is low or words stayed unresolved - except when
+    all that is unresolved is a reference the deterministic parse kept ("honey" after a bagel, "no olives on the
+    small pizza" with one large): the conversation asks about it ("which one?", an offer), which the LLM's result,
+    with no ``reference``, would lose (and "honey" would silently become a coffee with honey)."""
+    if _only_a_reference(parsed):
+        return False
     return parsed.confidence < threshold or bool(parsed.unparsed)
+
+
+def _only_a_reference(parsed: ParsedInput) -> bool:
+    if parsed.reference is None:
+        return False
+    said = set(parsed.reference.said.lower().split()) | {"the"} | NEG_WORDS
+    return all(set(span.lower().split()) <= said for span in parsed.unparsed)

@@ -181,7 +181,8 @@ class ReferenceRules:
             return False
         said = " ".join(["the", *(a.text for a in desc), self.menu.item_types[item_type].label])
         self.leftovers.append(said)
-        self._reference_doubt(replace(frame, attrs=frame.attrs[:frame.described_at] + frame.attrs[end:]), said,
+        change = frame.attrs[:frame.described_at] + frame.attrs[end:]
+        self._reference_doubt(replace(frame, attrs=change), " ".join([*(a.text for a in change), said]),
                               [item_type], items=same)
         return True
 
