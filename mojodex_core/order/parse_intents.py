@@ -8,8 +8,8 @@ import re
 from typing import Any
 
 from . import grammar_words as gw
-from .lexicon import tokenize
 from .references import current_item
+from .tokens import tokenize
 
 _NAME_RE = re.compile(r"\b(?:my name is|my name's|name is|name's|call me|under the name(?: of)?)\s+"
                       r"([a-z][a-z'\-]*(?:\s+[a-z][a-z'\-]*)?)", re.IGNORECASE)

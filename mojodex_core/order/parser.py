@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from .frames import Frame, Segmentation, segment
-from .lexicon import extract_contacts, get_lexicon, tokenize
+from .lexicon import get_lexicon
 from .menu import Menu, entry_name
 from .parse_checks import item_named_by_a_part, unused_negations
 from .parse_intents import GLUE, address_said, answers_the_name, name_said, read_intents
@@ -22,6 +22,7 @@ from .parse_refs import ORDINAL_TEXT, ReferenceRules
 from .parsed_input import Modification, ParsedInput, ParsedItem, ReferenceDoubt
 from .references import clears_only, current_item, diff_fields, find_item, fitting_types, live_items, positive, said_as
 from .resolve import name_conflicts, resolve_frame
+from .tokens import extract_contacts, tokenize
 from .tree import OrderTask
 
 # a question about the menu, not an order ("is the blueberry bagel good", "do you have gluten free crust?")

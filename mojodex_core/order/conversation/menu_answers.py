@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from ..frames import segment
-from ..lexicon import get_lexicon, tokenize
+from ..lexicon import get_lexicon
 from ..menu import ItemTypeDef, Menu
 from ..parsed_input import ParsedInput, ParsedItem
 from ..parser import parse_deterministic
 from ..references import name_field
 from ..render import with_article
 from ..state import update_state
+from ..tokens import tokenize
 from ..tree import ItemTask, new_order
 from .menu_index import Mention, mentions
 from .resources import has_phrase, join_list, keywords, money, normalise, say

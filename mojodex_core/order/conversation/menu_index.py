@@ -10,8 +10,8 @@ from typing import Any
 
 from rapidfuzz import fuzz, process
 
-from ..lexicon import singular
 from ..menu import FieldDef, Menu, ValueDef
+from ..tokens import singular
 from ..tree import ItemTask
 from .resources import normalise
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mojodex_core.order.lexicon import extract_contacts
+from mojodex_core.order.tokens import extract_contacts
 
 from .conftest import Session
 
