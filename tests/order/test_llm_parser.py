@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from mojodex_core.llm import LLMCallRecord, LLMProvider, LLMSettings, LLMUnavailable
+from mojodex_core.llm import LLMProvider, LLMUnavailable
 from mojodex_core.order import (
     OrderParseError,
     ParsedInput,
@@ -23,17 +23,6 @@ from tests.support.scripted_llm import HTTPError, Reply, ScriptedLLMServer
 GOOD = {"new_items": [{"item_type": "pizza", "fields": {"size": "LARGE", "toppings": [{"name": "HAM"}]}}],
         "confidence": 0.9}
 
-
-@pytest.fixture
-def records() -> list[LLMCallRecord]:
-    return []
-
-
-@pytest.fixture
-def provider(llm_settings: LLMSettings, records: list[LLMCallRecord]):
-    p = LLMProvider(llm_settings, recorder=records.append)
-    yield p
-    p.close()
 
 
 def test_valid_json_is_parsed_and_request_carries_schema_menu_and_order(llm: ScriptedLLMServer, provider,

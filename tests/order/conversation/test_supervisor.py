@@ -7,24 +7,12 @@ import dataclasses
 
 import pytest
 
-from mojodex_core.llm import LLMCallRecord, LLMProvider
+from mojodex_core.llm import LLMProvider
 from mojodex_core.order.conversation.supervisor import IntentDecision, classify_deterministic
 from mojodex_core.order.parser import parse_deterministic
 from tests.support.scripted_llm import HTTPError, Reply, ScriptedLLMServer
 
 from .conftest import Session
-
-
-@pytest.fixture
-def records() -> list[LLMCallRecord]:
-    return []
-
-
-@pytest.fixture
-def provider(llm_settings, records):
-    p = LLMProvider(llm_settings, recorder=records.append)
-    yield p
-    p.close()
 
 
 @pytest.mark.parametrize("text, intent, kind", [

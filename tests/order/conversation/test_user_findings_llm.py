@@ -3,24 +3,9 @@ bagel, "no olives on the small pizza") is not sent to the LLM parse, whose resul
 
 from __future__ import annotations
 
-import pytest
-
-from mojodex_core.llm import LLMCallRecord, LLMProvider
 from tests.support.scripted_llm import Reply, ScriptedLLMServer
 
 from .conftest import Session
-
-
-@pytest.fixture
-def records() -> list[LLMCallRecord]:
-    return []
-
-
-@pytest.fixture
-def provider(llm_settings, records):
-    p = LLMProvider(llm_settings, recorder=records.append)
-    yield p
-    p.close()
 
 
 def test_honey_after_a_bagel_is_offered_not_added_by_the_llm(llm: ScriptedLLMServer, provider, records, bagel_menu):
