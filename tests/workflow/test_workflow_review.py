@@ -213,6 +213,25 @@ def test_an_audio_message_with_no_review_open_is_refused_with_409_and_not_stored
     assert not stored.exists()  # the recording was not kept either
 
 
+def _review_answer_held_until(restarted: threading.Event, reasoning: str):
+    """The scripted model: the review of "rhymes please" answers an instruction once ``restarted`` is set;
+    any other call (the re-run) answers one stanza topic."""
+    def answer(body: dict) -> Reply:
+        if "rhymes please" in json.dumps(body["messages"]):
+            restarted.wait(10)
+            return Reply(json={"reasoning": reasoning, "kind": "instruction", "message": "Will do.",
+                               "instruction": "make it rhyme"})
+        return Reply(json={"stanza_topics": ["m"]})
+    return answer
+
+
+def _wait_for_the_review_call(llm) -> None:  # noqa: ANN001
+    deadline = time.monotonic() + 10
+    while len(llm.requests) < 2:  # the review's call is in flight
+        assert time.monotonic() < deadline, "the review never called the model"
+        time.sleep(0.02)
+
+
 def test_a_restart_while_the_review_answers_fails_the_message_and_learns_nothing(wf, llm):
     # was: the answer was stored and sent as learned ("learned_instruction" in its event) while the
     # restart had closed the review: the instruction was dropped, the user told otherwise
@@ -221,21 +240,11 @@ def test_a_restart_while_the_review_answers_fails_the_message_and_learns_nothing
     user, created, pk, divider = _rejected_divider(wf, llm)
     restarted = threading.Event()
 
-    def answer(body: dict) -> Reply:  # the review's answer is held until the restart has happened
-        if "rhymes please" in json.dumps(body["messages"]):
-            restarted.wait(10)
-            return Reply(json={"reasoning": "they want rhymes", "kind": "instruction", "message": "Will do.",
-                               "instruction": "make it rhyme"})
-        return Reply(json={"stanza_topics": ["m"]})  # the re-run on the new inputs
-
-    llm.responder = answer
+    llm.responder = _review_answer_held_until(restarted, reasoning="they want rhymes")
     socket = user.socket(created["session_id"])
     try:
         sent = _say(user, created, "rhymes please", "review-late")
-        deadline = time.monotonic() + 10
-        while len(llm.requests) < 2:  # the review's call is in flight
-            assert time.monotonic() < deadline, "the review never called the model"
-            time.sleep(0.02)
+        _wait_for_the_review_call(llm)
         user.ok("POST", "/restart_user_workflow_execution",
                 json={"user_task_execution_pk": pk, "from_rank": 1, "inputs": {"poem_topic": "mountains"}})
         restarted.set()
@@ -344,20 +353,10 @@ def test_a_review_message_that_failed_for_good_is_answered_as_before_when_sent_a
     user, created, pk, _divider = _rejected_divider(wf, llm)
     restarted = threading.Event()
 
-    def answer(body: dict) -> Reply:  # the review's answer is held until the restart has happened
-        if "rhymes please" in json.dumps(body["messages"]):
-            restarted.wait(10)
-            return Reply(json={"reasoning": "r", "kind": "instruction", "message": "Will do.",
-                               "instruction": "make it rhyme"})
-        return Reply(json={"stanza_topics": ["m"]})
-
-    llm.responder = answer
+    llm.responder = _review_answer_held_until(restarted, reasoning="r")
     try:
         sent = _say(user, created, "rhymes please", "review-late")
-        deadline = time.monotonic() + 10
-        while len(llm.requests) < 2:  # the review's call is in flight
-            assert time.monotonic() < deadline, "the review never called the model"
-            time.sleep(0.02)
+        _wait_for_the_review_call(llm)
         user.ok("POST", "/restart_user_workflow_execution", json={"user_task_execution_pk": pk, "from_rank": 1})
         restarted.set()
         (rerun,) = wait_steps(user, pk, awaiting(1))
