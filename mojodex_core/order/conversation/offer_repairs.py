@@ -11,6 +11,7 @@ Part of the conversation's repair (:mod:`.repair`), which applies them in its or
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from ..parsed_input import Modification, ParsedInput, ParsedItem
@@ -33,7 +34,7 @@ def new_item_offered(ctx: Ctx, parsed: ParsedInput) -> ParsedInput | None:
         item_type, fields = next(iter(offered.items()))
         ctx.rule("repair", f"yes to the offer: a new {item_type}")
         return ParsedInput(new_items=[ParsedItem(item_type=item_type, fields=dict(fields))], confidence=1.0)
-    if ctx.has("no"):  # "no, a latte": the offer declined, the latte ordered without the values offered
+    if declines_first(ctx):  # "no, a latte": the offer declined, the latte ordered without the values offered
         return None
     if len(parsed.new_items) == 1 and parsed.new_items[0].item_type in offered and not parsed.modifications:
         item = parsed.new_items[0]
@@ -41,6 +42,20 @@ def new_item_offered(ctx: Ctx, parsed: ParsedInput) -> ParsedInput | None:
         ctx.rule("repair", f"the offer taken as a {item.item_type}, with the values said before")
         return parsed.model_copy(update={"new_items": [item.model_copy(update={"fields": fields})]})
     return None
+
+
+def declines_first(ctx: Ctx) -> bool:
+    """The answer opens on a no that answers the offer ("no, a latte", "nope a coke", "no thanks, fries", "no but a
+    latte", "no a latte") - never a "no" the parse used for a value ("a latte no sugar", "yes, a coke with no
+    ice")."""
+    words = re.sub(r"[^\w'\s,.!]", " ", (ctx.text or "").lower()).replace(",", " , ").replace(".", " , ")
+    words = f" {' '.join(words.replace('!', ' , ').split())} "
+    then = (",", "but", *ctx.kw.get("order_articles", ()))
+    for phrase in sorted(ctx.kw.get("no", ()), key=len, reverse=True):
+        if words.startswith(f" {phrase} "):
+            rest = words[len(phrase) + 2:].split()
+            return phrase != "no" or not rest or rest[0] in then
+    return False
 
 
 def yes_no_to_our_question(ctx: Ctx, parsed: ParsedInput) -> ParsedInput | None:

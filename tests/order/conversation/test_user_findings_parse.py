@@ -161,3 +161,28 @@ def test_no_ice_in_the_small_one_is_the_only_small_drink(drive_menu):
     s.say("a large coke and a small sprite")
     out = s.say("no ice in the small one")
     assert [f["ice"] for _, f in _lines(s)] == [True, False] and "ack-modified" in out.response_keys, out.reply
+
+
+@pytest.mark.parametrize("answer", ["yes, a coke with no ice", "a coke no ice"])
+def test_a_no_about_a_value_does_not_decline_the_large_offer(drive_menu, answer):
+    """ "a cheeseburger", "large" ("a large combo, fries or drink?"), "yes, a coke with no ice": a medium coke
+    - any "no" in the answer was read as declining the offer."""
+    s = Session(drive_menu)
+    s.run("a cheeseburger", "large")
+    s.say(answer)
+    (_, drink), = [(t, f) for t, f in _lines(s) if t != "burger" and "ice" in f]
+    assert drink.get("size") == "large" and drink["ice"] is False, _lines(s)
+
+
+@pytest.mark.parametrize("answer", ["a latte no sugar", "a latte with no milk"])
+def test_a_no_about_a_value_does_not_decline_the_honey_offer(bagel_menu, answer):
+    s = Session(bagel_menu)
+    s.run("a plain bagel", "Honey", answer)
+    assert [(t, f.get("sweetener")) for t, f in _lines(s)] == [("bagel", None), ("coffee", "honey")], _lines(s)
+
+
+@pytest.mark.parametrize("answer", ["nope, a latte", "no but a latte please", "no thanks, a latte"])
+def test_a_leading_no_still_declines_the_offer(bagel_menu, answer):
+    s = Session(bagel_menu)
+    s.run("a plain bagel", "Honey", answer)
+    assert [(t, f.get("sweetener")) for t, f in _lines(s)] == [("bagel", None), ("coffee", None)], _lines(s)
