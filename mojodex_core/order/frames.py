@@ -95,6 +95,17 @@ class _Segmenter(CountHandlers):
         self.cur = frame
         return frame
 
+    def _next_described(self, frame: Frame) -> Frame:
+        """A second "the ..." description in one frame ("no olives on the large one and no ham on the small one"):
+        the values said since the first description ended are the second one's change, in a frame of their own."""
+        end = frame.described_end if frame.described_end is not None else len(frame.attrs)
+        tail = frame.attrs[end:]
+        del frame.attrs[end:]
+        self.definite = True
+        nxt = self._new_frame()
+        nxt.attrs.extend(tail)
+        return nxt
+
     def _end_neg(self) -> None:
         self.neg, self.neg_count, self.neg_fields = False, 0, set()
 
@@ -225,6 +236,9 @@ class _Segmenter(CountHandlers):
                 self.on_amount_filler(i, ch)
             if k not in ("filler", "boundary"):
                 self.out.content += 1
+            if k != "menu" and self.cur is not None and self.cur.described_end is None \
+                    and self.cur.described_at is not None:
+                self.cur.described_end = len(self.cur.attrs)  # "the small one", "the large, and ...": said
             if k == "num":
                 self.on_num(i, ch)
             elif k == "menu":
@@ -232,6 +246,8 @@ class _Segmenter(CountHandlers):
                 if described is not None and (described.anchor is not None or not described.attrs
                                               or not self._reference_follows(i)):
                     described = None
+                if described is not None and described.described_at is not None:
+                    described = self._next_described(described)  # "no ice in the small one, extra in the large one"
                 if described is not None:  # "no olives on the large thin crust pizza": "the" names an ordered
                     self._end_neg()  # item, its values describe it (not negated, not added to it)
                     described.described_at = len(described.attrs)

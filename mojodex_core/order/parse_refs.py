@@ -101,6 +101,9 @@ class ReferenceRules:
             if idx is not None:
                 self.ref = idx
                 changes = diff_fields(tree.items.items[idx], fields)
+                for key in described if frame.described_at is not None else ():
+                    if changes.get(key) == described[key]:  # "the small one" finds the line, never resizes it
+                        changes.pop(key)
                 if self._names_the_reference(frame, item_type):
                     changes.pop(name_field(self.menu, item_type) or "", None)  # "the coke" named the diet coke
                 if not changes and frame.joined_by_and and self.out.cancel_item_index not in (None, idx):
@@ -191,6 +194,8 @@ class ReferenceRules:
         end in the frame's values."""
         start = frame.described_at or 0
         end = frame.noun_at if frame.noun_at is not None and frame.noun_at > start else len(frame.attrs)
+        if frame.described_end is not None and start < frame.described_end < end:
+            end = frame.described_end  # "no ice in the small one, extra ice": "extra ice" is no description
         _t, fields, _l = resolve_frame(replace(frame, attrs=frame.attrs[start:end], anchor=item_type), self.menu)
         return fields, end
 

@@ -186,3 +186,42 @@ def test_a_leading_no_still_declines_the_offer(bagel_menu, answer):
     s = Session(bagel_menu)
     s.run("a plain bagel", "Honey", answer)
     assert [(t, f.get("sweetener")) for t, f in _lines(s)] == [("bagel", None), ("coffee", None)], _lines(s)
+
+
+def test_two_described_lines_in_one_breath_each_get_their_change(pizza_menu):
+    """ "a large pizza with olives and a small pizza with ham", "no olives on the large one and no ham on the small
+    one": the small pizza became large - the second clause was read as the description."""
+    s = Session(pizza_menu)
+    s.say("a large pizza with olives and a small pizza with ham")
+    s.say("no olives on the large one and no ham on the small one")
+    assert [(f["size"], f["toppings"]) for _, f in _lines(s)] == [("LARGE", []), ("SMALL", [])], _lines(s)
+
+
+def test_the_small_one_then_the_large_one_never_resizes_a_drink(drive_menu):
+    """ "no ice in the small one, extra ice in the large one": the large coke became a small coke with no ice."""
+    s = Session(drive_menu)
+    s.say("a large coke and a small sprite")
+    s.say("no ice in the small one, extra ice in the large one")
+    assert [(f["drink_type"], f["size"], f["ice"]) for _, f in _lines(s)] == [
+        ("coke", "large", True), ("sprite", "small", False)], _lines(s)
+
+
+@pytest.mark.parametrize("text, large, small", [
+    ("no olives on the large one and add mushrooms", [{"name": "MUSHROOMS"}], [{"name": "HAM"}]),
+    ("no olives on the large one, extra cheese", [{"name": "CHEESE", "quantity": "EXTRA"}], [{"name": "HAM"}]),
+    ("no ham on the small one and make it thin crust", [{"name": "OLIVES"}], []),
+])
+def test_a_change_after_the_described_line_is_its_change(pizza_menu, text, large, small):
+    """ "no olives on the large one and add mushrooms": "which one?", and "the large one" dropped the mushrooms."""
+    s = Session(pizza_menu)
+    s.say("a large pizza with olives and a small pizza with ham")
+    out = s.say(text)
+    assert [(f["size"], f["toppings"]) for _, f in _lines(s)] == [("LARGE", large), ("SMALL", small)], _lines(s)
+    assert "ack-modified" in out.response_keys, out.reply
+
+
+def test_no_spread_on_the_sesame_one_and_add_lox(bagel_menu):
+    s = Session(bagel_menu)
+    s.say("a sesame bagel with cream cheese and a plain bagel with butter")
+    s.say("no spread on the sesame one and add lox")
+    assert [(f["spread"], f["extras"]) for _, f in _lines(s)] == [(None, ["lox"]), ("butter", [])], _lines(s)
