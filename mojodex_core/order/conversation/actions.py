@@ -64,7 +64,12 @@ def ask_targeted_question(ctx: Ctx) -> None:
         listed = (ctx.pending_reference or {}).get("candidates") or [i for i, _ in tree.items.active()]
         items = [f"{n}) {item_text(tree.items.items[i])}" for n, i in enumerate(listed, 1)]
         ctx.rule("clarify", "a reference to no item of the order: ask which one")
-        ctx.say("clarify-reference", say(ctx.lang, "clarify-reference", items=join_list(ctx.lang, items, "word-or")))
+        if len(listed) == 1:  # one line it could be: "did you mean your large pizza?" (yes is that one)
+            ctx.say("clarify-reference-one", say(ctx.lang, "clarify-reference-one",
+                                                 item=item_text(tree.items.items[listed[0]], article=False)))
+        else:
+            ctx.say("clarify-reference", say(ctx.lang, "clarify-reference",
+                                             items=join_list(ctx.lang, items, "word-or")))
     elif unparsed and (step.key in ("order", "next_step", "more") or step.key.startswith("item:")
                        or ctx.parsed.new_items or ctx.parsed.modifications):
         # Words not understood in an order are said back, whatever the next question: never dropped.

@@ -237,6 +237,8 @@ def which_one(ctx: Ctx) -> ParsedInput | None:
         return ParsedInput(modifications=mods, confidence=1.0) if mods else None
     if number is not None and 1 <= number <= len(live):
         idx: int | None = live[number - 1]
+    elif len(live) == 1 and proposal.get("candidates") and ctx.only("yes"):
+        idx = live[0]  # "did you mean your large pizza?" - "yes"
     else:
         idx = referenced_item(ctx.text or "", ctx.menu, tree)
     if idx is None:

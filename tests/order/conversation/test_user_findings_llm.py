@@ -29,6 +29,6 @@ def test_a_reference_to_no_line_is_asked_about_with_the_llm_too(llm: ScriptedLLM
                Reply(json={"modifications": [{"item_index": 0, "field": "size", "new_value": "SMALL"}],
                            "confidence": 0.9}))
     out = s.say("no olives on the small pizza")
-    assert out.response_key == "clarify-reference", out.reply
+    assert out.response_key == "clarify-reference-one", out.reply
     assert s.conv.order.items.items[0].fields["size"] == "LARGE"
     assert "order_parse" not in [r.label for r in records]

@@ -120,7 +120,7 @@ def test_a_description_of_no_line_is_asked_about_not_merged_into_the_only_one(pi
     out = s.say(text)
     (_, fields), = _lines(s)
     assert fields["size"] == "LARGE" and fields["style"] == [] and fields["toppings"] == [{"name": "OLIVES"}]
-    assert out.response_key == "clarify-reference", out.reply
+    assert out.response_key == "clarify-reference-one", out.reply
     s.say("the large one")
     (_, fields), = _lines(s)
     assert fields["size"] == "LARGE" and fields["toppings"] == [] and fields["style"] == [], fields
@@ -225,3 +225,28 @@ def test_no_spread_on_the_sesame_one_and_add_lox(bagel_menu):
     s.say("a sesame bagel with cream cheese and a plain bagel with butter")
     s.say("no spread on the sesame one and add lox")
     assert [(f["spread"], f["extras"]) for _, f in _lines(s)] == [(None, ["lox"]), ("butter", [])], _lines(s)
+
+
+def test_one_line_it_could_be_is_asked_about_and_yes_takes_it(pizza_menu):
+    """ "a large pizza with olives", "no olives on the small pizza": "which one do you mean: 1) a large pizza with
+    olives?" - and "yes" applied nothing."""
+    s = Session(pizza_menu)
+    s.say("a large pizza with olives")
+    out = s.say("no olives on the small pizza")
+    assert out.response_keys == ["clarify-reference-one"] and "your large pizza with olives?" in out.reply, out.reply
+    s.say("yes")
+    (_, fields), = _lines(s)
+    assert fields["size"] == "LARGE" and fields["toppings"] == [], fields
+
+
+def test_no_to_the_one_line_it_could_be_changes_nothing(pizza_menu):
+    s = Session(pizza_menu)
+    s.run("a large pizza with olives", "no olives on the small pizza", "no")
+    (_, fields), = _lines(s)
+    assert fields["toppings"] == [{"name": "OLIVES"}], fields
+
+
+def test_the_one_line_question_is_said_in_french_too():
+    from mojodex_core.order.conversation.resources import say
+
+    assert "grande pizza" in say("fr", "clarify-reference-one", item="grande pizza")
