@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import json
 import logging
+from functools import lru_cache
+from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
@@ -26,6 +28,17 @@ from .menu import Menu
 from .parsed_input import OrderParseError, ParsedInput
 from .parser import parse_deterministic
 from .tree import OrderTask
+
+INTENTS_DIR = Path(__file__).resolve().parents[2] / "tasks_config" / "intents"
+
+
+@lru_cache(maxsize=1)
+def _discourse_words() -> frozenset[str]:
+    """The discourse words of every language's keyword lists ("actually", "en fait"): no content of their own."""
+    return frozenset(w for p in sorted(INTENTS_DIR.glob("*.json"))
+                     for phrase in json.loads(p.read_text(encoding="utf-8")).get("discourse", ())
+                     for w in phrase.lower().split())
+
 
 NEG_WORDS = frozenset(w for w in GRAMMAR["neg"] if " " not in w)  # "no spread": the negation of a reference
 log = logging.getLogger(__name__)
@@ -175,5 +188,5 @@ def needs_llm(parsed: ParsedInput, threshold: float = DEFAULT_THRESHOLD) -> bool
 def _only_a_reference(parsed: ParsedInput) -> bool:
     if parsed.reference is None:
         return False
-    said = set(parsed.reference.said.lower().split()) | {"the"} | NEG_WORDS
+    said = set(parsed.reference.said.lower().split()) | {"the"} | NEG_WORDS | _discourse_words()
     return all(set(span.lower().split()) <= said for span in parsed.unparsed)

@@ -250,3 +250,15 @@ def test_the_one_line_question_is_said_in_french_too():
     from mojodex_core.order.conversation.resources import say
 
     assert "grande pizza" in say("fr", "clarify-reference-one", item="grande pizza")
+
+
+def test_a_filler_word_does_not_send_a_kept_reference_to_the_llm(pizza_menu):
+    """ "actually no olives on the small pizza": "actually" was left unparsed, so the LLM was asked and the
+    reference (and its "did you mean...?") lost."""
+    from mojodex_core.order.llm_parser import needs_llm
+    from mojodex_core.order.parser import parse_deterministic
+
+    s = Session(pizza_menu)
+    s.say("a large pizza with olives")
+    parsed = parse_deterministic("actually no olives on the small pizza", pizza_menu, s.conv.order)
+    assert parsed.reference is not None and not needs_llm(parsed), parsed
