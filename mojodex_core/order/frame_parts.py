@@ -56,6 +56,7 @@ class Frame:
     noun_at: int | None = None  # len(attrs) when the noun came: values before it describe, after it change
     described_at: int | None = None  # "no olives on the small pizza": len(attrs) at "small", the values describing it
     described_end: int | None = None  # where those values end: at the noun, "one", "and", a comma, a verb...
+    clause_at: int | None = None  # len(attrs) at the last "and"/comma: where a later clause's values start
     follows_with: bool = False  # started right after "with" ("... with a diet coke")
     report_only: bool = False  # reported in unparsed, not acted on ("a warm sesame bagel", "one of them")
 

@@ -99,6 +99,9 @@ class _Segmenter(CountHandlers):
         """A second "the ..." description in one frame ("no olives on the large one and no ham on the small one"):
         the values said since the first description ended are the second one's change, in a frame of their own."""
         end = frame.described_end if frame.described_end is not None else len(frame.attrs)
+        if frame.described_at == 0:  # "the large one thin crust, the small one ...": the description came first,
+            # what follows it is its own change - up to a later clause ("..., extra cheese on the small one")
+            end = max(end, frame.clause_at if frame.clause_at is not None else len(frame.attrs))
         tail = frame.attrs[end:]
         del frame.attrs[end:]
         self.definite = True
@@ -239,6 +242,8 @@ class _Segmenter(CountHandlers):
             if k != "menu" and self.cur is not None and self.cur.described_end is None \
                     and self.cur.described_at is not None:
                 self.cur.described_end = len(self.cur.attrs)  # "the small one", "the large, and ...": said
+            if (k in ("and", "boundary") or ch.text == ",") and self.cur is not None:
+                self.cur.clause_at = len(self.cur.attrs)
             if k == "num":
                 self.on_num(i, ch)
             elif k == "menu":
@@ -251,7 +256,11 @@ class _Segmenter(CountHandlers):
                 if described is not None:  # "no olives on the large thin crust pizza": "the" names an ordered
                     self._end_neg()  # item, its values describe it (not negated, not added to it)
                     described.described_at = len(described.attrs)
+                before, leads = self.cur, self.definite and described is None and self._reference_follows(i)
                 self.on_menu(i, ch)
+                if leads and self.cur is not None and self.cur is not before and self.cur.anchor is None \
+                        and len(self.cur.attrs) == 1:
+                    self.cur.described_at = 0  # "the large one thin crust, ...": a description that comes first
                 if described is not None and self.cur is described:
                     described.definite = True
                 self.definite = False

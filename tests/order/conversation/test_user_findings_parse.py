@@ -262,3 +262,46 @@ def test_a_filler_word_does_not_send_a_kept_reference_to_the_llm(pizza_menu):
     s.say("a large pizza with olives")
     parsed = parse_deterministic("actually no olives on the small pizza", pizza_menu, s.conv.order)
     assert parsed.reference is not None and not needs_llm(parsed), parsed
+
+
+
+_LARGE_OLIVES_SMALL_HAM = "a large pizza with olives and a small pizza with ham"
+
+
+@pytest.mark.parametrize("text, large, small", [
+    ("the large one thin crust, the small one with mushrooms",
+     (["THIN_CRUST"], [{"name": "OLIVES"}]), ([], [{"name": "HAM"}, {"name": "MUSHROOMS"}])),
+    ("the large one thin crust and the small one with mushrooms",
+     (["THIN_CRUST"], [{"name": "OLIVES"}]), ([], [{"name": "HAM"}, {"name": "MUSHROOMS"}])),
+    ("make the large one thin crust and the small one with mushrooms",
+     (["THIN_CRUST"], [{"name": "OLIVES"}]), ([], [{"name": "HAM"}, {"name": "MUSHROOMS"}])),
+    ("the large one with no olives and the small one with no ham", ([], []), ([], [])),
+    ("the small one with mushrooms and no olives on the large one",
+     ([], []), ([], [{"name": "HAM"}, {"name": "MUSHROOMS"}])),
+    ("the small one thin crust, extra cheese on the large one",
+     ([], [{"name": "OLIVES"}, {"name": "CHEESE", "quantity": "EXTRA"}]), (["THIN_CRUST"], [{"name": "HAM"}])),
+])
+def test_two_leading_the_one_descriptions_never_resize_the_second_line(pizza_menu, text, large, small):
+    """ "the large one thin crust, the small one with mushrooms": the small pizza became a large one - the first
+    "the large one" was no description, so "large thin crust" was applied to the line "small" found. Each line
+    gets its own change, or "which one?" - never a silent change."""
+    s = Session(pizza_menu)
+    s.say(_LARGE_OLIVES_SMALL_HAM)
+    out = s.say(text)
+    lines = [(f["size"], f["style"], f["toppings"]) for _, f in _lines(s)]
+    if "clarify-reference" in out.response_keys:
+        assert lines == [("LARGE", [], [{"name": "OLIVES"}]), ("SMALL", [], [{"name": "HAM"}])], lines
+        return
+    assert lines == [("LARGE",) + large, ("SMALL",) + small], (out.reply, lines)
+
+
+def test_the_sesame_one_toasted_and_the_plain_one_not_toasted(bagel_menu):
+    """The plain bagel became a sesame bagel."""
+    s = Session(bagel_menu)
+    s.say("a sesame bagel with cream cheese and a plain bagel with butter")
+    out = s.say("the sesame one toasted and the plain one not toasted")
+    lines = [(f["bagel_type"], f["spread"], f.get("toasted")) for _, f in _lines(s)]
+    if "clarify-reference" in out.response_keys:
+        assert [b for b, _, _ in lines] == ["sesame", "plain"], lines
+        return
+    assert lines == [("sesame", "cream cheese", True), ("plain", "butter", False)], (out.reply, lines)
