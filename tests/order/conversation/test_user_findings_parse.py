@@ -305,3 +305,11 @@ def test_the_sesame_one_toasted_and_the_plain_one_not_toasted(bagel_menu):
         assert [b for b, _, _ in lines] == ["sesame", "plain"], lines
         return
     assert lines == [("sesame", "cream cheese", True), ("plain", "butter", False)], (out.reply, lines)
+
+
+def test_the_large_one_and_the_small_one_both_thin_crust(pizza_menu):
+    """Only the small pizza was made thin crust: "large"/"small" fit a pizza and a drink, so "both" found no kind."""
+    s = Session(pizza_menu)
+    s.say(_LARGE_OLIVES_SMALL_HAM)
+    s.say("the large one and the small one both thin crust")
+    assert [(f["size"], f["style"]) for _, f in _lines(s)] == [("LARGE", ["THIN_CRUST"]), ("SMALL", ["THIN_CRUST"])]
