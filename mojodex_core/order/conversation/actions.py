@@ -61,10 +61,12 @@ def ask_targeted_question(ctx: Ctx) -> None:
         ctx.proposed = ctx.pending_reference is not None
         # the items the reference could mean ("remove the pizza": the pizzas, "remove the bacon": the bagels holding
         # it), else every item
-        listed = (ctx.pending_reference or {}).get("candidates") or [i for i, _ in tree.items.active()]
+        candidates = (ctx.pending_reference or {}).get("candidates") or []
+        listed = candidates or [i for i, _ in tree.items.active()]
         items = [f"{n}) {item_text(tree.items.items[i])}" for n, i in enumerate(listed, 1)]
         ctx.rule("clarify", "a reference to no item of the order: ask which one")
-        if len(listed) == 1:  # one line it could be: "did you mean your large pizza?" (yes is that one)
+        if len(candidates) == 1:  # one line it could be: "did you mean your large pizza?" (yes is that one); the
+            # whole order of one line is no candidate ("remove the small pizza": "yes" would remove nothing)
             ctx.say("clarify-reference-one", say(ctx.lang, "clarify-reference-one",
                                                  item=item_text(tree.items.items[listed[0]], article=False)))
         else:

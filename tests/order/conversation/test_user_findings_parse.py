@@ -313,3 +313,13 @@ def test_the_large_one_and_the_small_one_both_thin_crust(pizza_menu):
     s.say(_LARGE_OLIVES_SMALL_HAM)
     s.say("the large one and the small one both thin crust")
     assert [(f["size"], f["style"]) for _, f in _lines(s)] == [("LARGE", ["THIN_CRUST"]), ("SMALL", ["THIN_CRUST"])]
+
+
+def test_a_removal_of_no_line_never_asks_did_you_mean_the_only_one(pizza_menu):
+    """ "remove the small pizza" with only a large pizza: "did you mean your large pizza with olives?" - and "yes"
+    removed nothing and said nothing (the proposal had no candidates). The "which one" wording, as before."""
+    s = Session(pizza_menu)
+    s.say("a large pizza with olives")
+    out = s.say("remove the small pizza")
+    assert "clarify-reference-one" not in out.response_keys, out.reply
+    assert "clarify-reference" in out.response_keys, out.reply
