@@ -43,6 +43,14 @@ class DoubtHandlers(ChunkRules):
                 self.neg, self.neg_count = True, 0
             return
         self._end_neg()
+        if not self.out.frames and ch.text.lower().split()[-1] == "no" and nxt is not None and nxt.kind == "menu" \
+                and any(s.field is not None and self.menu.item_types[s.item_type].fields[s.field].negatable
+                        for s in nxt.senses) and any(c.kind == "def" for c in self.chunks[i + 2:]):
+            # "actually no olives on the small pizza" opening a message: "actually" is a discourse word, the "no"
+            # negates the line "the ..." names (after an item, "a pizza with ham actually no olives" stays a
+            # correction)
+            self.neg, self.neg_count = True, 0
+            return
         if self.out.frames:
             self.correcting = True
             if all(c.kind in ("filler", "boundary", "wait") for c in self.chunks[i + 1:]):

@@ -323,3 +323,14 @@ def test_a_removal_of_no_line_never_asks_did_you_mean_the_only_one(pizza_menu):
     out = s.say("remove the small pizza")
     assert "clarify-reference-one" not in out.response_keys, out.reply
     assert "clarify-reference" in out.response_keys, out.reply
+
+
+def test_actually_no_olives_on_the_small_pizza_then_yes_takes_them_off(pizza_menu):
+    """ "actually no olives on the small pizza" with only a large pizza: "did you mean your large pizza with
+    olives?", "yes" - and the olives stayed: "actually no" was read as a correction, the "no" lost."""
+    s = Session(pizza_menu)
+    s.say("a large pizza with olives")
+    s.say("actually no olives on the small pizza")
+    s.say("yes")
+    (_, fields), = _lines(s)
+    assert fields["size"] == "LARGE" and fields["toppings"] == [], fields
