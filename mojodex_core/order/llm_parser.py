@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -32,12 +33,14 @@ from .tree import OrderTask
 INTENTS_DIR = Path(__file__).resolve().parents[2] / "tasks_config" / "intents"
 
 
-@lru_cache(maxsize=1)
-def _discourse_words() -> frozenset[str]:
-    """The discourse words of every language's keyword lists ("actually", "en fait"): no content of their own."""
-    return frozenset(w for p in sorted(INTENTS_DIR.glob("*.json"))
-                     for phrase in json.loads(p.read_text(encoding="utf-8")).get("discourse", ())
-                     for w in phrase.lower().split())
+@lru_cache(maxsize=8)
+def _discourse_words(lang: str = "en") -> frozenset[str]:
+    """The discourse phrases of the conversation's language ("actually", "en fait"), kept whole: no content of
+    their own. (Split into words, "en fait" would make the pronoun "en" one.)"""
+    path = INTENTS_DIR / f"{lang}.json"
+    if not path.is_file():
+        return frozenset()
+    return frozenset(p.lower() for p in json.loads(path.read_text(encoding="utf-8")).get("discourse", ()))
 
 
 NEG_WORDS = frozenset(w for w in GRAMMAR["neg"] if " " not in w)  # "no spread": the negation of a reference
@@ -154,6 +157,7 @@ def parse_order(
     mode: ParseMode = "auto",
     llm: StructuredLLM | None = None,
     threshold: float = DEFAULT_THRESHOLD,
+    lang: str = "en",
 ) -> ParsedInput:
     """Parse a customer message: deterministic, LLM, or auto (deterministic first, LLM when unsure).
 
@@ -164,7 +168,7 @@ def parse_order(
             raise ValueError("mode='llm' needs an llm")
         return parse_with_llm(text, menu, tree, llm)
     parsed = parse_deterministic(text, menu, tree)
-    if mode == "deterministic" or llm is None or not needs_llm(parsed, threshold):
+    if mode == "deterministic" or llm is None or not needs_llm(parsed, threshold, lang):
         return parsed
     from mojodex_core.llm import LLMError
 
@@ -175,18 +179,25 @@ def parse_order(
         return parsed
 
 
-def needs_llm(parsed: ParsedInput, threshold: float = DEFAULT_THRESHOLD) -> bool:
+def needs_llm(parsed: ParsedInput, threshold: float = DEFAULT_THRESHOLD, lang: str = "en") -> bool:
     """Auto mode asks the LLM when the deterministic confidence is low or words stayed unresolved - except when
     all that is unresolved is a reference the deterministic parse kept ("honey" after a bagel, "no olives on the
     small pizza" with one large): the conversation asks about it ("which one?", an offer), which the LLM's result,
     with no ``reference``, would lose (and "honey" would silently become a coffee with honey)."""
-    if _only_a_reference(parsed):
+    if _only_a_reference(parsed, lang):
         return False
     return parsed.confidence < threshold or bool(parsed.unparsed)
 
 
-def _only_a_reference(parsed: ParsedInput) -> bool:
+def _only_a_reference(parsed: ParsedInput, lang: str) -> bool:
     if parsed.reference is None:
         return False
-    said = set(parsed.reference.said.lower().split()) | {"the"} | NEG_WORDS | _discourse_words()
-    return all(set(span.lower().split()) <= said for span in parsed.unparsed)
+    said = set(parsed.reference.said.lower().split()) | {"the"} | NEG_WORDS
+    phrases = sorted(_discourse_words(lang), key=len, reverse=True)
+    pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, phrases)) + r")\b") if phrases else None
+
+    def rest(span: str) -> set[str]:
+        span = span.lower()
+        return set((pattern.sub(" ", span) if pattern is not None else span).split())
+
+    return all(rest(span) <= said for span in parsed.unparsed)

@@ -59,7 +59,8 @@ def _parse(ctx: Ctx) -> None:
     ctx.conv.unclear_turns = ctx.conv.unclear_turns + 1 if decision.unclear else 0
     ctx.timings["supervisor"] += _ms(start)
     ctx.trace.append(ctx.decision.trace)
-    if ctx.decision.intent == "order_entry" and ctx.llm is not None and needs_llm(parsed, ctx.threshold) and not (
+    if ctx.decision.intent == "order_entry" and ctx.llm is not None \
+            and needs_llm(parsed, ctx.threshold, ctx.lang) and not (
             parsed.repeat_last and not parsed.unparsed):  # "same again" alone: repair repeats the last line
         from mojodex_core.llm import LLMError
 

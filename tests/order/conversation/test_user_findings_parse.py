@@ -334,3 +334,20 @@ def test_actually_no_olives_on_the_small_pizza_then_yes_takes_them_off(pizza_men
     s.say("yes")
     (_, fields), = _lines(s)
     assert fields["size"] == "LARGE" and fields["toppings"] == [], fields
+
+
+def test_discourse_words_are_the_conversation_language_s_whole_phrases(pizza_menu):
+    """The discourse words of every language were merged and split into words: "en fait" made a French "en"
+    (also a pronoun) a discourse word of an English conversation; "just" and "wait" carry meaning."""
+    from mojodex_core.order.llm_parser import _discourse_words, needs_llm
+    from mojodex_core.order.parser import parse_deterministic
+
+    assert "en fait" in _discourse_words("fr") and "en" not in _discourse_words("fr")
+    assert not {"en", "fait", "en fait", "just", "wait"} & _discourse_words("en")
+    s = Session(pizza_menu)
+    s.say("a large pizza with olives")
+    parsed = parse_deterministic("actually no olives on the small pizza", pizza_menu, s.conv.order)
+    assert parsed.reference is not None and not needs_llm(parsed, lang="en"), parsed
+    parsed = parsed.model_copy(update={"unparsed": [*parsed.unparsed, "en"]})
+    assert needs_llm(parsed, lang="en") and not needs_llm(parsed.model_copy(update={"unparsed": ["en fait"]}),
+                                                          lang="fr")
