@@ -109,6 +109,20 @@ class _Segmenter(CountHandlers):
         nxt.attrs.extend(tail)
         return nxt
 
+    def _noun_follows(self, i: int) -> bool:
+        """Only values and filler, then the noun or "one", after chunk ``i``: "the large, thin crust pizza", "the
+        large uh thin crust pizza" - the description goes on."""
+        for ch in self.chunks[i + 1:]:
+            if ch.kind == "filler":
+                continue
+            if ch.kind == "num":
+                return ch.text.lower() in ("one", "1")
+            if ch.kind != "menu":
+                return False
+            if anchor_senses(ch):
+                return True
+        return False
+
     def _end_neg(self) -> None:
         self.neg, self.neg_count, self.neg_fields = False, 0, set()
 
@@ -240,7 +254,7 @@ class _Segmenter(CountHandlers):
             if k not in ("filler", "boundary"):
                 self.out.content += 1
             if k != "menu" and self.cur is not None and self.cur.described_end is None \
-                    and self.cur.described_at is not None:
+                    and self.cur.described_at is not None and not (k == "filler" and self._noun_follows(i)):
                 self.cur.described_end = len(self.cur.attrs)  # "the small one", "the large, and ...": said
             if (k in ("and", "boundary") or ch.text == ",") and self.cur is not None:
                 self.cur.clause_at = len(self.cur.attrs)

@@ -351,3 +351,13 @@ def test_discourse_words_are_the_conversation_language_s_whole_phrases(pizza_men
     parsed = parsed.model_copy(update={"unparsed": [*parsed.unparsed, "en"]})
     assert needs_llm(parsed, lang="en") and not needs_llm(parsed.model_copy(update={"unparsed": ["en fait"]}),
                                                           lang="fr")
+
+
+@pytest.mark.parametrize("text", ["no olives on the large, thin crust pizza",
+                                  "no olives on the large uh thin crust pizza"])
+def test_a_comma_or_filler_inside_the_description_does_not_end_it(pizza_menu, text):
+    """ "no olives on the large, thin crust pizza": "which one?" - the description ended at the comma."""
+    s = Session(pizza_menu)
+    s.say("a large pizza with olives and a large thin crust pizza with olives")
+    s.say(text)
+    assert [f["toppings"] for _, f in _lines(s)] == [[{"name": "OLIVES"}], []], _lines(s)
