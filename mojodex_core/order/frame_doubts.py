@@ -180,15 +180,11 @@ class DoubtHandlers(ChunkRules):
             # ordered (the parser checks that as many lines hold them)
             self.out.flags["dist_order"] = (ch.text, ch.payload)
             return
-        kinds = {kind} if kind is not None else set()
-        if cur is not None and kind is None and cur.definite and cur.attrs:
-            # "the large one and the small one both thin crust": "large", "small" fit a pizza and a drink alike
-            kinds = set.intersection(*(types_of(a.senses) for a in cur.attrs))
-        if cur is None or not kinds:
+        if cur is None or kind is None:
             return
         group: list[Frame] = []
         for frame in reversed(self.out.frames):
-            if frame.anchor not in kinds and not (frame.anchor is None and all(fits(a, kinds) for a in frame.attrs)):
+            if frame.anchor != kind and not (frame.anchor is None and all(fits(a, {kind}) for a in frame.attrs)):
                 break
             group.append(frame)
         if ch.payload:

@@ -307,14 +307,6 @@ def test_the_sesame_one_toasted_and_the_plain_one_not_toasted(bagel_menu):
     assert lines == [("sesame", "cream cheese", True), ("plain", "butter", False)], (out.reply, lines)
 
 
-def test_the_large_one_and_the_small_one_both_thin_crust(pizza_menu):
-    """Only the small pizza was made thin crust: "large"/"small" fit a pizza and a drink, so "both" found no kind."""
-    s = Session(pizza_menu)
-    s.say(_LARGE_OLIVES_SMALL_HAM)
-    s.say("the large one and the small one both thin crust")
-    assert [(f["size"], f["style"]) for _, f in _lines(s)] == [("LARGE", ["THIN_CRUST"]), ("SMALL", ["THIN_CRUST"])]
-
-
 def test_a_removal_of_no_line_never_asks_did_you_mean_the_only_one(pizza_menu):
     """ "remove the small pizza" with only a large pizza: "did you mean your large pizza with olives?" - and "yes"
     removed nothing and said nothing (the proposal had no candidates). The "which one" wording, as before."""
@@ -361,3 +353,17 @@ def test_a_comma_or_filler_inside_the_description_does_not_end_it(pizza_menu, te
     s.say("a large pizza with olives and a large thin crust pizza with olives")
     s.say(text)
     assert [f["toppings"] for _, f in _lines(s)] == [[{"name": "OLIVES"}], []], _lines(s)
+
+
+@pytest.mark.parametrize("first, text", [
+    ("a large coke and a small coke", "the large one and the small one both diet coke"),
+    ("a large coke and a small coke", "the large one and the small one both sprite"),
+])
+def test_both_after_two_the_one_descriptions_is_never_dropped_silently(pizza_menu, first, text):
+    """A reviewer found it: grouping "both" by the kinds "large" and "small" share (a pizza, a drink) dropped
+    "diet coke" without a word ("Just to be sure: pickup or delivery?"). Asked, as before that grouping."""
+    s = Session(pizza_menu)
+    s.say(first)
+    before = _lines(s)
+    out = s.say(text)
+    assert _lines(s) != before or "clarify-reference" in out.response_keys, out.reply
