@@ -43,17 +43,6 @@ class Order(BaseModel):
     quantity: int
 
 
-@pytest.fixture
-def records() -> list[LLMCallRecord]:
-    return []
-
-
-@pytest.fixture
-def provider(llm_settings: LLMSettings, records: list[LLMCallRecord]) -> LLMProvider:
-    p = LLMProvider(llm_settings, recorder=records.append)
-    yield p
-    p.close()
-
 
 def make(settings: LLMSettings, records: list[LLMCallRecord] | None = None, **changes) -> LLMProvider:
     return LLMProvider(

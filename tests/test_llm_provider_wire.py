@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from mojodex_core.llm import (
-    LLMCallRecord,
     LLMCancelled,
     LLMProvider,
     LLMRequestRejected,
@@ -36,17 +35,6 @@ from tests.support.scripted_llm import (
 
 MESSAGES = [{"role": "system", "content": "You are helpful."}, {"role": "user", "content": "Bonjour, ça va ?"}]
 
-
-@pytest.fixture
-def records() -> list[LLMCallRecord]:
-    return []
-
-
-@pytest.fixture
-def provider(llm_settings: LLMSettings, records: list[LLMCallRecord]):
-    p = LLMProvider(llm_settings, recorder=records.append)
-    yield p
-    p.close()
 
 
 def make(settings: LLMSettings, **changes: Any) -> LLMProvider:

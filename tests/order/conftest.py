@@ -4,7 +4,6 @@ from pathlib import Path
 
 import pytest
 
-from mojodex_core.llm import LLMCallRecord, LLMProvider, LLMSettings
 from mojodex_core.order.menu import Menu, load_menu
 
 MENUS = Path(__file__).resolve().parents[2] / "tasks_config" / "menus"
@@ -23,17 +22,3 @@ def pizza_menu() -> Menu:
 @pytest.fixture(scope="session")
 def drive_menu() -> Menu:
     return load_menu(MENUS / "drive_thru.json")
-
-
-@pytest.fixture
-def records() -> list[LLMCallRecord]:
-    """What the order tests' LLM provider recorded, one entry a call."""
-    return []
-
-
-@pytest.fixture
-def provider(llm_settings: LLMSettings, records: list[LLMCallRecord]):
-    """An LLMProvider on the scripted LLM server, recording its calls in ``records``."""
-    p = LLMProvider(llm_settings, recorder=records.append)
-    yield p
-    p.close()

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from mojodex_core.llm import LLMSettings
+from mojodex_core.llm import LLMCallRecord, LLMProvider, LLMSettings
 from tests.support.scripted_llm import ScriptedLLMServer
 
 
@@ -43,3 +43,17 @@ def llm_settings(llm: ScriptedLLMServer) -> LLMSettings:
         timeout_s=5,
         first_token_timeout_s=2,
     )
+
+
+@pytest.fixture
+def records() -> list[LLMCallRecord]:
+    """What ``provider`` recorded, one entry a call."""
+    return []
+
+
+@pytest.fixture
+def provider(llm_settings: LLMSettings, records: list[LLMCallRecord]) -> Iterator[LLMProvider]:
+    """An LLMProvider on the scripted LLM server, recording its calls in ``records``."""
+    p = LLMProvider(llm_settings, recorder=records.append)
+    yield p
+    p.close()
