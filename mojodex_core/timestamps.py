@@ -12,6 +12,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 
+def as_utc(value: datetime) -> datetime:
+    """The instant as an aware UTC datetime: a naive one (SQLite's, as stored) is taken as UTC."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
 def iso_utc(value: datetime | str | None) -> str | None:
     """``2026-01-02T03:04:05.123456+00:00`` (None stays None). A naive datetime is taken as UTC,
     as the platform stores; a string (a raw SQLite value from a Core union) is parsed first."""
@@ -22,6 +27,4 @@ def iso_utc(value: datetime | str | None) -> str | None:
             value = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:
             return value  # not a timestamp after all: shown as it is
-    if value.tzinfo is None:
-        return value.replace(tzinfo=UTC).isoformat()
-    return value.astimezone(UTC).isoformat()
+    return as_utc(value).isoformat()

@@ -16,7 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session as DbSession
 
 from mojodex_core.db.models import LLMCall, Task, UserTask, UserTaskExecution
-from mojodex_core.timestamps import iso_utc
+from mojodex_core.timestamps import as_utc, iso_utc
 
 GROUP_BYS = ("user", "task", "day", "model")
 
@@ -53,7 +53,7 @@ def _instant(name: str, raw: str, *, end: bool) -> datetime:
             moment = datetime(day.year, day.month, day.day, tzinfo=UTC)
             return moment + timedelta(days=1) if end else moment
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+        moment = as_utc(moment)
     except (ValueError, OverflowError):  # OverflowError: the day after 9999-12-31, or an offset past it
         message = f"{name} must be a date (YYYY-MM-DD) or an ISO 8601 datetime, got {raw!r}"
         raise UsageParamError(name, message) from None
@@ -114,8 +114,7 @@ def aggregate(rows: Iterable[CallRow], group_by: str | None) -> dict[str, Any]:
 
 
 def _day(moment: datetime) -> str:
-    moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-    return moment.date().isoformat()
+    return as_utc(moment).date().isoformat()
 
 
 def call_rows(db: DbSession, query: UsageQuery) -> list[CallRow]:

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session as DbSession
 
 from mojodex_core.db.models import ApiToken, Task, User, UserTask, utcnow
 from mojodex_core.languages import unknown_language
+from mojodex_core.timestamps import as_utc
 
 EMAIL_RE = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 
@@ -63,15 +64,10 @@ def _unexpired():  # noqa: ANN202
     return or_(ApiToken.expires_at.is_(None), ApiToken.expires_at > now)
 
 
-def _as_utc(value: datetime) -> datetime:
-    """SQLite gives back a naive datetime (UTC, as stored), Postgres an aware one."""
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
-
-
 def token_expired(revoked_at: datetime | None, expires_at: datetime | None, now: datetime | None = None) -> bool:
     """Whether a stored token (its row's two columns) stopped authenticating by expiring: not
     revoked, and its expiry passed (``now``: the clock, unless given)."""
-    return revoked_at is None and expires_at is not None and _as_utc(expires_at) <= (now or utcnow())
+    return revoked_at is None and expires_at is not None and as_utc(expires_at) <= (now or utcnow())
 
 
 @dataclass(frozen=True)
