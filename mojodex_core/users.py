@@ -38,8 +38,8 @@ def create_user(db: DbSession, *, name: str, email: str, language_code: str = "e
         raise UserError("name: must not be empty")
     if not re.fullmatch(r"[a-z]{2}(-[A-Za-z]{2})?", language_code):
         raise UserError(f"language: must be a language code like 'en' or 'fr', got {language_code!r}")
-    if unknown_language(language_code):
-        raise UserError(f"language: {unknown_language(language_code)}")
+    if problem := unknown_language(language_code):
+        raise UserError(f"language: {problem}")
     if db.scalar(select(User).where(User.email == email)):
         raise UserError(f"email: a user with {email} already exists")
     user = User(user_id=uuid.uuid4().hex, name=name.strip(), email=email, language_code=language_code)
@@ -179,11 +179,6 @@ def stored_token_expired(db: DbSession, token: str) -> bool:
                      .where(ApiToken.token_hash == hash_token(token.strip()))).first()
     return row is not None and token_expired(*row)
 
-
-def live_token_hashes(db: DbSession, token_hashes: Iterable[str], chunk: int = 500) -> set[str]:
-    """Which of these token hashes still authenticate (not revoked, not expired)."""
-    wanted = set(token_hashes)
-    return wanted - set(ended_tokens(db, wanted, chunk))
 
 
 def find_user(db: DbSession, email: str) -> User:
