@@ -21,8 +21,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..parsed_input import ParsedInput, ParsedItem
-from ..parser import parse_deterministic
-from ..tree import PendingQuestion
 from .offer_repairs import instead_of_the_offer, new_item_offered, yes_no_to_our_question
 from .pending_answers import another_item_named, name_is_not_a_name, yes_no
 from .reference_repairs import not_in_the_list, reference_doubt, removals, which_one
@@ -117,8 +115,3 @@ def repair(ctx: Ctx) -> tuple[ParsedInput, list[int], bool]:
         return base, refs, False
     return parsed, [], reference_doubt(ctx, parsed)
 
-
-def reparse_for_item(text: str, ctx: Ctx, idx: int) -> ParsedInput:
-    tree = ctx.conv.order.model_copy(deep=True)
-    tree.pending = PendingQuestion(task="item", item_index=idx, field=None)
-    return parse_deterministic(text, ctx.menu, tree)
