@@ -64,15 +64,11 @@ def local_now(user: User, profile: UserProfile | None, now: datetime | None = No
     now = now or datetime.now(UTC)
     # Checked on write; a zone stored before that check (e.g. "localtime", the server's zone) or removed
     # from the zone database since falls back to the offset.
-    if profile is not None and is_iana_zone(profile.timezone):
-        try:
-            local = now.astimezone(zoneinfo.ZoneInfo(profile.timezone))
-        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-            pass
-        else:
-            # The offset beside the name: "Etc/GMT+5" is UTC-05:00 (POSIX signs), and "Europe/Paris"
-            # alone leaves the model to guess whether summer time applies.
-            return local, f"{profile.timezone}, {_utc_offset(local.utcoffset() or timedelta(0))}"
+    if profile is not None and is_iana_zone(profile.timezone):  # a listed zone loads
+        local = now.astimezone(zoneinfo.ZoneInfo(profile.timezone))
+        # The offset beside the name: "Etc/GMT+5" is UTC-05:00 (POSIX signs), and "Europe/Paris"
+        # alone leaves the model to guess whether summer time applies.
+        return local, f"{profile.timezone}, {_utc_offset(local.utcoffset() or timedelta(0))}"
     offset = timedelta(minutes=user.timezone_offset_minutes or 0)
     return now.astimezone(timezone(offset)), _utc_offset(offset)
 
