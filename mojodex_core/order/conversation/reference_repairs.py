@@ -23,6 +23,7 @@ from ..parsed_input import Modification, ParsedInput
 from ..parser import parse_deterministic, referenced_item
 from .menu_index import mentions, menu_phrases
 from .resources import has_phrase, normalise
+from .views import uses
 
 if TYPE_CHECKING:
     from .context import Ctx
@@ -108,7 +109,7 @@ def _part_reference(ctx: Ctx, part: str) -> tuple[int | None, bool | None, list[
     if ordinal is not None:
         k = ordinal - 1 if ordinal > 0 else len(typed) - 1
         return (typed[k], False, []) if 0 <= k < len(typed) else (None, True, [])
-    held = [i for i in typed if all(_uses(tree.items.items[i].fields, m.field, m.value) for m in values
+    held = [i for i in typed if all(uses(tree.items.items[i].fields, m.field, m.value) for m in values
                                     if m.item_type == tree.items.items[i].item_type and m.field is not None)]
     if not held and len(values) == 1 and values[0].field is not None and values[0].value is not None:
         held = _named_within(ctx, live, values[0].item_type, values[0].field, values[0].value)
@@ -136,12 +137,6 @@ def _named_within(ctx: Ctx, live: list[int], item_type: str, field: str, value: 
                 found.append(i)
                 break
     return found if len(found) == 1 else []
-
-
-def _uses(fields: dict[str, Any], field: str, value: str) -> bool:
-    current = fields.get(field)
-    entries = current if isinstance(current, list) else [current]
-    return any(entry_name(e) == value for e in entries)
 
 
 def removals(ctx: Ctx, parsed: ParsedInput) -> tuple[ParsedInput, list[int], bool, list[int]] | None:
