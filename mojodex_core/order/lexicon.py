@@ -85,7 +85,6 @@ class Lexicon:
         # nouns naming a field as a whole ("no spread", "no toppings"): a count word keeps its kind ("a two topping
         # pizza") and reads as the field only in a negation; a word another phrase normalises to ("extras" vs the
         # qualifier "extra") is matched as said
-        self.raw_keep: frozenset[str] = frozenset()
         raw_keep: set[str] = set()
         for t_name, tdef in menu.item_types.items():
             for f_name, fdef in tdef.fields.items():
@@ -99,7 +98,7 @@ class Lexicon:
                     kind = old_entry.kind if old_entry is not None and old_entry.kind == "count_word" else "menu"
                     kept = old_entry.senses if old_entry is not None and old_entry.kind == kind else ()
                     entries[key] = Entry(kind, senses=tuple(dict.fromkeys((*kept, sense))))
-        self.raw_keep = frozenset(raw_keep)
+        self.raw_keep: frozenset[str] = frozenset(raw_keep)
         self.index: dict[str, list[tuple[tuple[str, ...], Entry]]] = {}
         for key, entry in entries.items():
             self.index.setdefault(key[0], []).append((key, entry))
