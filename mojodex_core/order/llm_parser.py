@@ -43,6 +43,13 @@ def _discourse_words(lang: str = "en") -> frozenset[str]:
     return frozenset(p.lower() for p in json.loads(path.read_text(encoding="utf-8")).get("discourse", ()))
 
 
+@lru_cache(maxsize=8)
+def _discourse_pattern(lang: str) -> re.Pattern[str] | None:
+    """The language's discourse phrases as one regex, longest first (built once a language)."""
+    phrases = sorted(_discourse_words(lang), key=len, reverse=True)
+    return re.compile(r"\b(?:" + "|".join(map(re.escape, phrases)) + r")\b") if phrases else None
+
+
 NEG_WORDS = frozenset(w for w in GRAMMAR["neg"] if " " not in w)  # "no spread": the negation of a reference
 log = logging.getLogger(__name__)
 
@@ -193,8 +200,7 @@ def _only_a_reference(parsed: ParsedInput, lang: str) -> bool:
     if parsed.reference is None:
         return False
     said = set(parsed.reference.said.lower().split()) | {"the"} | NEG_WORDS
-    phrases = sorted(_discourse_words(lang), key=len, reverse=True)
-    pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, phrases)) + r")\b") if phrases else None
+    pattern = _discourse_pattern(lang)
 
     def rest(span: str) -> set[str]:
         span = span.lower()
