@@ -89,11 +89,13 @@ class ReferenceRules:
         if tree is None:
             return False
         explicit_number = frame.number is not None and not frame.article
-        if frame.definite and not explicit_number and self._describes_no_line(frame, item_type, live):
+        # The values after "the" describing the line, and where they end (read once: resolved against the menu)
+        description = self._description(frame, item_type) if frame.described_at is not None else None
+        if frame.definite and not explicit_number and self._describes_no_line(frame, item_type, live, description):
             return True
         if frame.definite and not explicit_number:
             # "no ice in the small one": the line is found by its description, not by the change ("no ice")
-            described = self._description(frame, item_type)[0] if frame.described_at is not None else fields
+            described = description[0] if description is not None else fields
             idx, ambiguous = find_ref(tree, self.menu, item_type, described, self._name_said(frame, item_type))
             if idx is None and self.seg.modify and frame.noun_at is not None:
                 _t, said, _l = resolve_frame(replace(frame, attrs=frame.attrs[:frame.noun_at]), self.menu)
@@ -169,13 +171,14 @@ class ReferenceRules:
             return True
         return False
 
-    def _describes_no_line(self, frame: Frame, item_type: str, live: list[int]) -> bool:
+    def _describes_no_line(self, frame: Frame, item_type: str, live: list[int],
+                           description: tuple[dict[str, Any], int] | None) -> bool:
         """ "no olives on the small pizza" with one large pizza: the values after "the" describe no line - a
         reference to nothing, asked about ("which one?"), never merged into the only line (made small)."""
         tree = self.tree
-        if frame.described_at is None or tree is None:
+        if description is None or frame.described_at is None or tree is None:
             return False
-        want, end = self._description(frame, item_type)
+        want, end = description
         desc = frame.attrs[frame.described_at:end]
         want = dict(want)
         want.pop(name_field(self.menu, item_type) or "", None)  # "the coke" names the diet coke: find_ref's
