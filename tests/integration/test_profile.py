@@ -66,14 +66,18 @@ def test_bad_profiles_are_refused_and_nothing_is_written(live, llm):
 @pytest.mark.parametrize("zone", ["localtime", "posixrules", "Factory", "posix/Europe/Paris", "right/UTC",
                                   "europe/paris", "../etc/localtime", "Nowhere/Land"])
 def test_a_time_zone_that_is_not_an_iana_name_is_refused(live, llm, zone):
-    client = live.new_user()
-    client.ok("PUT", "/user_profile", json={"timezone": "Europe/Paris"})
-    response = client.call("PUT", "/user_profile", json={"timezone": zone})
-    assert response.status_code == 400, response.text
-    body = response.json()
-    assert body["field"] == "timezone"
+    body = _refused(live.new_user(), "timezone", kept="Europe/Paris", bad=zone)
     assert body["error"] == f"timezone: unknown time zone {zone!r}: use an IANA zone name like 'Europe/Paris'"
-    assert client.ok("GET", "/user_profile")["user_profile"]["timezone"] == "Europe/Paris"
+
+
+def _refused(client, field: str, *, kept: str, bad: str) -> dict:  # noqa: ANN001
+    """Stores ``kept``, PUTs ``bad``: a 400 naming the field, ``kept`` still stored. The error's body."""
+    client.ok("PUT", "/user_profile", json={field: kept})
+    response = client.call("PUT", "/user_profile", json={field: bad})
+    assert response.status_code == 400, response.text
+    assert response.json()["field"] == field
+    assert client.ok("GET", "/user_profile")["user_profile"][field] == kept
+    return response.json()
 
 
 def test_a_zone_stored_before_the_iana_check_may_be_sent_back_unchanged(live, llm):
@@ -180,11 +184,7 @@ def test_a_first_save_racing_another_updates_the_profile_the_other_created(live,
 @pytest.mark.parametrize("language", ["zz", "qq", "zz-FR", "xx"])
 def test_a_language_that_is_not_an_iso_639_1_code_is_refused(live, llm, language):
     client = live.new_user()
-    client.ok("PUT", "/user_profile", json={"language": "fr"})
-    response = client.call("PUT", "/user_profile", json={"language": language})
-    assert response.status_code == 400, response.text
-    body = response.json()
-    assert body["field"] == "language" and f"unknown language code {language.split('-')[0]!r}" in body["error"], body
-    assert client.ok("GET", "/user_profile")["user_profile"]["language"] == "fr"
+    body = _refused(client, "language", kept="fr", bad=language)
+    assert f"unknown language code {language.split('-')[0]!r}" in body["error"], body
     # a known code, with or without a region, is still accepted
     assert client.ok("PUT", "/user_profile", json={"language": "pt-BR"})["user_profile"]["language"] == "pt-BR"

@@ -166,7 +166,7 @@ def test_a_claim_waiting_for_an_edit_of_its_parent_does_not_run_on_the_old_resul
             assert waiting_for_a_lock(platform.engine, backend_pid(edit)), "the claim did not wait for the edit"
             edit.commit()
         claiming.join(10)
-        assert claimed == [None], claimed[0].action.parameter  # was: {"stanza_topic": "tide"}, claimed
+        assert claimed == [None], claimed  # was: {"stanza_topic": "tide"}, claimed
         with wf.db() as db:
             assert db.scalar(text("SELECT count(*) FROM user_workflow_step_execution "
                                   "WHERE user_task_execution_fk = :pk AND rank = 2"), {"pk": pk}) == 0
