@@ -146,7 +146,10 @@ def removals(ctx: Ctx, parsed: ParsedInput) -> tuple[ParsedInput, list[int], boo
         return None
     tree = ctx.conv.order
     removal, rest = _split_removal(ctx)
-    if has_phrase(normalise(removal), ctx.kw.get("everything", ())) and tree.items.active():
+    said = normalise(removal)
+    everything = has_phrase(said, ctx.kw.get("everything", ()))
+    # "remove all of them" is the whole order; "remove the bacon from all of them" names what to take off
+    if everything and not mentions(f" {said} ".replace(f" {everything} ", " "), ctx.menu) and tree.items.active():
         ctx.rule("repair", "remove everything")
         return ParsedInput(wants_cancel=True), [], False, []
     refs, unresolved, candidates = _references(ctx, removal)

@@ -350,3 +350,23 @@ def test_both_after_two_the_one_descriptions_is_never_dropped_silently(pizza_men
     out = s.say(text)
     asked = out.response_keys == ["clarify-reference"] and _lines(s) == before
     assert asked or [f["drink_type"] for _, f in _lines(s)] == [drink, drink], (out.reply, _lines(s))
+
+
+def test_remove_the_bacon_from_all_of_them_takes_it_off_every_bagel(bagel_menu):
+    """A reviewer found it: "all of them" is an "everything" phrase too, so the removal asked to cancel the
+    whole order, where "from both" took the bacon off."""
+    s = Session(bagel_menu)
+    s.say("a plain bagel with bacon and a sesame bagel with bacon")
+    out = s.say("remove the bacon from all of them")
+    assert [(f["bagel_type"], f["extras"], f["excluded_extras"]) for _, f in _lines(s)] == [
+        ("plain", [], ["bacon"]), ("sesame", [], ["bacon"])], (out.reply, _lines(s))
+    assert "ack-modified" in out.response_keys, out.reply
+
+
+@pytest.mark.parametrize("text", ["remove all of them", "remove everything"])
+def test_removing_everything_still_asks_to_cancel_the_order(bagel_menu, text):
+    """ "everything" is also a bagel: only a removal naming nothing else of the menu is the whole order."""
+    s = Session(bagel_menu)
+    s.say("a plain bagel with bacon and a sesame bagel with bacon")
+    out = s.say(text)
+    assert s.conv.order.items.active() and out.reply.startswith("Just to be sure: cancel the whole order"), out.reply
