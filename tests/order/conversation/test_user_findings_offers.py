@@ -16,6 +16,15 @@ def _priced_lines(s: Session) -> list[tuple[str, dict, float]]:
     return [(it.item_type, dict(it.fields), it.line_total) for _, it in s.conv.order.items.active()]
 
 
+def _coke_out_of_the_combo(drive_menu) -> Session:  # noqa: ANN001
+    """A large number 1 combo with a coke ordered, then coke out of stock: "Would you like diet coke instead?"."""
+    s = Session(drive_menu)
+    s.say("a large number 1 combo with a coke")
+    s.menu = mark_unavailable(drive_menu, "combo", "combo_drink", "coke", False)
+    s.event("out_of_stock", item_type="combo", field="combo_drink", value="coke")
+    return s
+
+
 def test_declining_the_offer_for_an_item_out_of_stock_drops_its_empty_line(bagel_menu):
     """"a blueberry bagel" (out of stock), "no" to asiago: the order kept a bagel of no kind, charged $2.50."""
     s = Session(bagel_menu)
@@ -35,10 +44,7 @@ def test_declining_the_offer_keeps_the_rest_of_the_order(bagel_menu):
 def test_declining_another_value_keeps_the_line_the_customer_described(drive_menu):
     """Coke out of the combo: the large number 1 combo stays (it is still what was ordered) and its drink is
     asked. (A required field on a line with other values chosen: the case the declined-offer rule decides.)"""
-    s = Session(drive_menu)
-    s.say("a large number 1 combo with a coke")
-    s.menu = mark_unavailable(drive_menu, "combo", "combo_drink", "coke", False)
-    s.event("out_of_stock", item_type="combo", field="combo_drink", value="coke")
+    s = _coke_out_of_the_combo(drive_menu)
     out = s.say("no")
     assert [(it.item_type, it.fields.get("combo"), it.fields.get("size"), it.fields.get("combo_drink"))
             for _, it in s.conv.order.items.active()] == [("combo", "number 1", "large", None)], out.reply
@@ -48,11 +54,8 @@ def test_declining_another_value_keeps_the_line_the_customer_described(drive_men
 def test_another_drink_named_at_the_combo_drink_offer_goes_in_the_combo(drive_menu):
     """Coke went out of stock during the order: "Would you like diet coke instead?" answered "sprite" was lost
     (a pattern hint, the combo still without a drink)."""
-    s = Session(drive_menu)
-    s.say("a large number 1 combo with a coke")
-    s.menu = mark_unavailable(drive_menu, "combo", "combo_drink", "coke", False)
-    assert s.event("out_of_stock", item_type="combo", field="combo_drink", value="coke").response_key == (
-        "oos-alternative")
+    s = _coke_out_of_the_combo(drive_menu)
+    assert s.outcomes[-1].response_key == "oos-alternative"
     out = s.say("sprite")
     assert [(it.item_type, it.fields.get("combo_drink")) for _, it in s.conv.order.items.active()] == [
         ("combo", "sprite")], out.reply
@@ -60,10 +63,7 @@ def test_another_drink_named_at_the_combo_drink_offer_goes_in_the_combo(drive_me
 
 
 def test_the_offer_of_another_value_accepted_after_a_stock_event(drive_menu):
-    s = Session(drive_menu)
-    s.say("a large number 1 combo with a coke")
-    s.menu = mark_unavailable(drive_menu, "combo", "combo_drink", "coke", False)
-    s.event("out_of_stock", item_type="combo", field="combo_drink", value="coke")
+    s = _coke_out_of_the_combo(drive_menu)
     s.say("yes")
     assert s.conv.order.items.items[0].fields["combo_drink"] == "diet coke"
 
@@ -169,10 +169,7 @@ def test_a_value_said_with_another_item_at_the_offer_is_that_items(pizza_menu):
 def test_another_drink_added_at_the_combo_drink_offer_is_a_new_drink(drive_menu, text):
     """Coke out of the combo, "Would you like diet coke instead?" answered "also a large sprite": the sprite
     went into the combo. "also", "and", "add" with a drink's own name order that drink."""
-    s = Session(drive_menu)
-    s.say("a large number 1 combo with a coke")
-    s.menu = mark_unavailable(drive_menu, "combo", "combo_drink", "coke", False)
-    s.event("out_of_stock", item_type="combo", field="combo_drink", value="coke")
+    s = _coke_out_of_the_combo(drive_menu)
     out = s.say(text)
     assert [(it.item_type, it.fields.get("combo_drink") or it.fields.get("drink_type"), it.fields.get("size"))
             for _, it in s.conv.order.items.active()] == [("combo", None, "large"), ("drink", "sprite", "large")], (
