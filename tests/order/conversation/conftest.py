@@ -24,6 +24,10 @@ class Session:
         self.conv, self.greeting = start_conversation(menu, language)
         self.outcomes: list[TurnOutcome] = []
 
+    def lines(self) -> list[tuple[str, dict]]:
+        """The order's live lines: (item type, a copy of its fields)."""
+        return [(it.item_type, dict(it.fields)) for _, it in self.conv.order.items.active()]
+
     def say(self, text: str) -> TurnOutcome:
         return self._turn(TurnInput(text=text))
 

@@ -707,9 +707,6 @@ def test_a_quote_for_several_items_does_not_guess_a_size(pizza_menu):
     assert key == "menu-price-sizes"
 
 
-def _items(s: Session) -> list[tuple[str, dict]]:
-    return [(it.item_type, dict(it.fields)) for _, it in s.conv.order.items.active()]
-
 
 @pytest.mark.parametrize("before", [("a plain bagel",), ("a plain bagel toasted with butter", "no thanks", "pickup")])
 def test_a_value_no_ordered_item_takes_is_offered_not_added_and_refused(bagel_menu, before):
@@ -718,11 +715,11 @@ def test_a_value_no_ordered_item_takes_is_offered_not_added_and_refused(bagel_me
     s = Session(bagel_menu)
     s.run(*before)
     out = s.say("Honey")
-    assert [t for t, _ in _items(s)] == ["bagel"]
+    assert [t for t, _ in s.lines()] == ["bagel"]
     assert out.response_keys == ["clarify-new-item"] and "don't have" not in out.reply
     assert '"honey"' in out.reply and "a coffee with honey?" in out.reply
     s.say("yes")
-    assert [(t, f.get("sweetener")) for t, f in _items(s)] == [("bagel", None), ("coffee", "honey")]
+    assert [(t, f.get("sweetener")) for t, f in s.lines()] == [("bagel", None), ("coffee", "honey")]
 
 
 def test_a_value_of_the_item_being_discussed_is_applied_to_it(bagel_menu):
@@ -730,7 +727,7 @@ def test_a_value_of_the_item_being_discussed_is_applied_to_it(bagel_menu):
     s.say("a latte and a plain bagel")
     out = s.say("honey")
     assert "clarify-new-item" not in out.response_keys and "clarify-unparsed" not in out.response_keys
-    assert [(t, f.get("sweetener")) for t, f in _items(s)] == [("coffee", "honey"), ("bagel", None)]
+    assert [(t, f.get("sweetener")) for t, f in s.lines()] == [("coffee", "honey"), ("bagel", None)]
 
 
 @pytest.mark.parametrize("before", [(), ("no thanks",)])
@@ -742,9 +739,9 @@ def test_large_pepperoni_after_a_coke_is_said_back_and_offered(pizza_menu, befor
     out = s.say("large pepperoni")
     assert out.response_keys == ["clarify-new-item"] and out.state_after == "Clarifying"
     assert '"large pepperoni"' in out.reply and "a large pizza with pepperoni?" in out.reply
-    assert [t for t, _ in _items(s)] == ["drink"]
+    assert [t for t, _ in s.lines()] == ["drink"]
     s.say("yes")
-    assert _items(s)[1] == ("pizza", {"quantity": 1, "size": "LARGE", "style": [],
+    assert s.lines()[1] == ("pizza", {"quantity": 1, "size": "LARGE", "style": [],
                                       "toppings": [{"name": "PEPPERONI"}]})
 
 
@@ -753,9 +750,9 @@ def test_a_value_several_item_types_take_offers_each_and_the_answer_picks_one(dr
     s.say("a cheeseburger")
     out = s.say("large")
     assert out.response_keys == ["clarify-new-item"] and "large combo" in out.reply and "large drink" in out.reply
-    assert [t for t, _ in _items(s)] == ["burger"]
+    assert [t for t, _ in s.lines()] == ["burger"]
     s.say("fries")
-    assert [(t, f.get("size")) for t, f in _items(s)] == [("burger", None), ("fries", "large")]
+    assert [(t, f.get("size")) for t, f in s.lines()] == [("burger", None), ("fries", "large")]
 
 
 @pytest.mark.parametrize("menu_name, first, text, field, left", [
@@ -772,7 +769,7 @@ def test_no_spread_clears_the_field_of_the_item_being_discussed(request, menu_na
     s = Session(request.getfixturevalue(menu_name))
     s.say(first)
     out = s.say(text)
-    (_t, fields), = _items(s)
+    (_t, fields), = s.lines()
     assert fields[field] == left and out.response_keys[0] == "ack-modified", out.reply
     assert not out.errors and out.state_after == "Ordering"
 
@@ -789,7 +786,7 @@ def test_a_field_word_said_positively_is_not_understood(bagel_menu):
     s = Session(bagel_menu)
     s.say("a plain bagel toasted")
     out = s.say("with spread")
-    assert out.state_after == "Clarifying" and _items(s)[0][1]["spread"] is None
+    assert out.state_after == "Clarifying" and s.lines()[0][1]["spread"] is None
 
 
 @pytest.mark.parametrize("first, pizzas", [
@@ -801,13 +798,13 @@ def test_no_olives_on_the_large_pizza_changes_that_pizza(pizza_menu, first, pizz
     s = Session(pizza_menu)
     s.say(first)
     out = s.say("no olives on the large pizza")
-    assert out.response_keys[0] == "ack-modified" and len(_items(s)) == pizzas
-    large = _items(s)[0][1]
+    assert out.response_keys[0] == "ack-modified" and len(s.lines()) == pizzas
+    large = s.lines()[0][1]
     assert {"name": "OLIVES"} not in large["toppings"] and large["excluded_toppings"] == [{"name": "OLIVES"}]
     if pizzas == 2:
-        assert _items(s)[1][1]["toppings"] == [{"name": "OLIVES"}]
+        assert s.lines()[1][1]["toppings"] == [{"name": "OLIVES"}]
         s.say("no olives on the small one")
-        assert _items(s)[1][1]["toppings"] == [] and len(_items(s)) == 2
+        assert s.lines()[1][1]["toppings"] == [] and len(s.lines()) == 2
 
 
 TWO_BACON_BAGELS = "a plain bagel toasted with butter and bacon and a sesame bagel toasted with cream cheese and bacon"
@@ -822,9 +819,9 @@ def test_remove_the_bacon_from_two_bagels_asks_which_one(bagel_menu, answer, wit
     s.run(TWO_BACON_BAGELS, "pickup")
     out = s.say("remove the bacon")
     assert out.response_keys == ["clarify-reference"] and "don't have" not in out.reply
-    assert [f["extras"] for _, f in _items(s)] == [["bacon"], ["bacon"]]
+    assert [f["extras"] for _, f in s.lines()] == [["bacon"], ["bacon"]]
     out = s.say(answer)
-    assert [f["extras"] for _, f in _items(s)] == [[] if i in without else ["bacon"] for i in range(2)], out.reply
+    assert [f["extras"] for _, f in s.lines()] == [[] if i in without else ["bacon"] for i in range(2)], out.reply
     assert out.response_keys[0] == "ack-modified"
 
 
@@ -833,7 +830,7 @@ def test_remove_the_bacon_from_both_takes_it_off_both(bagel_menu, text):
     s = Session(bagel_menu)
     s.run(TWO_BACON_BAGELS, "a latte")
     out = s.say(text)
-    assert [f["extras"] for _, f in _items(s)[:2]] == [[], []] and out.response_keys[0] == "ack-modified"
+    assert [f["extras"] for _, f in s.lines()[:2]] == [[], []] and out.response_keys[0] == "ack-modified"
 
 
 @pytest.mark.parametrize("before", [(), ("no thanks",)])
@@ -843,9 +840,9 @@ def test_make_it_small_with_two_pizzas_asks_which_pizza(pizza_menu, before):
     s.run("a large pizza with olives and a medium pizza with ham", *before)
     out = s.say("make it small")
     assert out.response_keys == ["clarify-reference"] and out.state_after == "Clarifying"
-    assert [f["size"] for _, f in _items(s)] == ["LARGE", "MEDIUM"]
+    assert [f["size"] for _, f in s.lines()] == ["LARGE", "MEDIUM"]
     s.say("the large one")
-    assert [f["size"] for _, f in _items(s)] == ["SMALL", "MEDIUM"]
+    assert [f["size"] for _, f in s.lines()] == ["SMALL", "MEDIUM"]
 
 
 def test_no_to_the_offer_answers_the_offer_not_the_pending_question(bagel_menu):
@@ -854,7 +851,7 @@ def test_no_to_the_offer_answers_the_offer_not_the_pending_question(bagel_menu):
     s = Session(bagel_menu)
     s.run("a plain bagel", "Honey")
     out = s.say("no")
-    assert _items(s) == [("bagel", {"bagel_type": "plain", "quantity": 1, "toasted": None, "spread": None,
+    assert s.lines() == [("bagel", {"bagel_type": "plain", "quantity": 1, "toasted": None, "spread": None,
                                     "extras": []})]
     assert out.response_keys[-1] == "menu-question" and "toasted" in out.reply
 
@@ -864,6 +861,6 @@ def test_a_value_alone_before_anything_is_ordered_is_offered_not_guessed(drive_m
     "large"'."""
     s = Session(drive_menu)
     out = s.say("large")
-    assert out.response_keys == ["clarify-new-item"] and not _items(s)
+    assert out.response_keys == ["clarify-new-item"] and not s.lines()
     s.say("a drink")
-    assert [(t, f.get("size")) for t, f in _items(s)] == [("drink", "large")]
+    assert [(t, f.get("size")) for t, f in s.lines()] == [("drink", "large")]

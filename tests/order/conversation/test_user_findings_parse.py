@@ -8,10 +8,6 @@ import pytest
 from .conftest import Session
 
 
-def _lines(s: Session) -> list[tuple[str, dict]]:
-    return [(it.item_type, dict(it.fields)) for _, it in s.conv.order.items.active()]
-
-
 @pytest.mark.parametrize("text, extras", [
     ("a plain bagel, no spread, toasted", []),
     ("a plain bagel no spread toasted with lox", ["lox"]),
@@ -21,14 +17,14 @@ def test_a_no_about_another_field_does_not_untoast_the_bagel(bagel_menu, text, e
     """ "a plain bagel, no spread, toasted" got a bagel not toasted: the "no" carried past the comma."""
     s = Session(bagel_menu)
     s.say(text)
-    (_, fields), = _lines(s)
+    (_, fields), = s.lines()
     assert fields["toasted"] is True and fields["spread"] is None and fields["extras"] == extras, fields
 
 
 def test_a_new_no_still_negates_the_yes_no_field(bagel_menu):
     s = Session(bagel_menu)
     s.say("a plain bagel, no spread, not toasted")
-    (_, fields), = _lines(s)
+    (_, fields), = s.lines()
     assert fields["toasted"] is False and fields["spread"] is None, fields
 
 
@@ -38,7 +34,7 @@ def test_no_toppings_just_cheese_never_takes_the_cheese_off(pizza_menu):
     s = Session(pizza_menu)
     s.say("a large pizza with olives and ham")
     out = s.say("no toppings please, just cheese")
-    (_, fields), = _lines(s)
+    (_, fields), = s.lines()
     assert not fields.get("excluded_toppings") and fields["toppings"] == [], fields
     assert "clarify-unparsed" in out.response_keys, out.reply
 
@@ -48,7 +44,7 @@ def test_no_toppings_clears_the_line_that_has_some_not_the_one_asked_about(drive
     s = Session(drive_menu)
     s.say("a number 1 combo and a cheeseburger with onion")
     out = s.say("no toppings")
-    assert [f.get("toppings") for _, f in _lines(s)] == [[], []], _lines(s)
+    assert [f.get("toppings") for _, f in s.lines()] == [[], []], s.lines()
     assert "ack-modified" in out.response_keys and "cheeseburger" in out.reply, out.reply
 
 
@@ -56,7 +52,7 @@ def test_no_extras_clears_the_bagel_that_has_some(bagel_menu):
     s = Session(bagel_menu)
     assert "sesame" in s.say("a sesame bagel and a plain bagel with tomato").reply
     out = s.say("no extras")
-    assert [f.get("extras") for _, f in _lines(s)] == [[], []], _lines(s)
+    assert [f.get("extras") for _, f in s.lines()] == [[], []], s.lines()
     assert "ack-modified" in out.response_keys, out.reply
 
 
@@ -64,7 +60,7 @@ def test_no_extras_clears_the_bagel_asked_about_when_it_has_some(bagel_menu):
     s = Session(bagel_menu)
     s.say("a sesame bagel with lox and a plain bagel with tomato")
     out = s.say("no extras")
-    assert [f.get("extras") for _, f in _lines(s)] == [[], ["tomato"]], _lines(s)
+    assert [f.get("extras") for _, f in s.lines()] == [[], ["tomato"]], s.lines()
     assert "ack-modified" in out.response_keys, out.reply
 
 
@@ -84,7 +80,7 @@ def test_no_spread_after_a_latte_offers_no_bagel(bagel_menu):
     assert out.response_keys[0] == "clarify-nothing-held" and "bagel" not in out.reply, out.reply
     assert '"spread"' in out.reply and out.reply.rstrip().endswith("?"), out.reply
     s.say("hot")
-    assert [t for t, _ in _lines(s)] == ["coffee"], _lines(s)
+    assert [t for t, _ in s.lines()] == ["coffee"], s.lines()
 
 
 def test_no_toppings_with_none_on_the_order_says_so(drive_menu):
@@ -107,7 +103,7 @@ def test_no_onions_on_either_takes_them_off_the_one_line_that_has_them(drive_men
     s = Session(drive_menu)
     s.say("a cheeseburger with onion and fries")
     out = s.say(text)
-    assert _lines(s)[0][1]["toppings"] == [] and "ack-modified" in out.response_keys, out.reply
+    assert s.lines()[0][1]["toppings"] == [] and "ack-modified" in out.response_keys, out.reply
 
 
 @pytest.mark.parametrize("text", ["no olives on the small pizza", "no olives on the small one",
@@ -118,11 +114,11 @@ def test_a_description_of_no_line_is_asked_about_not_merged_into_the_only_one(pi
     s = Session(pizza_menu)
     s.say("a large pizza with olives")
     out = s.say(text)
-    (_, fields), = _lines(s)
+    (_, fields), = s.lines()
     assert fields["size"] == "LARGE" and fields["style"] == [] and fields["toppings"] == [{"name": "OLIVES"}]
     assert out.response_key == "clarify-reference-one", out.reply
     s.say("the large one")
-    (_, fields), = _lines(s)
+    (_, fields), = s.lines()
     assert fields["size"] == "LARGE" and fields["toppings"] == [] and fields["style"] == [], fields
 
 
@@ -130,7 +126,7 @@ def test_no_then_another_item_at_an_offer_drops_the_values_offered(bagel_menu):
     """ "a plain bagel", "Honey" ("would you like a coffee with honey?"), "no, a latte": a latte with honey."""
     s = Session(bagel_menu)
     s.run("a plain bagel", "Honey", "no, a latte")
-    assert [(t, f.get("sweetener")) for t, f in _lines(s)] == [("bagel", None), ("coffee", None)], _lines(s)
+    assert [(t, f.get("sweetener")) for t, f in s.lines()] == [("bagel", None), ("coffee", None)], s.lines()
 
 
 def test_no_then_a_drink_at_the_large_offer_is_not_large(drive_menu):
@@ -138,13 +134,13 @@ def test_no_then_a_drink_at_the_large_offer_is_not_large(drive_menu):
     s = Session(drive_menu)
     s.run("a cheeseburger", "large")
     s.say("no, a coke")
-    assert [(t, f.get("size")) for t, f in _lines(s)][1][1] != "large", _lines(s)
+    assert [(t, f.get("size")) for t, f in s.lines()][1][1] != "large", s.lines()
 
 
 def test_naming_the_item_offered_still_takes_the_values(bagel_menu):
     s = Session(bagel_menu)
     s.run("a plain bagel", "Honey", "a latte")
-    assert [(t, f.get("sweetener")) for t, f in _lines(s)] == [("bagel", None), ("coffee", "honey")], _lines(s)
+    assert [(t, f.get("sweetener")) for t, f in s.lines()] == [("bagel", None), ("coffee", "honey")], s.lines()
 
 
 @pytest.mark.parametrize("text", ["no ice in either", "no ice in both"])
@@ -153,14 +149,14 @@ def test_no_ice_in_both_is_both(drive_menu, text):
     s = Session(drive_menu)
     s.say("a large coke and a small coke")
     out = s.say(text)
-    assert [f["ice"] for _, f in _lines(s)] == [False, False] and "ack-modified" in out.response_keys, out.reply
+    assert [f["ice"] for _, f in s.lines()] == [False, False] and "ack-modified" in out.response_keys, out.reply
 
 
 def test_no_ice_in_the_small_one_is_the_only_small_drink(drive_menu):
     s = Session(drive_menu)
     s.say("a large coke and a small sprite")
     out = s.say("no ice in the small one")
-    assert [f["ice"] for _, f in _lines(s)] == [True, False] and "ack-modified" in out.response_keys, out.reply
+    assert [f["ice"] for _, f in s.lines()] == [True, False] and "ack-modified" in out.response_keys, out.reply
 
 
 @pytest.mark.parametrize("answer", ["yes, a coke with no ice", "a coke no ice"])
@@ -170,22 +166,22 @@ def test_a_no_about_a_value_does_not_decline_the_large_offer(drive_menu, answer)
     s = Session(drive_menu)
     s.run("a cheeseburger", "large")
     s.say(answer)
-    (_, drink), = [(t, f) for t, f in _lines(s) if t != "burger" and "ice" in f]
-    assert drink.get("size") == "large" and drink["ice"] is False, _lines(s)
+    (_, drink), = [(t, f) for t, f in s.lines() if t != "burger" and "ice" in f]
+    assert drink.get("size") == "large" and drink["ice"] is False, s.lines()
 
 
 @pytest.mark.parametrize("answer", ["a latte no sugar", "a latte with no milk"])
 def test_a_no_about_a_value_does_not_decline_the_honey_offer(bagel_menu, answer):
     s = Session(bagel_menu)
     s.run("a plain bagel", "Honey", answer)
-    assert [(t, f.get("sweetener")) for t, f in _lines(s)] == [("bagel", None), ("coffee", "honey")], _lines(s)
+    assert [(t, f.get("sweetener")) for t, f in s.lines()] == [("bagel", None), ("coffee", "honey")], s.lines()
 
 
 @pytest.mark.parametrize("answer", ["nope, a latte", "no but a latte please", "no thanks, a latte"])
 def test_a_leading_no_still_declines_the_offer(bagel_menu, answer):
     s = Session(bagel_menu)
     s.run("a plain bagel", "Honey", answer)
-    assert [(t, f.get("sweetener")) for t, f in _lines(s)] == [("bagel", None), ("coffee", None)], _lines(s)
+    assert [(t, f.get("sweetener")) for t, f in s.lines()] == [("bagel", None), ("coffee", None)], s.lines()
 
 
 def test_two_described_lines_in_one_breath_each_get_their_change(pizza_menu):
@@ -194,7 +190,7 @@ def test_two_described_lines_in_one_breath_each_get_their_change(pizza_menu):
     s = Session(pizza_menu)
     s.say("a large pizza with olives and a small pizza with ham")
     s.say("no olives on the large one and no ham on the small one")
-    assert [(f["size"], f["toppings"]) for _, f in _lines(s)] == [("LARGE", []), ("SMALL", [])], _lines(s)
+    assert [(f["size"], f["toppings"]) for _, f in s.lines()] == [("LARGE", []), ("SMALL", [])], s.lines()
 
 
 def test_the_small_one_then_the_large_one_never_resizes_a_drink(drive_menu):
@@ -202,8 +198,8 @@ def test_the_small_one_then_the_large_one_never_resizes_a_drink(drive_menu):
     s = Session(drive_menu)
     s.say("a large coke and a small sprite")
     s.say("no ice in the small one, extra ice in the large one")
-    assert [(f["drink_type"], f["size"], f["ice"]) for _, f in _lines(s)] == [
-        ("coke", "large", True), ("sprite", "small", False)], _lines(s)
+    assert [(f["drink_type"], f["size"], f["ice"]) for _, f in s.lines()] == [
+        ("coke", "large", True), ("sprite", "small", False)], s.lines()
 
 
 @pytest.mark.parametrize("text, large, small", [
@@ -216,7 +212,7 @@ def test_a_change_after_the_described_line_is_its_change(pizza_menu, text, large
     s = Session(pizza_menu)
     s.say("a large pizza with olives and a small pizza with ham")
     out = s.say(text)
-    assert [(f["size"], f["toppings"]) for _, f in _lines(s)] == [("LARGE", large), ("SMALL", small)], _lines(s)
+    assert [(f["size"], f["toppings"]) for _, f in s.lines()] == [("LARGE", large), ("SMALL", small)], s.lines()
     assert "ack-modified" in out.response_keys, out.reply
 
 
@@ -224,7 +220,7 @@ def test_no_spread_on_the_sesame_one_and_add_lox(bagel_menu):
     s = Session(bagel_menu)
     s.say("a sesame bagel with cream cheese and a plain bagel with butter")
     s.say("no spread on the sesame one and add lox")
-    assert [(f["spread"], f["extras"]) for _, f in _lines(s)] == [(None, ["lox"]), ("butter", [])], _lines(s)
+    assert [(f["spread"], f["extras"]) for _, f in s.lines()] == [(None, ["lox"]), ("butter", [])], s.lines()
 
 
 def test_one_line_it_could_be_is_asked_about_and_yes_takes_it(pizza_menu):
@@ -235,14 +231,14 @@ def test_one_line_it_could_be_is_asked_about_and_yes_takes_it(pizza_menu):
     out = s.say("no olives on the small pizza")
     assert out.response_keys == ["clarify-reference-one"] and "your large pizza with olives?" in out.reply, out.reply
     s.say("yes")
-    (_, fields), = _lines(s)
+    (_, fields), = s.lines()
     assert fields["size"] == "LARGE" and fields["toppings"] == [], fields
 
 
 def test_no_to_the_one_line_it_could_be_changes_nothing(pizza_menu):
     s = Session(pizza_menu)
     s.run("a large pizza with olives", "no olives on the small pizza", "no")
-    (_, fields), = _lines(s)
+    (_, fields), = s.lines()
     assert fields["toppings"] == [{"name": "OLIVES"}], fields
 
 
@@ -276,7 +272,7 @@ def test_two_leading_the_one_descriptions_never_resize_the_second_line(pizza_men
     s = Session(pizza_menu)
     s.say(_LARGE_OLIVES_SMALL_HAM)
     out = s.say(text)
-    lines = [(f["size"], f["style"], f["toppings"]) for _, f in _lines(s)]
+    lines = [(f["size"], f["style"], f["toppings"]) for _, f in s.lines()]
     assert lines == [("LARGE",) + large, ("SMALL",) + small], (out.reply, lines)
 
 
@@ -285,7 +281,7 @@ def test_the_sesame_one_toasted_and_the_plain_one_not_toasted(bagel_menu):
     s = Session(bagel_menu)
     s.say("a sesame bagel with cream cheese and a plain bagel with butter")
     out = s.say("the sesame one toasted and the plain one not toasted")
-    lines = [(f["bagel_type"], f["spread"], f.get("toasted")) for _, f in _lines(s)]
+    lines = [(f["bagel_type"], f["spread"], f.get("toasted")) for _, f in s.lines()]
     assert lines == [("sesame", "cream cheese", True), ("plain", "butter", False)], (out.reply, lines)
 
 
@@ -306,7 +302,7 @@ def test_actually_no_olives_on_the_small_pizza_then_yes_takes_them_off(pizza_men
     s.say("a large pizza with olives")
     s.say("actually no olives on the small pizza")
     s.say("yes")
-    (_, fields), = _lines(s)
+    (_, fields), = s.lines()
     assert fields["size"] == "LARGE" and fields["toppings"] == [], fields
 
 
@@ -334,7 +330,7 @@ def test_a_comma_or_filler_inside_the_description_does_not_end_it(pizza_menu, te
     s = Session(pizza_menu)
     s.say("a large pizza with olives and a large thin crust pizza with olives")
     s.say(text)
-    assert [f["toppings"] for _, f in _lines(s)] == [[{"name": "OLIVES"}], []], _lines(s)
+    assert [f["toppings"] for _, f in s.lines()] == [[{"name": "OLIVES"}], []], s.lines()
 
 
 @pytest.mark.parametrize("text, drink", [
@@ -346,10 +342,10 @@ def test_both_after_two_the_one_descriptions_is_never_dropped_silently(pizza_men
     "diet coke" without a word ("Just to be sure: pickup or delivery?"). Asked, as before that grouping."""
     s = Session(pizza_menu)
     s.say("a large coke and a small coke")
-    before = _lines(s)
+    before = s.lines()
     out = s.say(text)
-    asked = out.response_keys == ["clarify-reference"] and _lines(s) == before
-    assert asked or [f["drink_type"] for _, f in _lines(s)] == [drink, drink], (out.reply, _lines(s))
+    asked = out.response_keys == ["clarify-reference"] and s.lines() == before
+    assert asked or [f["drink_type"] for _, f in s.lines()] == [drink, drink], (out.reply, s.lines())
 
 
 def test_remove_the_bacon_from_all_of_them_takes_it_off_every_bagel(bagel_menu):
@@ -358,8 +354,8 @@ def test_remove_the_bacon_from_all_of_them_takes_it_off_every_bagel(bagel_menu):
     s = Session(bagel_menu)
     s.say("a plain bagel with bacon and a sesame bagel with bacon")
     out = s.say("remove the bacon from all of them")
-    assert [(f["bagel_type"], f["extras"], f["excluded_extras"]) for _, f in _lines(s)] == [
-        ("plain", [], ["bacon"]), ("sesame", [], ["bacon"])], (out.reply, _lines(s))
+    assert [(f["bagel_type"], f["extras"], f["excluded_extras"]) for _, f in s.lines()] == [
+        ("plain", [], ["bacon"]), ("sesame", [], ["bacon"])], (out.reply, s.lines())
     assert "ack-modified" in out.response_keys, out.reply
 
 
