@@ -100,6 +100,8 @@ class ReferenceRules:
             if idx is None and self.seg.modify and frame.noun_at is not None:
                 _t, said, _l = resolve_frame(replace(frame, attrs=frame.attrs[:frame.noun_at]), self.menu)
                 idx, ambiguous = find_ref(tree, self.menu, item_type, said)
+            if description is not None and (idx is not None or ambiguous):
+                fields = self._beside(frame, item_type, description[1])  # "make the small one a large"
             if idx is not None:
                 self.ref = idx
                 changes = diff_fields(tree.items.items[idx], fields)
@@ -191,6 +193,21 @@ class ReferenceRules:
         self._reference_doubt(replace(frame, attrs=change), " ".join([*(a.text for a in change), said]),
                               [item_type], items=same)
         return True
+
+    def _beside(self, frame: Frame, item_type: str, end: int) -> dict[str, Any]:
+        """The change said beside a description ("make the small one a large": "large"), resolved without it: a
+        value of the field the description names is the new value, not a second one the frame can't hold - the
+        frame's doubt about that (see :meth:`_Builder.frames`) is taken back; the others stay ("the small large
+        pizza": two sizes in the description itself)."""
+        start = frame.described_at or 0
+        change = replace(frame, attrs=frame.attrs[:start] + frame.attrs[end:], anchor=item_type)
+        _t, fields, left = resolve_frame(change, self.menu)
+        _t, _f, own = resolve_frame(replace(frame, attrs=frame.attrs[start:end], anchor=item_type), self.menu)
+        _t, _f, whole = resolve_frame(replace(frame, anchor=item_type), self.menu)
+        for text in whole:
+            if text in self.leftovers and text not in left and text not in own:
+                self.leftovers.remove(text)
+        return fields
 
     def _description(self, frame: Frame, item_type: str) -> tuple[dict[str, Any], int]:
         """The values after "the" describing the line referred to ("the small pepperoni pizza"), and where they
