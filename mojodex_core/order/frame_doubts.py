@@ -171,6 +171,13 @@ class DoubtHandlers(ChunkRules):
         kind = cur.anchor or cur.inherit if cur is not None else None
         if cur is not None and kind is None and cur.attrs:  # "one plain and one everything, both toasted"
             common = set.intersection(*(types_of(a.senses) for a in cur.attrs))
+            if len(common) > 1 and cur.definite:
+                # "the large one and the small one both thin crust": "large", "small" fit a pizza and a drink alike;
+                # the value said next tells which - a plain value only: "both diet coke" would rename the lines, which a
+                # reference does not do ("the large one diet coke" changes nothing), so that stays "which one?"
+                said = next((c for c in self.chunks[self.at + 1:] if c.kind not in ("filler", "with")), None)
+                plain = said.senses if said is not None and said.kind == "menu" and not anchor_senses(said) else ()
+                common &= types_of(plain)
             kind = next(iter(common)) if len(common) == 1 else None
         if cur is None and not self.out.frames:  # "both large" opening a message: every item already ordered
             self.out.flags["dist_order"] = (ch.text, ch.payload)
