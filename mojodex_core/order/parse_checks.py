@@ -32,14 +32,15 @@ def unused_negations(chunks: list[Any], out: ParsedInput) -> list[str]:
     """ "a combo with no fries", "actually no cream cheese" that changed nothing: a negation of something
     said (not a bare "no" answering a question) that left no trace in the parse. "instead of" replaces
     rather than negates; "actually no" is a correction unless a value follows it straight away; a negated
-    item noun counts only inside an item's "with" list."""
+    item noun counts only inside an item's "with" list. A negated word the menu doesn't know ("no ice" at the
+    pizzeria) is reported by itself already: said back once ("ice"), not twice ("ice no ice")."""
     if says_no(out):
         return []
     for i, ch in enumerate(chunks[:-1]):
         nxt = chunks[i + 1]
         words = ch.text.lower().split()
         negates = ch.kind == "neg" and words[0] != "instead" or ch.kind == "wait" and words[-1] == "no"
-        if negates and nxt.kind in ("menu", "unknown") and (not _names_an_item(nxt) or _after_with(chunks, i)):
+        if negates and nxt.kind == "menu" and (not _names_an_item(nxt) or _after_with(chunks, i)):
             return [f"{ch.text} {nxt.text}"]
     return []
 

@@ -159,6 +159,17 @@ def test_no_ice_in_the_small_one_is_the_only_small_drink(drive_menu):
     assert [f["ice"] for _, f in s.lines()] == [True, False] and "ack-modified" in out.response_keys, out.reply
 
 
+@pytest.mark.parametrize("text, word", [("no ice in the large coke", "ice"), ("a large coke with no blorp", "blorp")])
+def test_a_negated_unknown_word_is_said_back_once(pizza_menu, text, word):
+    """ "no ice in the large coke" at the pizzeria said 'we don't have "ice no ice"': the unknown word and its
+    negation were both reported. The word is said back once."""
+    s = Session(pizza_menu)
+    s.run("a large coke", "pickup")
+    out = s.say(text)
+    assert out.response_key == "clarify-unparsed" and f'we don\'t have "{word}"' in out.reply, out.reply
+    assert out.parsed["unparsed"] == [word], out.parsed
+
+
 @pytest.mark.parametrize("answer", ["yes, a coke with no ice", "a coke no ice"])
 def test_a_no_about_a_value_does_not_decline_the_large_offer(drive_menu, answer):
     """ "a cheeseburger", "large" ("a large combo, fries or drink?"), "yes, a coke with no ice": a medium coke
