@@ -231,6 +231,45 @@ def users_grant(email: str, task_names: tuple[str, ...], all_tasks: bool) -> Non
     click.echo(f"granted {len(granted)} task(s) to {email}: {', '.join(granted) or '(already had them)'}")
 
 
+@users.command("issue-token")
+@click.option("--user", "email", required=True, help="The user's email.")
+@click.option("--label", default="api client", show_default=True, help="What the token is for (listed when revoked).")
+@click.option("--days", type=click.IntRange(min=1, max=3650), default=None,
+              help="The token stops authenticating after this many days (default: it lives until revoked).")
+@click.option("--revoke", "old_token", default=None,
+              help="A token of the same user to revoke in the same transaction (rotation).")
+def users_issue_token(email: str, label: str, days: int | None, old_token: str | None) -> None:
+    """Issue an API token for an existing user; prints it once, alone on the last line. With --revoke OLD,
+    the old token is revoked in the same transaction: a rotation never leaves the client without a token."""
+    from datetime import UTC, datetime, timedelta
+
+    from mojodex_core.db import transaction
+    from mojodex_core.users import UserError, find_user, issue_token, revoke_tokens, user_for_token
+
+    label = label.strip()
+    if not label or len(label) > 255:
+        _fail("--label must be 1 to 255 characters")
+    if label == "login":  # POST /logout revokes a sign-in's own token by this label
+        _fail("--label 'login' is reserved for sign-in tokens")
+    expires_at = datetime.now(UTC) + timedelta(days=days) if days is not None else None
+    try:
+        with transaction(_session_factory()) as session:
+            user = find_user(session, email)
+            revoked = []
+            if old_token is not None:
+                owner = user_for_token(session, old_token.strip())
+                if owner is None or owner.user_id != user.user_id:
+                    raise UserError("--revoke: no live token of this user")
+                revoked = revoke_tokens(session, token=old_token.strip())
+            token = issue_token(session, user, label=label, expires_at=expires_at)
+    except UserError as exc:
+        _fail(str(exc))
+    lifetime = f"expires {expires_at:%Y-%m-%d %H:%M} UTC" if expires_at else "lives until revoked"
+    click.echo(f"issued token '{label}' for {email} ({lifetime})"
+               + (f"; revoked {len(revoked)} old token(s)" if revoked else "") + "; API token (shown once):")
+    click.echo(token)
+
+
 @users.command("revoke-token")
 @click.option("--token", default=None, help="The token to revoke (as the user sends it).")
 @click.option("--user", "email", default=None, help="A user's email: revokes every token of this user.")
