@@ -88,8 +88,8 @@ class ProducedTextResource(Resource):
     @api.validate(json=m.ProducedTextBody, resp=m.answers(m.VersionOut), security=USER, tags=["produced texts"])
     def post(self):  # noqa: ANN201
         """A manual edit by the user: appended as the next version, never overwriting one; 409 when
-        ``base_produced_text_version_index`` names an older version than the latest, 400 when it
-        names one beyond it."""
+        ``base_produced_text_version_index`` names an older version than the latest (the answer names
+        ``latest_produced_text_version_index``), 400 when it names one beyond it."""
         body = json_body()
         production = field(body, "production", str)
         title = field(body, "title", str, None)
@@ -118,7 +118,8 @@ class ProducedTextResource(Resource):
                 version = append_manual_edit(db, execution, g.user.user_id, production=production, title=title,
                                              base_produced_text_version_index=base)
             except VersionConflict as exc:
-                raise ApiError(409, str(exc), field="base_produced_text_version_index") from exc
+                raise ApiError(409, str(exc), field="base_produced_text_version_index",
+                               latest_produced_text_version_index=exc.latest_produced_text_version_index) from exc
             except UnknownBaseVersion as exc:  # a version that never existed: not a late edit
                 raise bad_request(f"base_produced_text_version_index: {exc}",
                                   field="base_produced_text_version_index") from exc

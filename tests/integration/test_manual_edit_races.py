@@ -34,7 +34,8 @@ def test_two_edits_based_on_the_same_version_the_second_is_409(live):
     theirs = client.call("POST", "/produced_text", json={**edit, "production": "theirs"})
     assert theirs.status_code == 409, theirs.text
     assert theirs.json() == {"error": "this edit is based on version 1, but the latest version is 2: "
-                                      "read it again before editing", "field": base}
+                                      "read it again before editing", "field": base,
+                             "latest_produced_text_version_index": 2}
     latest = client.ok("GET", "/user_task_execution_produced_text", params={"user_task_execution_pk": pk})
     assert (latest["produced_text_version_index"], latest["produced_text"]) == (2, "mine")
     # based on the latest, it is accepted; with no base named, as before, it is appended

@@ -7,8 +7,10 @@ import re
 
 from playwright.sync_api import expect
 
+from mojodex_core.db.models import User
+from mojodex_core.users import issue_token
 from tests.integration._edits import edited, load_edit_actions, load_minutes_task
-from tests.support.live import ADMIN_SECRET, TEST_TASK
+from tests.support.live import ADMIN_SECRET, TEST_TASK, Client
 from tests.support.scripted_llm import Reply
 from tests.webapp.conftest import shot, sign_in, web_user
 
@@ -45,6 +47,45 @@ def test_manual_edit_and_text_edit_action_each_make_a_version(page, live, llm):
     expect(page.locator(".doc-body")).not_to_contain_text("Short and")
     page.get_by_role("button", name="Previous version").click()
     expect(page.locator(".doc-body strong")).to_have_text("approved")
+
+
+def test_a_manual_edit_made_while_a_newer_version_appeared_is_not_saved_blindly(page, live, llm):
+    # The web app sends the version its editor opened on; a version made meanwhile (another tab, the
+    # API) is named in the 409, the user's text stays in the editor, and saving again keeps it.
+    user = web_user(live)
+    sign_in(page, user)
+    _started(page, llm)
+    page.get_by_role("button", name="Edit", exact=True).click()
+    page.locator("#doc-editor").fill("My careful rewrite.")
+    with live.db() as db:
+        token = issue_token(db, db.get(User, user.user_id))
+    other = Client(live.base_url, token, user.user_id)
+    pk = int(page.url.rstrip("/").split("/")[-1])
+    other.ok("POST", "/produced_text", json={"user_task_execution_pk": pk, "production": "Another tab's text."})
+    page.get_by_role("button", name="Save as new version").click()
+    expect(page.get_by_role("alert")).to_contain_text("version 2 is newer")
+    expect(page.locator("#doc-editor")).to_have_value("My careful rewrite.")
+    # Cancel shows the newer version (the app fetched it), and editing again is based on it.
+    page.get_by_role("button", name="Cancel").click()
+    expect(page.get_by_test_id("version-label")).to_have_text("Version 2 of 2")
+    expect(page.locator(".doc-body")).to_contain_text("Another tab's text.")
+    expect(page.get_by_role("alert")).to_have_count(0)
+    page.get_by_role("button", name="Edit", exact=True).click()
+    page.locator("#doc-editor").fill("A second rewrite.")
+    page.get_by_role("button", name="Save as new version").click()
+    expect(page.get_by_test_id("version-label")).to_have_text("Version 3 of 3")
+    # A 409 again, and saving again keeps the text as the newest version.
+    other.ok("POST", "/produced_text", json={"user_task_execution_pk": pk, "production": "Yet another."})
+    page.get_by_role("button", name="Edit", exact=True).click()
+    page.locator("#doc-editor").fill("My careful rewrite.")
+    expect(page.get_by_test_id("version-label")).to_have_text("Version 3 of 3")
+    page.get_by_role("button", name="Save as new version").click()
+    expect(page.get_by_role("alert")).to_contain_text("version 4 is newer")
+    page.get_by_role("button", name="Save as new version").click()
+    expect(page.get_by_test_id("version-label")).to_have_text("Version 5 of 5")
+    expect(page.locator(".doc-body")).to_contain_text("My careful rewrite.")
+    latest = other.ok("GET", "/user_task_execution_produced_text", params={"user_task_execution_pk": pk})
+    assert (latest["produced_text_version_index"], latest["produced_text"]) == (5, "My careful rewrite.")
 
 
 def test_history_restores_after_reload_and_renames_and_deletes(page, live, llm):

@@ -86,6 +86,7 @@ const en = {
   errTooMany: "Too many failed attempts. Please wait a minute and try again.",
   errNotFound: "Not found.",
   errBusy: "This task has already started.",
+  errDocChanged: "The document changed while you were editing: version {n} is newer. Your text is still here; save again to keep it as the newest version, or cancel to read version {n}.",
   reconnecting: "Connection lost, reconnecting…",
 };
 export type Texts = typeof en;
@@ -168,6 +169,7 @@ const fr: Texts = {
   errTooMany: "Trop d'essais infructueux. Patientez une minute puis réessayez.",
   errNotFound: "Introuvable.",
   errBusy: "Cette tâche a déjà démarré.",
+  errDocChanged: "Le document a changé pendant votre modification : la version {n} est plus récente. Votre texte est conservé ; enregistrez à nouveau pour en faire la version la plus récente, ou annulez pour lire la version {n}.",
   reconnecting: "Connexion perdue, reconnexion…",
 };
 

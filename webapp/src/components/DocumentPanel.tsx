@@ -16,6 +16,9 @@ export function DocumentPanel({ t, api, view, state, onVersion }: {
   const [draftTitle, setDraftTitle] = useState("");
   const [draftText, setDraftText] = useState("");
   const [error, setError] = useState("");
+  // The latest version known when the editor opened: the edit is based on it, so a version made
+  // meanwhile (the assistant, another tab) is not overwritten blindly (409 below).
+  const [base, setBase] = useState(0);
   const [copied, setCopied] = useState(false);
   const streaming = doc.streaming && doc.shown === doc.streaming.index ? doc.streaming : null;
   const version = doc.versions[doc.shown];
@@ -46,10 +49,19 @@ export function DocumentPanel({ t, api, view, state, onVersion }: {
   const save = async () => {
     try {
       onVersion(await api.call("POST", "/produced_text", { produced_text_pk: doc.producedTextPk,
-        title: draftTitle, production: draftText }));
+        title: draftTitle, production: draftText, base_produced_text_version_index: base }));
       setEditing(false);
+      setError("");
     } catch (exc) {
-      fail(exc);
+      const latest = exc instanceof ApiError && exc.status === 409 ? exc.extra.latest_produced_text_version_index : null;
+      if (typeof latest === "number") {
+        // A newer version exists: keep the user's text in the editor, say so; saving again keeps it as the newest.
+        // The newer version is fetched (the panel shows it once the editor is closed).
+        setBase(latest);
+        setError(t.errDocChanged.replaceAll("{n}", String(latest)));
+        api.call("GET", `/produced_text?produced_text_pk=${doc.producedTextPk}&produced_text_version_index=${latest}`)
+          .then(onVersion).catch(() => undefined);
+      } else fail(exc);
     }
   };
 
@@ -109,7 +121,7 @@ export function DocumentPanel({ t, api, view, state, onVersion }: {
           <textarea id="doc-editor" rows={14} value={draftText} onChange={(e) => setDraftText(e.target.value)} />
           <div className="row">
             <button onClick={save} disabled={!draftText.trim()}>{t.save}</button>
-            <button onClick={() => setEditing(false)}>{t.cancel}</button>
+            <button onClick={() => { setEditing(false); setError(""); }}>{t.cancel}</button>
           </div>
         </div>
       ) : (
@@ -121,7 +133,8 @@ export function DocumentPanel({ t, api, view, state, onVersion }: {
       {!editing && !streaming && version && (
         <div className="doc-tools">
           <div className="row">
-            <button onClick={() => { setDraftTitle(title); setDraftText(text); setEditing(true); }}>{t.edit}</button>
+            <button onClick={() => { setDraftTitle(title); setDraftText(text); setBase(doc.count); setError("");
+              setEditing(true); }}>{t.edit}</button>
             <button onClick={copy}>{copied ? t.copied : t.copy}</button>
             <button onClick={download}>{t.download}</button>
           </div>
