@@ -50,6 +50,17 @@ class _In(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
+class _StrictBody(BaseModel):
+    """A body whose unknown fields are refused (400 ``"<name>: unknown field"``), as PUT /user_profile's.
+
+    ``datetime``, which Mojodex clients send with every request, is accepted and ignored, whatever its
+    value (a string of any format, a number), as the other bodies ignore it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    datetime: Any = Field(None, description="Sent by Mojodex clients (any value); ignored.")
+
+
 # ---- query strings ---------------------------------------------------------------------------
 
 class ExecutionPkQuery(_In):
@@ -552,7 +563,7 @@ class RestartOut(_Out):
 
 
 # Every route may answer these (bad input, auth, ownership, conflicts, size, throttling, outage).
-class HomeChatBody(_In):
+class HomeChatBody(_StrictBody):
     platform: ClientPlatform = "webapp"
     leave_task: StrictBool = Field(False, description="Leave the task the chat is running; back to free chat.")
 

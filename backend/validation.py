@@ -85,9 +85,16 @@ def issue(field: str | None, rule: str, kind: str | None = None) -> dict[str, An
     return entry
 
 
+# pydantic's words for a field no model has: "unknown field", as the profile and task loaders say.
+UNKNOWN_FIELD = "unknown field"
+
+
 def validation_error(exc: Any, where: str = "") -> ApiError:
     """One 400 for a pydantic ValidationError: the first problem in ``error``, all in ``errors``."""
     raw = exc.errors(include_url=False, include_input=False, include_context=False)
+    for err in raw:
+        if err.get("type") == "extra_forbidden":
+            err["msg"] = UNKNOWN_FIELD
     errors = [issue(_loc(err.get("loc", ())), err.get("msg", "invalid"), err.get("type")) for err in raw]
     first = raw[0] if raw else {"loc": (), "msg": "invalid request"}
     field = _loc(first.get("loc", ()))

@@ -7,10 +7,12 @@ import uuid
 from typing import Any
 
 from flask import g, request
+from pydantic import BaseModel, ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session as DbSession
 
 from backend.errors import ApiError, bad_request, not_found
+from backend.validation import validation_error
 from mojodex_core.db.models import Session, Task, UserTask, UserTaskExecution
 from mojodex_core.execution.intake import FORM_MESSAGE_ID, MAX_TEXT_CHARS
 from mojodex_core.execution.produced_text import ProducedTextFrozen, check_editable
@@ -35,6 +37,27 @@ def json_body() -> dict[str, Any]:
         body = request.form.to_dict()
     if not isinstance(body, dict):
         raise bad_request("request body must be a JSON object")
+    return body
+
+
+# The usual spellings of a boolean in a form post (every form field is text).
+_FORM_BOOLEANS = {"true": True, "1": True, "on": True, "false": False, "0": False, "off": False}
+
+
+def form_body(model: type[BaseModel]) -> dict[str, Any]:
+    """A form post's fields, checked against the body ``model`` as a JSON body is (the models see
+    JSON bodies only): the same 400, ``errors`` included. Its boolean fields accept the usual form
+    spellings ("true"/"false", "1"/"0", "on"/"off", any case) and are returned as booleans; a JSON
+    body's stay strict."""
+    body: dict[str, Any] = request.form.to_dict()
+    for name, info in model.model_fields.items():
+        value = body.get(name)
+        if info.annotation is bool and isinstance(value, str) and value.strip().lower() in _FORM_BOOLEANS:
+            body[name] = _FORM_BOOLEANS[value.strip().lower()]
+    try:
+        model.model_validate(body)
+    except ValidationError as exc:
+        raise validation_error(exc, "form") from None
     return body
 
 

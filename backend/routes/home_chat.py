@@ -16,7 +16,14 @@ from backend import api_models as m
 from backend.auth import user_required
 from backend.context import platform
 from backend.errors import ApiError, bad_request
-from backend.routes._input import current_user_id, field, json_body, message_text_and_id, owned_session
+from backend.routes._input import (
+    current_user_id,
+    field,
+    form_body,
+    json_body,
+    message_text_and_id,
+    owned_session,
+)
 from backend.validation import USER, api
 from mojodex_core.execution.intake import MessageIdTaken, accept_user_message
 from mojodex_core.execution.jobs import TurnJob
@@ -31,7 +38,12 @@ class HomeChatResource(Resource):
 
     @api.validate(json=m.HomeChatBody, resp=m.answers(m.HomeChatOut), security=USER, tags=["home chat"])
     def put(self):  # noqa: ANN201
-        body = json_body() if request.get_data(cache=True) else {}  # an empty PUT opens with the defaults
+        # A form post is read as the JSON body is (which the model checked already); an empty PUT opens
+        # with the defaults.
+        if request.form:
+            body = form_body(m.HomeChatBody)
+        else:
+            body = json_body() if request.get_data(cache=True) else {}
         client_platform = field(body, "platform", str, "webapp")
         leave = field(body, "leave_task", bool, False)
         if client_platform not in PLATFORMS:
