@@ -332,3 +332,79 @@ def test_one_char_feeding_is_linear() -> None:
     assert t_small < 1.0
     # 8x the input: linear is ~8x the time, quadratic would be ~64x.
     assert t_big / t_small < 24, (t_small, t_big)
+
+
+# ------------------------------------------------- a <reasoning> never closed
+
+
+def every_split(text: str) -> ParsedReply:
+    """check_invariants, and the same reply at every two-way split of the stream."""
+    reply = check_invariants(text)
+    for i in range(len(text) + 1):
+        joined, deltas, streamed = stream([text[:i], text[i:]])
+        assert streamed == reply, i
+        assert joined["mojo"] == reply.text and all(d.text for d in deltas)
+    return reply
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "mojo", "why"),
+    [
+        # was: everything after <reasoning> hidden, the reply lost ("empty answer")
+        ("<reasoning>the user wants a name <ask_user_primary_info>Who is it for?</ask_user_primary_info>",
+         "question", "Who is it for?", "the user wants a name"),
+        ("<reasoning>why <b>so</b>\n<user_language>en</user_language>Hello there", "text", "Hello there",
+         "why <b>so</b>"),
+        ("<reasoning>I search <tool_call><tool_name>t</tool_name></tool_call>", "tool", "", "I search"),
+        ("<reasoning>a greeting\n\nHello! <i>How</i> can I help?", "text", "a greeting\n\nHello! How can I help?",
+         "a greeting\n\nHello! <i>How</i> can I help?"),
+        # a tag cut off by the end of the stream is still never shown
+        ("<reasoning>Hello! </ask_us", "text", "Hello!", "Hello! </ask_us"),
+        # <title> means nothing outside <execution>: no end there
+        ("<reasoning>x <title>T", "text", "x T", "x <title>T"),
+    ],
+)
+def test_an_unclosed_reasoning_ends_at_the_first_known_tag_or_holds_the_reply(
+    text: str, kind: str, mojo: str, why: str
+) -> None:
+    r = every_split(text)
+    assert (r.kind, r.text, r.captured["reasoning"], r.unclosed[0]) == (kind, mojo, [why], "reasoning")
+
+
+def test_an_unclosed_reasoning_before_a_draft_keeps_the_draft() -> None:
+    r = every_split("<reasoning>all known <execution><title>T</title><draft>Body</draft></execution>")
+    assert (r.kind, r.title, r.draft, r.text, r.captured["reasoning"]) == ("execution", "T", "Body", "", ["all known"])
+
+
+def test_an_unclosed_reasoning_stays_hidden_when_the_reply_shows_or_does_something() -> None:
+    for text in ("Hello! <reasoning>now I wait", "<route_to_task>t</route_to_task><reasoning>they want it",
+                 "<tool_call>x</tool_call><reasoning>then"):
+        r = every_split(text)
+        assert "wait" not in r.text and "they" not in r.text and "then" not in r.text, text
+        assert r.unclosed == ["reasoning"]
+    # a native function call: the parser is told, the reasoning is its why
+    parser = TagStreamParser()
+    assert parser.feed("<reasoning>I call the tool") == []
+    tail, r = parser.finish(calls_tools=True)
+    assert (tail, r.text, r.captured["reasoning"]) == ([], "", ["I call the tool"])
+
+
+# what the parser cannot see: a native function call, an earlier call's text, a cut by the token limit
+@pytest.mark.parametrize("told", [{"calls_tools": True}, {"shown_before": True}, {"truncated": True}])
+def test_an_unclosed_reasoning_stays_hidden_when_the_caller_says_so(told: dict[str, bool]) -> None:
+    parser = TagStreamParser()
+    assert parser.feed("<reasoning>the user seems impatient") == []
+    tail, r = parser.finish(**told)
+    assert (tail, r.text, r.captured["reasoning"]) == ([], "", ["the user seems impatient"])
+
+
+def test_a_closed_reasoning_naming_tags_is_unchanged() -> None:
+    r = every_split("<reasoning>no <execution> yet, <ask_user_input> first</reasoning>Who?")
+    assert (r.kind, r.text, r.unclosed) == ("text", "Who?", [])
+    assert r.captured["reasoning"] == ["no <execution> yet, <ask_user_input> first"]
+
+
+def test_several_unclosed_reasonings() -> None:
+    r = every_split("<reasoning>a <ask_user_input>Q</ask_user_input><reasoning>b <execution><draft>D")
+    assert (r.kind, r.text, r.draft, r.captured["reasoning"]) == ("execution", "Q", "D", ["a", "b"])
+    assert r.unclosed == ["reasoning", "reasoning", "execution", "draft"]

@@ -49,6 +49,9 @@ REPRESENTATIVE = [
     "Text <foo>kept</foo> and < tag> and <<b>x</b>> end",
     "<execution><title>T</title><draft>Unclosed body\n  with   spaces   ",
     "<ask_user_input>Q<reasoning>r</ask_user_input>after</nope> <",
+    # <reasoning> never closed: it ends at the first tag with a meaning, or holds the reply.
+    "<reasoning>why <b>so</b>\n<user_language>en</user_language>Hello <ask_user_input>Who?</ask_user_input>",
+    "<reasoning>The user greets me.\n\nHello! <i>How</i> can I help? </ask_us",
 ]
 
 
@@ -238,6 +241,13 @@ def test_generated_replies(
             unclosed.append(str(pieces.pop()[1]).lower())
     text = "".join(p for p, _ in pieces) + cut
     expected = oracle(tree)
+    if unclosed[-1:] == ["reasoning"] and not any(expected.channels.values()) and not any(
+        t.startswith("tool_") for t in expected.tags
+    ):
+        # A <reasoning> left open holds the reply when nothing else would be shown: its prose
+        # (hidden tags hold prose only, never a tag) is the text, the cut-off tag still dropped.
+        opened = text.rindex("<reasoning>") + len("<reasoning>")
+        expected.channels["mojo"] = text[opened:len(text) - len(cut)].strip()
 
     reference = parse_reply(text)
     assert reference.text_with_tags == text

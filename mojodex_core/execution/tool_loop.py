@@ -259,10 +259,13 @@ class ReplyGenerator:
             max_tokens=self._max_tokens,
             tools=tools,
         )
-        deltas, reply = parser.finish()
+        calls = list(result.tool_calls or []) if tools else []
+        # An earlier call's text is the turn's reply already, and a reply cut off by the token limit never got
+        # past its reasoning: a <reasoning> this one left open then stays hidden.
+        deltas, reply = parser.finish(calls_tools=bool(calls), shown_before=bool(shown), truncated=result.truncated)
         for delta in deltas:
             add(delta.channel, delta.text)
-        return reply, list(result.tool_calls or []) if tools else []
+        return reply, calls
 
     def _trace(self, user_task_execution_pk: int, entry: str, source: str) -> None:
         try:

@@ -229,11 +229,11 @@ class HomeChatTurn:
         try:
             result = self._llm.chat(messages, label=LABEL, stream=True, on_token=on_token, cancel=cancel,
                                     max_tokens=self._max_tokens, tools=tools)
-            deltas, reply = parser.finish()
+            calls = list(result.tool_calls or []) if tools else []
+            deltas, reply = parser.finish(calls_tools=bool(calls), truncated=result.truncated)
         except BaseException:
             coalescer.discard()
             raise
-        calls = list(result.tool_calls or []) if tools else []
         if routing_decision(reply, calls) is not None:
             coalescer.discard()  # the task's turn answers instead
         else:

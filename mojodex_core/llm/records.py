@@ -38,6 +38,11 @@ class LLMResult:
     finish_reason: str | None = None
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
 
+    @property
+    def truncated(self) -> bool:
+        """The reply was cut off by the token limit (``max_tokens``): the model did not finish it."""
+        return self.finish_reason == "length"
+
 
 @dataclass(frozen=True)
 class LLMCallRecord:

@@ -16,6 +16,12 @@ Contract:
   * Results never depend on how the stream is chunked.
   * A possible tag cut off at the very end of the stream is dropped from the
     channels (kept in text_with_tags).
+  * A <reasoning> still open at the end ends at the first tag with a meaning in
+    it; with none, its content is the reply's text when nothing else would be
+    shown or done, and never when the caller says the reply called tools, an
+    earlier call of the turn showed text, or the stream was cut off by the
+    token limit (``finish(calls_tools=, shown_before=, truncated=)``). Its
+    content is captured either way.
   * New tag kinds: add one TagSpec to spec.TAG_TABLE.
 """
 

@@ -10,7 +10,11 @@ Routing (what goes where) comes from ``spec.TAG_TABLE``:
   * loose text directly inside <execution> -> hidden;
   * HIDDEN tags (<user_language>, <missing_*>, <reasoning>, <tool_*>) -> never
     emitted; their raw content (nested markup included) is captured;
-  * unknown tags -> markup dropped, content routed like the parent's.
+  * unknown tags -> markup dropped, content routed like the parent's;
+  * a <reasoning> still open at the end of the stream (the model never closed
+    it) ends at the first tag with a meaning inside it, and what follows is
+    parsed as the reply; with no such tag, its content is shown when the reply
+    would otherwise show nothing and do nothing (``_end_unclosed``).
 
 Whitespace rule (documented contract, see README of the package in __init__):
 each channel is made of *segments*; a segment is a maximal run of text between
@@ -25,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mojodex_core.tags.lexer import TagLexer, TagToken, Token
+from mojodex_core.tags.lexer import TagLexer, TagToken, TextToken, Token
 from mojodex_core.tags.models import (
     KIND_PRECEDENCE,
     Channel,
@@ -71,6 +75,7 @@ class TagStreamParser:
         self._pending_ws: list[str] = []
         # Reply facts.
         self._kinds: set[ReplyKind] = set()
+        self._acted = False  # a tag through which the reply acts (a tool call, a route) was opened
         self._tags: dict[str, None] = {}  # ordered set
         self._unclosed: list[tuple[int, str]] = []
         self._captured: dict[str, list[str]] = {}
@@ -93,17 +98,26 @@ class TagStreamParser:
                     self._on_token(tok)
         return self._drain()
 
-    def finish(self) -> tuple[list[StreamDelta], ParsedReply]:
-        """End of stream: close everything and build the ParsedReply."""
+    def finish(
+        self, *, calls_tools: bool = False, shown_before: bool = False, truncated: bool = False
+    ) -> tuple[list[StreamDelta], ParsedReply]:
+        """End of stream: close everything and build the ParsedReply.
+
+        What the parser cannot see, for a <reasoning> left open (never shown if any holds):
+        ``calls_tools``: the reply also called tools natively (the provider's
+        function calls), so it acts: the reasoning is the why of those calls;
+        ``shown_before``: an earlier LLM call of the same turn already showed
+        text, so the turn's reply is not empty;
+        ``truncated``: the stream was cut off by the token limit: the model never
+        got to its reply, what it wrote is its private reasoning.
+        """
         if self._finished:
             raise RuntimeError("finish() called twice")
         self._finished = True
-        rest = self._lexer.finish()
-        if rest and self._stack and self._stack[-1].spec.role is Role.HIDDEN:
-            self._stack[-1].capture.append(rest)
-        # Otherwise `rest` is a tag cut off by the end of the stream (e.g.
-        # "</draf"): it is markup, so it must not reach a client. It stays in
-        # text_with_tags.
+        self._settle(self._lexer.finish())
+        hide = calls_tools or shown_before or truncated
+        while self._stack and self._stack[-1].spec.ends_at_known_tag and self._end_unclosed(hide):
+            pass
         self._end_segment()
         while self._stack:
             el = self._pop()
@@ -125,6 +139,52 @@ class TagStreamParser:
             captured={k: list(v) for k, v in self._captured.items()},
         )
         return self._drain(), reply
+
+    def _settle(self, rest: str) -> None:
+        """The lexer's held-back candidate at the end of the stream."""
+        if rest and self._stack and self._stack[-1].spec.role is Role.HIDDEN:
+            self._stack[-1].capture.append(rest)
+        # Otherwise `rest` is a tag cut off by the end of the stream (e.g.
+        # "</draf"): it is markup, so it must not reach a client. It stays in
+        # text_with_tags.
+
+    def _end_unclosed(self, hide: bool) -> bool:
+        """Ends the top element, a hidden tag left open to the end (<reasoning>).
+
+        It ends at the first tag with a meaning in its content (any tag of the
+        table but itself): the content before is its own, the rest is parsed as
+        the reply; True, since that rest may leave another one open. With no such
+        tag it holds the rest of the stream, which is then shown (markup dropped)
+        if the reply would otherwise show nothing and do nothing, unless ``hide``
+        (see finish): a reply is not lost because the model forgot a closing
+        tag. Either way the content is captured, for the reasoning trace.
+        Re-reading the content costs its
+        length, once per such tag: a reply leaves one or two open.
+        """
+        el = self._stack[-1]
+        lexer = TagLexer()
+        tokens = lexer.feed("".join(el.capture))
+        rest = lexer.finish()
+        cut = next(
+            (
+                i for i, tok in enumerate(tokens)
+                if isinstance(tok, TagToken) and not tok.closing and tok.name != el.name
+                and self._spec(tok.name).role is not Role.TRANSPARENT
+            ),
+            None,
+        )
+        if cut is not None:
+            el.capture = [tok.raw if isinstance(tok, TagToken) else tok.text for tok in tokens[:cut]]
+        self._pop()
+        self._unclosed.append((el.seq, el.name))
+        if cut is not None:
+            for tok in tokens[cut:]:
+                self._on_token(tok)
+            self._settle(rest)
+            return True
+        if not (hide or self._acted or any(self._values.values())):
+            self._emit_text("mojo", "".join(tok.text for tok in tokens if isinstance(tok, TextToken)))
+        return False
 
     # ------------------------------------------------------------ structure
 
@@ -158,10 +218,15 @@ class TagStreamParser:
         else:
             self._open(tok.name, top)
 
-    def _open(self, name: str, parent: _Element | None) -> None:
+    def _spec(self, name: str) -> TagSpec:
+        """The tag's effective spec here: TRANSPARENT when its ``within`` is not open."""
         spec = lookup(name)
         if spec.within is not None and not self._open_counts.get(spec.within):
-            spec = TRANSPARENT_SPEC
+            return TRANSPARENT_SPEC
+        return spec
+
+    def _open(self, name: str, parent: _Element | None) -> None:
+        spec = self._spec(name)
         role = spec.role
         parent_channel: Channel | None = parent.channel if parent is not None else "mojo"
         channel: Channel | None
@@ -174,6 +239,7 @@ class TagStreamParser:
                 self._opened.add(channel)
         if spec.reply_kind is not None:
             self._kinds.add(spec.reply_kind)
+        self._acted = self._acted or spec.action
         self._tags[name] = None
         self._seq += 1
         self._stack.append(_Element(name, spec, channel, self._seq))

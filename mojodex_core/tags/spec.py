@@ -51,15 +51,21 @@ class TagSpec:
     within: str | None = None
     # Which ParsedReply field a HIDDEN tag's content feeds, besides `captured`.
     feeds: Literal["language", "missing_infos"] | None = None
+    # A HIDDEN tag the model may forget to close (<reasoning>): still open at the end of the stream,
+    # it ends at the first tag with a meaning inside it (what follows is the reply); with none, its
+    # content is shown when the reply would otherwise show nothing and do nothing.
+    ends_at_known_tag: bool = False
+    # The reply acts through this tag (a tool call, a route): it needs no visible text.
+    action: bool = False
 
 
 TRANSPARENT_SPEC = TagSpec(name="", role=Role.TRANSPARENT)
 
 TAG_TABLE: tuple[TagSpec, ...] = (
     TagSpec("user_language", Role.HIDDEN, feeds="language"),
-    TagSpec("reasoning", Role.HIDDEN),
+    TagSpec("reasoning", Role.HIDDEN, ends_at_known_tag=True),
     # Home chat: the task the model routes the conversation to (mojodex_core.home_chat).
-    TagSpec("route_to_task", Role.HIDDEN),
+    TagSpec("route_to_task", Role.HIDDEN, action=True),
     # missing_infos key is the name minus the prefix: <missing_meeting_date>
     # -> "meeting_date", <missing_primary_info> -> "primary_info".
     TagSpec(
@@ -74,7 +80,7 @@ TAG_TABLE: tuple[TagSpec, ...] = (
     # make the reply a "tool" reply; their content is in ParsedReply.captured.
     # A tool tag that must behave differently gets its own exact entry, which
     # wins over this prefix.
-    TagSpec("tool_", Role.HIDDEN, reply_kind="tool", prefix=True),
+    TagSpec("tool_", Role.HIDDEN, reply_kind="tool", prefix=True, action=True),
 )
 
 _EXACT: dict[str, TagSpec] = {s.name: s for s in TAG_TABLE if not s.prefix}

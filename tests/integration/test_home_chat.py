@@ -177,6 +177,25 @@ def test_routing_by_tag_creates_the_execution_and_the_task_answers_until_its_res
         live.wait_idle()
 
 
+def test_a_route_after_an_unclosed_reasoning_still_routes(live, llm):
+    # was: the unclosed <reasoning> swallowed the <route_to_task> tag: no route, an "empty answer" error
+    client = live.new_user()
+    session_id = _home(client)["session_id"]
+    socket = client.socket(session_id)
+    try:
+        llm.script(Reply(chunks=list("<reasoning>they want an email\n<route_to_task>test_email</route_to_task>")),
+                   Reply(QUESTION))
+        _say(client, session_id, "an email please")
+        assert socket.wait_event("mojo_message")[0]["text"] == QUESTION_TEXT
+        [start] = socket.named("user_task_execution_start")
+    finally:
+        socket.close()
+        live.wait_idle()
+    pk = start["user_task_execution_pk"]
+    trace = client.ok("GET", "/user_task_execution/reasoning", params={"user_task_execution_pk": pk})["reasoning"]
+    assert trace[0]["text"] == "[TOOL_CALL] route_to_task: they want an email (routed by tag)"
+
+
 def test_routing_by_function_call(live, llm):
     client = live.new_user()
     session_id = _home(client)["session_id"]

@@ -6,7 +6,8 @@ from __future__ import annotations
 from sqlalchemy import event
 
 from mojodex_core.execution.reasoning import append_trace, trace_page
-from tests.integration._helpers import BODY, DRAFT, TITLE, new_execution
+from mojodex_core.home_chat.turn import EMPTY_ANSWER
+from tests.integration._helpers import BODY, DRAFT, TITLE, new_execution, send
 from tests.integration._tools import (
     ToolTurn,
     answer,
@@ -16,7 +17,7 @@ from tests.integration._tools import (
     tag_call,
     trace,
 )
-from tests.support.scripted_llm import Reply
+from tests.support.scripted_llm import Reply, ToolCall
 
 
 def test_direct_reply_adds_one_direct_entry_and_never_shows_the_reasoning(live, llm):
@@ -70,6 +71,104 @@ def test_missing_tag_falls_back_to_the_reply_or_the_tool_arguments(live, llm):
         (2, "[TOOL_CALL] echo: echo(text='hi')"),
         (3, "[DIRECT] Echo said hi."),
     ]
+
+
+def test_an_unclosed_reasoning_ends_at_the_first_known_tag(live, llm):
+    # was: everything after <reasoning> was hidden, so the question never reached the user
+    # (the turn failed with "empty answer")
+    install_tool_task(live, "http://127.0.0.1:9")
+    turn = ToolTurn(live)
+    try:
+        llm.script(Reply(chunks=one_char("<reasoning>SECRET-WHY the recipient is missing\n<user_language>en"
+                                         "</user_language><ask_user_input>Who is it for?</ask_user_input>")))
+        final = turn.send("write an email")
+        assert final["text"] == "Who is it for?"
+        assert "".join(turn.deltas(final)["mojo"]) == final["text"]
+        assert_nothing_leaked(turn.all_text_sent())
+    finally:
+        turn.close()
+    assert [e.text for e in trace(live, turn.pk)] == ["[DIRECT] SECRET-WHY the recipient is missing"]
+
+
+def test_an_unclosed_reasoning_with_no_tag_after_it_is_shown_rather_than_lost(live, llm):
+    install_tool_task(live, "http://127.0.0.1:9")
+    turn = ToolTurn(live)
+    said = "The user greets me.\n\nHello! How can I help?"
+    try:
+        llm.script(Reply(chunks=one_char("<reasoning>" + said)))
+        final = turn.send("hello")  # was: an "error" event, "The assistant returned an empty answer"
+        assert final["text"] == said
+        assert "".join(turn.deltas(final)["mojo"]) == said
+    finally:
+        turn.close()
+    assert [e.text for e in trace(live, turn.pk)] == ["[DIRECT] " + " ".join(said.split())]
+
+
+def test_an_unclosed_reasoning_before_a_native_tool_call_stays_hidden(live, llm):
+    install_tool_task(live, "http://127.0.0.1:9")
+    turn = ToolTurn(live)
+    try:
+        llm.script(
+            ToolCall("echo", '{"text": "pong"}', content_chunks=one_char("<reasoning>SECRET-WHY native")),
+            Reply(chunks=one_char(answer("It said pong."))),
+        )
+        final = turn.send("use the echo")
+        assert final["text"] == "It said pong."
+        assert_nothing_leaked(turn.all_text_sent())
+    finally:
+        turn.close()
+    assert [e.text for e in trace(live, turn.pk)] == ["[TOOL_CALL] echo: SECRET-WHY native",
+                                                      "[DIRECT] SECRET-WHY answer"]
+
+
+def test_an_unclosed_reasoning_after_an_earlier_call_showed_text_stays_hidden(live, llm):
+    # was: the follow-up call's parser saw only its own (empty) reply and showed the reasoning
+    install_tool_task(live, "http://127.0.0.1:9")
+    turn = ToolTurn(live)
+    try:
+        llm.script(
+            ToolCall("echo", '{"text": "pong"}', content_chunks=one_char("Let me check that.")),
+            Reply(chunks=one_char("<reasoning>SECRET-WHY the user seems impatient")),
+        )
+        final = turn.send("use the echo")
+        assert final["text"] == "Let me check that."
+        assert_nothing_leaked(turn.all_text_sent())
+    finally:
+        turn.close()
+    assert trace(live, turn.pk)[-1].text == "[DIRECT] SECRET-WHY the user seems impatient"
+
+
+def test_a_reply_cut_off_by_the_token_limit_in_its_reasoning_is_not_shown(live, llm):
+    # finish_reason "length": the model never got to its reply; what it wrote is its private reasoning.
+    # was: shown as the answer. Now the turn fails visibly as before the unclosed-reasoning fallback.
+    install_tool_task(live, "http://127.0.0.1:9")
+    turn = ToolTurn(live)
+    try:
+        llm.script(Reply(chunks=one_char("<reasoning>SECRET-WHY the user seems impatient, I"),
+                         finish_reason="length"))
+        send(turn.client, turn.pk, turn.session_id, "hello")
+        [error] = turn.socket.wait_event("error")
+        assert "empty answer" in error["error"] and error["retryable"]
+        assert not turn.socket.named("mojo_message")
+        assert_nothing_leaked(turn.all_text_sent())
+    finally:
+        turn.close()
+
+
+def test_a_home_chat_reply_cut_off_in_its_reasoning_is_not_shown(live, llm):
+    client = live.new_user()
+    session_id = client.ok("PUT", "/home_chat")["session_id"]
+    socket = client.socket(session_id)
+    try:
+        llm.script(Reply(chunks=one_char("<reasoning>SECRET-WHY small talk, I"), finish_reason="length"))
+        client.ok("PUT", "/user_message", json={"origin": "home_chat", "session_id": session_id,
+                                                "text": "hello", "message_id": "m-cut"})
+        [error] = socket.wait_event("error")
+        assert error["error"] == EMPTY_ANSWER and error["retryable"]
+        assert not socket.named("mojo_message") and not socket.named("mojo_token")
+    finally:
+        socket.close()
+        live.wait_idle()
 
 
 def test_reasoning_route_is_ordered_and_owner_only(live, llm):

@@ -8,7 +8,6 @@ import copy
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import event, select, update
@@ -31,7 +30,7 @@ from mojodex_core.db.models import (
 from mojodex_core.execution.events import SessionEventLog
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.execution.turn import InstructTurn
-from mojodex_core.llm import LLMError
+from mojodex_core.llm import LLMError, LLMResult
 from mojodex_core.task_loader import store_spec
 from mojodex_core.task_spec import validate_spec
 from mojodex_core.tools import Tool, ToolContext, register
@@ -114,7 +113,7 @@ class ScriptedLLM:
         self.steps += [s if isinstance(s, Step) else Step(s) for s in steps]
 
     def chat(self, messages: list[dict[str, Any]], *, label: str, on_token: Callable[[str], None] | None = None,
-             tools: list[dict[str, Any]] | None = None, **_: Any) -> SimpleNamespace:
+             tools: list[dict[str, Any]] | None = None, **_: Any) -> LLMResult:
         self.requests.append({"messages": list(messages), "label": label, "tools": tools})
         if not self.steps:
             raise LLMError("no scripted reply left")
@@ -128,7 +127,8 @@ class ScriptedLLM:
             step.during()
         if on_token is not None:
             on_token(step.reply[middle:])
-        return SimpleNamespace(text=step.reply, tool_calls=None)
+        return LLMResult(text=step.reply, model="scripted", prompt_tokens=0, completion_tokens=0, latency_ms=0.0,
+                         first_token_ms=None, finish_reason="stop")
 
 
 class Sent:
