@@ -2,15 +2,19 @@
 
 The form carries the same fields as a text message (``session_id`` and ``user_task_execution_pk``,
 or ``origin=home_chat``; ``message_id``) but no ``text``. The audio is checked (format sniffed from
-its bytes: 415; size: 413), stored, and the message accepted with an empty text: the runner
-transcribes it before its turn (``mojodex_core.audio.turn``). A retry with the same message_id
-re-uploads the audio over the stored file.
+its bytes: 415; size: 413) and the message accepted with an empty text: the runner transcribes it
+before its turn (``mojodex_core.audio.turn``). The recording is written to disk only for a message
+that will run, and before its row is committed (a worker may pick a pending message as soon as it
+is): put in place once the checks passed, removed if the message is not stored to run and no stored
+message names it (a refusal, a failure half-way). A retry of a failed message with the same
+message_id re-uploads the audio over the stored file.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
+from typing import Any
 
 from flask import request
 from sqlalchemy import select
@@ -23,7 +27,13 @@ from mojodex_core.audio.store import AudioStore
 from mojodex_core.audio.upload import AudioRejected, check_audio, wav_duration
 from mojodex_core.db.models import Message, OrderSession, Task, UserTask
 from mojodex_core.execution.dispatch import UnsupportedTaskType
-from mojodex_core.execution.intake import FORM_MESSAGE_ID, MessageIdTaken, accept_user_message, would_run
+from mojodex_core.execution.intake import (
+    FORM_MESSAGE_ID,
+    Accepted,
+    MessageIdTaken,
+    accept_user_message,
+    would_run,
+)
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.workflow import store as workflow_store
 from mojodex_core.workflow.runner import NOT_CHATTING
@@ -33,6 +43,64 @@ log = logging.getLogger("mojodex.audio")
 
 def is_audio_upload() -> bool:
     return request.mimetype == "multipart/form-data" and "file" in request.files
+
+
+def _would_run(session_id: str, message_id: str) -> bool:
+    """Whether the message sent with this id would run: a new one, or one a retry runs again."""
+    with platform().db() as db:
+        existing = db.execute(select(Message.status, Message.data).where(
+            Message.session_id == session_id, Message.message_id == message_id)).first()
+    return would_run(*(existing or (None, None)))
+
+
+def _named_by_its_message(session_id: str, message_id: str, name: str) -> bool:
+    """Whether the message stored with this id (committed) names the file ``name``."""
+    with platform().db() as db:
+        data = db.scalar(select(Message.data).where(Message.session_id == session_id,
+                                                     Message.message_id == message_id))
+    return isinstance(data, dict) and isinstance(data.get("audio"), dict) and data["audio"].get("file") == name
+
+
+class _Recording:
+    """The uploaded audio: on disk only for a message that will run, and before the row that names it."""
+
+    def __init__(self, store: AudioStore, content: bytes, extension: str, audio: dict[str, Any]) -> None:
+        self._store, self._content, self._extension, self.audio = store, content, extension, audio
+        self._unclaimed: tuple[str, str] | None = None  # (session_id, message_id) of a file no row names yet
+
+    def place(self, session_id: str, message_id: str, runs: bool | None = None) -> None:
+        """Once the checks passed, before the message is stored: the message's file (written aside, then
+        renamed into place), unless the message stored with this id is answered as it is (it never runs
+        again, its recording stays). The file exists before the row naming it is committed: in
+        distributed mode a worker may pick a pending message from the database as soon as it is."""
+        self.audio["file"] = AudioStore.name_for(session_id, message_id, self._extension)
+        if runs is None:
+            runs = _would_run(session_id, message_id)
+        if runs:
+            self._store.save(self.audio["file"], self._content)
+            self._unclaimed = (session_id, message_id)
+
+    def settle(self, accepted: Accepted) -> None:
+        """Once stored: a message stored to run names the file."""
+        if accepted.run:
+            self._unclaimed = None
+
+    def discard(self) -> None:
+        """At the end of the request: a file placed for a message not stored to run (refused, raced by
+        another request, failed half-way) is removed, unless the message stored with this id names it
+        (a failed one sent again keeps its new recording). When that cannot be read the file stays: an
+        orphan file is harmless, a row without its file is not."""
+        if self._unclaimed is None:
+            return
+        session_id, message_id = self._unclaimed
+        self._unclaimed = None
+        try:
+            named = _named_by_its_message(session_id, message_id, self.audio["file"])
+        except Exception:
+            log.exception("could not tell whether recording %s is a message's; left on disk", self.audio["file"])
+            return
+        if not named:
+            self._store.remove(self.audio["file"])
 
 
 def put_audio_message():  # noqa: ANN201
@@ -51,16 +119,22 @@ def put_audio_message():  # noqa: ANN201
     body["message_id"] = message_id
     audio = {"mime": audio_format.mime, "bytes": len(content), "duration_s": wav_duration(content),
              "transcription": "pending", "filename": (upload.filename or "")[:255]}
+    recording = _Recording(current.audio_store, content, audio_format.extension, audio)
+    try:
+        if body.get("origin") == "home_chat":
+            result = accept_home_chat_message(body, text="", data={"audio": audio}, before_accept=recording.place,
+                                              on_accepted=recording.settle)
+            log.info("audio message %s (%d bytes, %s) accepted in a home chat", message_id, len(content),
+                     audio_format.mime)
+            return result
+        return _task_message(body, message_id, recording, content)
+    finally:
+        recording.discard()  # placed and not claimed: refused, raced, or failed half-way
 
-    def store(session_id: str, message_id: str) -> None:
-        audio["file"] = AudioStore.name_for(session_id, message_id, audio_format.extension)
-        current.audio_store.save(audio["file"], content)
 
-    if body.get("origin") == "home_chat":
-        result = accept_home_chat_message(body, text="", data={"audio": audio}, before_accept=store)
-        log.info("audio message %s (%d bytes, %s) accepted in a home chat", message_id, len(content),
-                 audio_format.mime)
-        return result
+def _task_message(body: dict[str, Any], message_id: str, recording: _Recording, content: bytes):  # noqa: ANN202
+    current = platform()
+    audio = recording.audio
     session_id = field(body, "session_id", str)
     pk = field(body, "user_task_execution_pk", int)
     # The same checks as a text message to a task (backend.routes.messages), before anything is stored.
@@ -86,16 +160,17 @@ def put_audio_message():  # noqa: ANN201
             raise ApiError(409, "this order is finished (the conversation is Idle): start a new one")
         if task_type == "workflow" and runs and workflow_store.chat_kind(db, execution) is None:
             raise ApiError(409, NOT_CHATTING)  # no review or result chat open: the runner would only fail it
-    store(session_id, message_id)
+    recording.place(session_id, message_id, runs)
     try:
         accepted = accept_user_message(current.session_factory, current.events, session_id=session_id,
                                        user_task_execution_pk=pk, text="", message_id=message_id,
                                        data={"audio": audio})
     except MessageIdTaken as exc:
         raise ApiError(409, str(exc), field="message_id") from exc
+    recording.settle(accepted)
     if accepted.run:
         # The title/summary job is requested once transcribed (it must read the words, not "").
         current.runner.submit(TurnJob(session_id=session_id, message_pk=accepted.message_pk, audio=accepted.audio))
     log.info("audio message %s (%s, %d bytes, %s) accepted for session %s, run=%s", accepted.message_pk, message_id,
-             len(content), audio_format.mime, session_id, accepted.run)
+             len(content), audio["mime"], session_id, accepted.run)
     return {"message_pk": accepted.message_pk, "message_id": message_id, "status": accepted.status}, 200

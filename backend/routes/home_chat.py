@@ -25,7 +25,7 @@ from backend.routes._input import (
     owned_session,
 )
 from backend.validation import USER, api
-from mojodex_core.execution.intake import MessageIdTaken, accept_user_message
+from mojodex_core.execution.intake import Accepted, MessageIdTaken, accept_user_message
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.home_chat.service import home_chat_for_session, home_chat_view, leave_task, open_home_chat
 
@@ -65,11 +65,14 @@ def accept_home_chat_message(
     text: str | None = None,
     data: dict[str, Any] | None = None,
     before_accept: Callable[[str, str], None] | None = None,
+    on_accepted: Callable[[Accepted], None] | None = None,
 ) -> tuple[dict[str, Any], int]:
     """Stores a home chat message (idempotent by message_id) and starts its turn.
 
     ``text``/``data``: given by an audio upload (empty text until transcribed); ``before_accept``
-    runs once the checks passed, with (session_id, message_id), before anything is stored."""
+    runs once the checks passed, with (session_id, message_id), before the message is stored (its
+    recording must exist before its row does); ``on_accepted`` once it is stored, before its turn is
+    submitted."""
     session_id = field(body, "session_id", str)
     text, message_id = message_text_and_id(body, text)
     current = platform()
@@ -85,6 +88,8 @@ def accept_home_chat_message(
                                        user_task_execution_pk=None, text=text, message_id=message_id, data=data)
     except MessageIdTaken as exc:
         raise ApiError(409, str(exc), field="message_id") from exc
+    if on_accepted is not None:
+        on_accepted(accepted)
     if accepted.run:
         current.runner.submit(TurnJob(session_id=session_id, message_pk=accepted.message_pk, audio=accepted.audio))
     log.info("home chat message %s (%s) accepted for session %s, run=%s", accepted.message_pk, message_id,

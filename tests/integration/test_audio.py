@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import io
+import os
 import time
 import uuid
 import wave
 
+import pytest
 from sqlalchemy import select
 
+import backend.routes.audio
+import backend.routes.home_chat
+from mojodex_core.audio.store import AudioStore
 from mojodex_core.db.models import Message
 from tests.integration._helpers import QUESTION, QUESTION_TEXT, message, messages
 from tests.support.scripted_llm import HTTPError, Reply, Transcription
@@ -175,3 +180,138 @@ def test_oversized_wrong_type_and_empty_audio_are_refused_before_anything_is_sto
     with live.db() as db:
         assert list(db.scalars(select(Message).where(Message.session_id == session_id))) == []
     assert llm.transcription_requests == [] and llm.requests == []
+
+
+def _files(live) -> set[str]:
+    """Every file of the audio folder, staged ones (dot names) included."""
+    directory = live.platform.audio_store.directory
+    return set(os.listdir(directory)) if directory.exists() else set()
+
+
+def _answered(live, llm, client, fields: dict, content: bytes, name: str = "voice.wav", mime: str = "audio/wav"):
+    socket = client.socket(fields["session_id"])
+    try:
+        llm.script_transcription(Transcription(SPOKEN, duration=1.0))
+        llm.script(Reply(FREE if fields.get("origin") == "home_chat" else QUESTION))
+        sent = _upload(client, fields, content, name, mime)
+        assert sent.status_code == 200, sent.text
+        socket.wait_event("mojo_message")
+    finally:
+        socket.close()
+        live.wait_idle()
+    return sent.json()
+
+
+@pytest.mark.parametrize("where", ["task", "home_chat"])
+def test_an_answered_audio_message_sent_again_keeps_its_recording_and_writes_nothing(live, llm, where):
+    # was: the upload was written over the answered message's recording (or beside it, as another
+    # format) although the message is answered as stored and never runs again
+    client = live.new_user()
+    if where == "task":
+        pk, session_id = _mobile_execution(client)
+        fields = {"session_id": session_id, "user_task_execution_pk": str(pk), "message_id": "voice-once"}
+    else:
+        session_id = client.ok("PUT", "/home_chat", json={"platform": "mobile"})["session_id"]
+        fields = {"origin": "home_chat", "session_id": session_id, "message_id": "voice-once"}
+    first = _answered(live, llm, client, fields, wav_bytes(1.0))
+    recording = live.platform.audio_store.directory / AudioStore.name_for(session_id, "voice-once", "wav")
+    kept, before = recording.read_bytes(), _files(live)
+    for content, name, mime in ((wav_bytes(0.3), "voice.wav", "audio/wav"), (M4A, "voice.m4a", "audio/m4a")):
+        again = _upload(client, fields, content, name, mime)
+        assert again.status_code == 200, again.text
+        assert (again.json()["message_pk"], again.json()["status"]) == (first["message_pk"], "answered")
+        assert recording.read_bytes() == kept and _files(live) == before, name
+    assert len(llm.transcription_requests) == 1
+
+
+def test_an_upload_refused_or_failing_half_way_leaves_no_file(live, llm, monkeypatch):
+    client = live.new_user()
+    pk, session_id = _mobile_execution(client)
+    fields = {"session_id": session_id, "user_task_execution_pk": str(pk)}
+    with live.db() as db:  # the id of another kind of message of the session (a text edit's)
+        db.add(Message(session_id=session_id, user_task_execution_fk=pk, sender="user", message_id="taken",
+                       event_name="text_edit_action", text="Shorter", status="answered"))
+    before = _files(live)
+    taken = _upload(client, {**fields, "message_id": "taken"}, wav_bytes(0.5))
+    assert taken.status_code == 409 and taken.json()["field"] == "message_id", taken.text
+    assert _files(live) == before  # was: the recording of a message that was never stored
+
+    def broken(*_args, **_kwargs):
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setattr(backend.routes.audio, "accept_user_message", broken)
+    monkeypatch.setattr(backend.routes.home_chat, "accept_user_message", broken)
+    failed = _upload(client, {**fields, "message_id": "half-way"}, wav_bytes(0.5))
+    assert failed.status_code == 500 and "error" in failed.json()
+    home = client.ok("PUT", "/home_chat", json={"platform": "mobile"})["session_id"]
+    failed = _upload(client, {"origin": "home_chat", "session_id": home, "message_id": "half-way"}, wav_bytes(0.5))
+    assert failed.status_code == 500 and "error" in failed.json()
+    assert _files(live) == before  # was: two recordings of messages that were never stored
+    with live.db() as db:
+        assert db.scalar(select(Message).where(Message.message_id == "half-way")) is None
+    assert llm.transcription_requests == [] and llm.requests == []
+
+
+@pytest.mark.parametrize("where", ["task", "home_chat"])
+def test_the_recording_exists_before_its_message_is_stored(live, llm, monkeypatch, where):
+    # was: the row was committed as pending, then the file renamed into place: in distributed mode a
+    # worker picking the pending message from the database in between failed it ("the audio file is missing")
+    client = live.new_user()
+    if where == "task":
+        pk, session_id = _mobile_execution(client)
+        fields = {"session_id": session_id, "user_task_execution_pk": str(pk), "message_id": "voice-race"}
+    else:
+        session_id = client.ok("PUT", "/home_chat", json={"platform": "mobile"})["session_id"]
+        fields = {"origin": "home_chat", "session_id": session_id, "message_id": "voice-race"}
+    recording = live.platform.audio_store.directory / AudioStore.name_for(session_id, "voice-race", "wav")
+    seen = []
+    module = backend.routes.audio if where == "task" else backend.routes.home_chat
+    real = module.accept_user_message
+
+    def storing(*args, **kwargs):
+        seen.append(recording.exists())  # what a worker reading the row once committed would find
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, "accept_user_message", storing)
+    _answered(live, llm, client, fields, wav_bytes(0.5))
+    assert seen == [True]
+
+
+def test_a_recording_that_cannot_be_put_in_place_stores_no_message(live, llm, monkeypatch):
+    # was: the message was committed as pending, then the rename failed: a 500 and a message that
+    # never runs (its turn never submitted)
+    client = live.new_user()
+    pk, session_id = _mobile_execution(client)
+
+    def full_disk(*_args, **_kwargs):
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(AudioStore, "keep", full_disk)
+    before = _files(live)
+    failed = _upload(client, {"session_id": session_id, "user_task_execution_pk": str(pk),
+                              "message_id": "no-room"}, wav_bytes(0.5))
+    assert failed.status_code == 500 and "error" in failed.json()
+    with live.db() as db:
+        assert db.scalar(select(Message).where(Message.message_id == "no-room")) is None
+    assert _files(live) == before
+
+
+def test_a_failed_message_sent_again_whose_store_fails_keeps_a_recording(live, llm, monkeypatch):
+    # the file is in place before the store: the failed row still names it, so it is not removed
+    client = live.new_user()
+    pk, session_id = _mobile_execution(client)
+    name = AudioStore.name_for(session_id, "failed-voice", "wav")
+    live.platform.audio_store.save(name, wav_bytes(1.0))
+    with live.db() as db:
+        db.add(Message(session_id=session_id, user_task_execution_fk=pk, sender="user", message_id="failed-voice",
+                       event_name="user_message", text="", status="failed",
+                       data={"audio": {"mime": "audio/wav", "file": name, "transcription": "failed"}}))
+
+    def broken(*_args, **_kwargs):
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setattr(backend.routes.audio, "accept_user_message", broken)
+    failed = _upload(client, {"session_id": session_id, "user_task_execution_pk": str(pk),
+                              "message_id": "failed-voice"}, wav_bytes(0.5))
+    assert failed.status_code == 500
+    assert live.platform.audio_store.read(name) == wav_bytes(0.5)

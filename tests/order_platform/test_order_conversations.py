@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from sqlalchemy import select, update
 
+from mojodex_core.audio.store import AudioStore
 from mojodex_core.db.models import Message, SessionEvent
 from mojodex_core.order_runtime.menus import MenuNotFound
 from tests.integration.test_audio import wav_bytes
@@ -197,6 +198,11 @@ def test_three_off_topic_messages_end_the_session_and_idle_is_final(orders):
         new_voice = chat.client.call("PUT", "/user_message", data={**voice, "message_id": "new-voice"},
                                      files={"file": ("v.wav", wav_bytes(0.5), "audio/wav")})
         assert new_voice.status_code == 409
+        # neither recording was written: one answers as stored, the other is refused
+        # (was: the first was, for a text message that never runs again)
+        for message_id in ("last-words", "new-voice"):
+            name = AudioStore.name_for(chat.session_id, message_id, "wav")
+            assert not (orders.platform.audio_store.directory / name).exists(), message_id
         with orders.db() as db:  # a message that had failed: its retry would only fail again
             db.execute(update(Message).where(Message.session_id == chat.session_id, Message.message_id == "last-words")
                        .values(status="failed"))
