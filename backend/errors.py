@@ -36,6 +36,11 @@ def not_found(what: str) -> ApiError:
     return ApiError(404, f"{what} not found")
 
 
+def unavailable(message: str) -> ApiError:
+    """503: the server cannot do it now; the client tries again after Retry-After seconds."""
+    return ApiError(503, message, headers={"Retry-After": "5"})
+
+
 def database_unavailable(exc: BaseException) -> bool:
     """The database cannot be reached (refused, gone, file unopenable, pool exhausted), as opposed
     to a query the database refused."""

@@ -13,11 +13,11 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Protocol
 
 from mojodex_core.concurrency import give_way
-from mojodex_core.execution.jobs import SessionJob, TurnJob
+from mojodex_core.execution.jobs import JobRefused, SessionJob, TurnJob
 
 log = logging.getLogger("mojodex.runner")
 
-__all__ = ["SessionJob", "ThreadTurnRunner", "TurnJob", "TurnRunner"]
+__all__ = ["JobRefused", "SessionJob", "ThreadTurnRunner", "TurnJob", "TurnRunner"]
 
 
 TurnHandler = Callable[[TurnJob | SessionJob, threading.Event], None]
@@ -28,7 +28,9 @@ class TurnRunner(Protocol):
 
     ThreadTurnRunner here (embedded); CeleryTurnRunner in background/distributed/runner.py."""
 
-    def submit(self, job: TurnJob | SessionJob) -> None: ...
+    def submit(self, job: TurnJob | SessionJob) -> None:
+        """Queues the job; raises JobRefused when it cannot (the caller's message is then its to settle)."""
+        ...
 
     def cancel(self, session_id: str) -> None: ...
 
@@ -67,11 +69,13 @@ class ThreadTurnRunner:
         # submit would then wait for this one's lock.
         try:
             self._pool.submit(self._drain, job.session_id, cancel)
-        except BaseException:  # shut down, or no thread to start: the session must not stay busy
+        except BaseException as exc:  # shut down, or no thread to start: the session must not stay busy
             with self._lock:
                 self._running.pop(job.session_id, None)
                 self._queues.pop(job.session_id, None)
                 self._idle.notify_all()
+            if isinstance(exc, Exception):  # the executor's RuntimeError (shut down, interpreter exiting, no thread)
+                raise JobRefused(f"the runner refused session {job.session_id}'s job: {exc}") from exc
             raise
         # Under gevent, the turn starts now and runs up to its first wait (its LLM request sent)
         # before the caller goes on: a route writes its response after that, not before it.

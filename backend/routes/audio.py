@@ -22,6 +22,7 @@ from sqlalchemy import select
 from backend.context import platform
 from backend.errors import ApiError, bad_request
 from backend.routes._input import field, owned_execution, owned_session
+from backend.routes._submit import submit_turn
 from backend.routes.home_chat import accept_home_chat_message
 from mojodex_core.audio.store import AudioStore
 from mojodex_core.audio.upload import AudioRejected, check_audio, wav_duration
@@ -170,7 +171,7 @@ def _task_message(body: dict[str, Any], message_id: str, recording: _Recording, 
     recording.settle(accepted)
     if accepted.run:
         # The title/summary job is requested once transcribed (it must read the words, not "").
-        current.runner.submit(TurnJob(session_id=session_id, message_pk=accepted.message_pk, audio=accepted.audio))
+        submit_turn(current, TurnJob(session_id=session_id, message_pk=accepted.message_pk, audio=accepted.audio))
     log.info("audio message %s (%s, %d bytes, %s) accepted for session %s, run=%s", accepted.message_pk, message_id,
              len(content), audio["mime"], session_id, accepted.run)
     return {"message_pk": accepted.message_pk, "message_id": message_id, "status": accepted.status}, 200

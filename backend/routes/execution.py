@@ -15,6 +15,7 @@ from backend.auth import user_required
 from backend.context import platform
 from backend.errors import ApiError, bad_request, not_found
 from backend.routes._input import current_user_id, execution_task, field, json_body, owned_execution, query_int
+from backend.routes._submit import submit_turn
 from backend.validation import USER, api
 from mojodex_core.db.models import (
     OrderSession,
@@ -241,7 +242,7 @@ class UserTaskExecutionRunResource(Resource):
                 event_name="form_input",
             )
         if accepted.run:
-            current.runner.submit(TurnJob(session_id=session_id, message_pk=accepted.message_pk))
+            submit_turn(current, TurnJob(session_id=session_id, message_pk=accepted.message_pk))
             current.request_title_summary(pk, session_id)  # first input only; submitted, never awaited
         elif accepted.status != "pending":
             raise ApiError(409, "this execution has already started")

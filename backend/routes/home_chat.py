@@ -24,6 +24,7 @@ from backend.routes._input import (
     message_text_and_id,
     owned_session,
 )
+from backend.routes._submit import submit_turn
 from backend.validation import USER, api
 from mojodex_core.execution.intake import Accepted, MessageIdTaken, accept_user_message
 from mojodex_core.execution.jobs import TurnJob
@@ -91,7 +92,7 @@ def accept_home_chat_message(
     if on_accepted is not None:
         on_accepted(accepted)
     if accepted.run:
-        current.runner.submit(TurnJob(session_id=session_id, message_pk=accepted.message_pk, audio=accepted.audio))
+        submit_turn(current, TurnJob(session_id=session_id, message_pk=accepted.message_pk, audio=accepted.audio))
     log.info("home chat message %s (%s) accepted for session %s, run=%s", accepted.message_pk, message_id,
              session_id, accepted.run)
     return {"message_pk": accepted.message_pk, "message_id": message_id, "status": accepted.status}, 200

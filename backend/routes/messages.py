@@ -14,6 +14,7 @@ from backend.context import platform
 from backend.errors import ApiError, bad_request, not_found
 from backend.rate_limits import rate_limits
 from backend.routes._input import field, json_body, message_text_and_id, owned_session, query_int
+from backend.routes._submit import submit_turn
 from backend.routes.audio import is_audio_upload, put_audio_message
 from backend.routes.home_chat import accept_home_chat_message
 from backend.validation import USER, api
@@ -153,8 +154,8 @@ class UserMessageResource(Resource):
         except MessageIdTaken as exc:
             raise ApiError(409, str(exc), field="message_id") from exc
         if accepted.run:
-            current.runner.submit(TurnJob(session_id=session_id, message_pk=accepted.message_pk,
-                                          event_name="user_message", audio=accepted.audio))
+            submit_turn(current, TurnJob(session_id=session_id, message_pk=accepted.message_pk,
+                                         event_name="user_message", audio=accepted.audio))
             if not accepted.audio:  # audio: requested once transcribed (the title must read the words)
                 current.request_title_summary(pk, session_id)  # first input only; submitted, never awaited
         log.info("message %s (%s) accepted for session %s, run=%s", accepted.message_pk, message_id, session_id,

@@ -13,6 +13,7 @@ from backend.auth import user_required
 from backend.context import platform
 from backend.errors import ApiError, bad_request, not_found
 from backend.routes._input import field, json_body, query_int, require_editable
+from backend.routes._submit import submit_turn
 from backend.validation import USER, api
 from mojodex_core.db.models import Message, ProducedText, ProducedTextVersion, TextEditAction, UserTaskExecution
 from mojodex_core.execution.intake import FORM_MESSAGE_ID, MessageIdTaken, accept_user_message
@@ -92,7 +93,7 @@ class TextEditActionResource(Resource):
         except MessageIdTaken as exc:
             raise ApiError(409, str(exc), field="message_id") from exc
         if accepted.run:
-            current.runner.submit(TurnJob(session_id=session_id, message_pk=accepted.message_pk))
+            submit_turn(current, TurnJob(session_id=session_id, message_pk=accepted.message_pk))
         log.info("text edit %s (%s) accepted on version %s, run=%s", accepted.message_pk, message_id, version_pk,
                  accepted.run)
         with current.db() as db:

@@ -15,6 +15,7 @@ from backend.auth import user_required
 from backend.context import Platform, platform
 from backend.errors import ApiError, bad_request, not_found
 from backend.routes._input import current_user_id, execution_task, field, json_body, owned_execution, query_int
+from backend.routes._submit import submit_turn
 from backend.validation import USER, api
 from mojodex_core.execution.intake import (
     FORM_MESSAGE_ID,
@@ -104,7 +105,7 @@ def start_workflow(current: Platform, pk: int, session_id: str, body: dict[str, 
                                        user_task_execution_pk=pk, text=text, message_id=FORM_MESSAGE_ID,
                                        event_name="form_input")
     if accepted.run:
-        current.runner.submit(TurnJob(session_id=session_id, message_pk=accepted.message_pk))
+        submit_turn(current, TurnJob(session_id=session_id, message_pk=accepted.message_pk))
         current.request_title_summary(pk, session_id)
     elif accepted.status != "pending":
         raise ApiError(409, "this execution has already started")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
@@ -108,8 +109,28 @@ def fail_or_mark(factory: sessionmaker[DbSession], events: EventPublisher, **kwa
 
 
 INTERNAL_ERROR = "The assistant failed to answer because of an internal error. Please retry."
+# Why a message fails when the runner refused its job (jobs.JobRefused): sent again, it runs.
+NOT_STARTED = "The assistant could not start answering: the server is restarting or too busy. Please retry."
 # Why a turn, a step or an edit of a deleted execution ends (never retryable: the execution is gone).
 EXECUTION_DELETED = "The task execution was deleted."
+
+
+def fail_refused(
+    factory: sessionmaker[DbSession], events: EventPublisher, message_pk: int, *, reason: str = NOT_STARTED,
+    retryable: bool = True,
+) -> bool:
+    """A message stored for the runner whose job the runner refused (``JobRefused``): nothing would run it
+    before the process restarted, so it fails visibly now, as a turn that could not answer does (an error
+    message and event, ``retryable`` for the client). Sent again with its message_id, it runs. False when it
+    was no longer pending (taken meanwhile), or is gone."""
+    with factory() as db:
+        row = db.execute(select(Message.session_id, Message.message_id, Message.user_task_execution_fk,
+                                Message.status).where(Message.message_pk == message_pk)).first()
+    if row is None or row.status != "pending":
+        return False
+    fail_or_mark(factory, events, session_id=row.session_id, message_pk=message_pk, message_id=row.message_id,
+                 user_task_execution_pk=row.user_task_execution_fk, reason=reason, retryable=retryable)
+    return True
 
 
 def failure_reason(

@@ -38,6 +38,13 @@ class SessionJob:
     payload: dict = field(default_factory=dict, hash=False, compare=True)
 
 
+class JobRefused(RuntimeError):
+    """The runner cannot take the job (shut down, no thread to start): nothing of it was queued or ran.
+
+    Raised by ``TurnRunner.submit``. A message already stored for the job is left pending by the
+    refusal: the submitter decides what becomes of it (``failures.fail_refused``)."""
+
+
 class SessionJobs:
     """The runner's handler: turns go to the turn handler, session jobs to their kind's handler."""
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from background.runner import ThreadTurnRunner, TurnJob
+from background.runner import JobRefused, ThreadTurnRunner, TurnJob
 
 Handler = Callable[[TurnJob, threading.Event], None]
 
@@ -229,7 +229,7 @@ def test_a_submit_refused_by_a_shut_down_runner_leaves_no_session_busy() -> None
     # the session was queued behind a drain that never came, and wait_idle timed out
     runner = ThreadTurnRunner(lambda job, cancel: None, max_workers=1)
     runner.shutdown()
-    with pytest.raises(RuntimeError):
+    with pytest.raises(JobRefused):  # named, for the submitter to settle its message (failures.fail_refused)
         runner.submit(TurnJob(session_id="s", message_pk=1))
     assert runner.busy_sessions() == []
     assert runner.wait_idle(0.1)

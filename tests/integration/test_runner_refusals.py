@@ -1,0 +1,93 @@
+"""A message accepted and stored whose job the runner then refuses (shut down, no thread to start): the
+route answers 503 with a Retry-After and the message fails visibly, retryable; sent again with its
+message_id, it runs. Before, the route answered 500 and the message stayed pending, answered as stored
+(pending, never run) when sent again, until the process restarted."""
+
+from __future__ import annotations
+
+import pytest
+
+from background.runner import ThreadTurnRunner
+from mojodex_core.execution.failures import NOT_STARTED
+from tests.integration._helpers import INPUTS, QUESTION, QUESTION_TEXT, message, messages, new_execution, send
+from tests.support.scripted_llm import Reply
+
+
+@pytest.fixture
+def refusing(live, monkeypatch):  # noqa: ANN001, ANN201
+    """The live server's runner refuses every job as a shut down runner does; ``undo()`` takes it back."""
+    dead = ThreadTurnRunner(lambda job, cancel: None, max_workers=1)
+    dead.shutdown()
+    monkeypatch.setattr(live.platform.runner, "submit", dead.submit)
+    return monkeypatch
+
+
+def _put(client, pk: int, session_id: str, text: str, message_id: str):  # noqa: ANN001, ANN202
+    return client.call("PUT", "/user_message", json={
+        "session_id": session_id, "user_task_execution_pk": pk, "text": text, "message_id": message_id})
+
+
+def test_a_message_is_answered_when_the_runner_takes_it(live, llm):
+    client = live.new_user()
+    pk, session_id = new_execution(client)
+    llm.script(Reply(QUESTION))
+    accepted = send(client, pk, session_id, "hello", message_id="m-ok")
+    assert accepted["status"] == "pending"
+    live.wait_idle()
+    assert message(live, accepted["message_pk"]).status == "answered"
+
+
+def test_a_refused_message_answers_503_fails_visibly_and_runs_when_sent_again(live, llm, refusing):
+    client = live.new_user()
+    pk, session_id = new_execution(client)
+    socket = client.socket(session_id)
+    try:
+        refused = _put(client, pk, session_id, "hello", "m-1")
+        assert refused.status_code == 503, refused.text
+        assert refused.json() == {"error": NOT_STARTED}
+        assert refused.headers["Retry-After"] == "5"
+        error = socket.wait_event("error")[0]
+        assert (error["error"], error["message_id"], error["retryable"]) == (NOT_STARTED, "m-1", True)
+        stored = message(live, error["user_message_pk"])
+        assert (stored.status, stored.error, stored.text) == ("failed", NOT_STARTED, "hello")
+
+        refusing.undo()  # the runner takes jobs again (another process, or this one restarted)
+        llm.script(Reply(QUESTION))
+        retried = send(client, pk, session_id, "hello", message_id="m-1")
+        assert (retried["message_pk"], retried["status"]) == (stored.message_pk, "pending")
+        assert socket.wait_event("mojo_message")[0]["text"] == QUESTION_TEXT
+    finally:
+        socket.close()
+    live.wait_idle()
+    assert message(live, stored.message_pk).status == "answered"
+    assert len(llm.requests) == 1
+
+
+def test_a_refused_form_start_runs_when_posted_again(live, llm, refusing):
+    client = live.new_user()
+    pk, session_id = new_execution(client)
+    body = {"user_task_execution_pk": pk, "inputs": INPUTS}
+    refused = client.call("POST", "/user_task_execution_run", json=body)
+    assert refused.status_code == 503, refused.text
+    assert refused.json() == {"error": NOT_STARTED}
+    refusing.undo()
+    llm.script(Reply(QUESTION))
+    started = client.ok("POST", "/user_task_execution_run", json=body)
+    live.wait_idle()
+    assert message(live, started["message_pk"]).status == "answered"
+
+
+def test_a_refused_home_chat_message_runs_when_sent_again(live, llm, refusing):
+    client = live.new_user()
+    session_id = client.ok("PUT", "/home_chat")["session_id"]
+    body = {"origin": "home_chat", "session_id": session_id, "text": "hello", "message_id": "h-1"}
+    refused = client.call("PUT", "/user_message", json=body)
+    assert refused.status_code == 503, refused.text
+    (stored,) = [m for m in messages(live, session_id) if m.sender == "user"]
+    assert (stored.status, stored.error) == ("failed", NOT_STARTED)
+    refusing.undo()
+    llm.script(Reply("<user_language>en</user_language>Hello! How can I help?"))
+    again = client.ok("PUT", "/user_message", json=body)
+    assert (again["message_pk"], again["status"]) == (stored.message_pk, "pending")
+    live.wait_idle()
+    assert message(live, stored.message_pk).status == "answered"
