@@ -31,6 +31,7 @@ from mojodex_core.execution.turn import execution_inputs
 from mojodex_core.task_view import displayed_data_for
 from mojodex_core.workflow import service, store
 from mojodex_core.workflow.context import UploadedFile
+from mojodex_core.workflow.runner import NOT_ADVANCED
 from mojodex_core.workflow.service import WorkflowStateError
 
 log = logging.getLogger("mojodex.workflow")
@@ -136,7 +137,8 @@ def _apply(pk: int, change, field: str | None = None) -> tuple[dict, int]:  # no
     except ValueError as exc:
         raise bad_request(str(exc), **({"field": field} if field else {})) from exc
     if outcome.run_message_pk is not None:
-        current.runner.submit(TurnJob(session_id=session_id, message_pk=outcome.run_message_pk))
+        submit_turn(current, TurnJob(session_id=session_id, message_pk=outcome.run_message_pk), reason=NOT_ADVANCED,
+                    retryable=False)
     return {**outcome.view, "run_submitted": outcome.run_message_pk is not None}, 200
 
 
@@ -219,6 +221,7 @@ class RestartUserWorkflowExecutionResource(Resource):
             raise bad_request(str(exc), field="from_rank") from exc
         if outcome.stop_running:
             current.runner.cancel(session_id)  # the step still running was for the old inputs
-        current.runner.submit(TurnJob(session_id=session_id, message_pk=outcome.run_message_pk))
+        submit_turn(current, TurnJob(session_id=session_id, message_pk=outcome.run_message_pk), reason=NOT_ADVANCED,
+                    retryable=False)
         log.info("workflow execution %s restarted from rank %s", pk, from_rank)
         return {**outcome.view, "run_submitted": True}, 200

@@ -54,6 +54,10 @@ ADVANCING_EVENTS = ("form_input", RUN_EVENT)
 ADVANCE_RETRY_PAUSES_S = (0.2, 1.0)
 STALLED = ("The workflow stopped between two steps because of an internal error. Restart it from the step "
            "that should run next to go on.")
+# Why a workflow_run message fails when the runner refused it (jobs.JobRefused): what asked for the run (a
+# decision, an edit, a relaunch, a restart) is kept, and nothing runs until a restart.
+NOT_ADVANCED = ("The workflow could not go on: the server is restarting or too busy. Your change is saved: in a "
+                "moment, restart the workflow from the step that should run next.")
 NO_ITEM = ("The step returned no item, so nothing can run after it and there is no result to write. "
            "Relaunch it to retry.")
 STOPPED = "The step was stopped before it ended. Relaunch it to run it again."
