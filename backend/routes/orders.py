@@ -21,6 +21,7 @@ from backend.auth import (
 from backend.context import platform
 from backend.errors import ApiError, bad_request, not_found
 from backend.routes._input import execution_task, field, json_body, owned_execution, query_int
+from backend.routes._submit import submit_turn
 from backend.validation import ADMIN, USER, api
 from mojodex_core.db.models import OrderSession
 from mojodex_core.execution.jobs import TurnJob
@@ -141,7 +142,9 @@ class MenuAvailabilityResource(Resource):
                 )
             except OrderFinished:
                 continue
-            current.runner.submit(TurnJob(session_id=session_id, message_pk=message_pk))
+            # Refused: this event fails and the route answers 503 (the stock change is kept; the
+            # conversations after this one get no out_of_stock until it is sent again).
+            submit_turn(current, TurnJob(session_id=session_id, message_pk=message_pk))
             raised.append(pk)
         log.info("menu %s: %s %s %s in_stock=%s (out_of_stock raised in %d conversation(s))",
                  menu_id, item_type, field_name, value, in_stock, len(raised))
@@ -206,7 +209,7 @@ class OrderEventResource(Resource):
             )
         except OrderFinished as exc:
             raise ApiError(409, str(exc)) from exc
-        current.runner.submit(TurnJob(session_id=session_id, message_pk=message_pk))
+        submit_turn(current, TurnJob(session_id=session_id, message_pk=message_pk))
         return {"user_task_execution_pk": pk, "event": event, "message_pk": message_pk, "status": "pending"}, 200
 
 
