@@ -262,3 +262,16 @@ def decide(db: DbSession, user_id: str, task_tool_execution_pk: int, approved: b
     if execution.message_fk is None or db.get(Message, execution.message_fk) is None:
         raise ToolDecisionError(409, "the message that asked for this tool no longer exists")
     return Decision(task_tool_execution_pk, session_id, execution.message_fk, approved)
+
+
+def undo_decision(db: DbSession, task_tool_execution_pk: int) -> bool:
+    """The follow-up turn of a decision the runner refused (``JobRefused``): nothing ran it, so the use
+    awaits the user's decision again, and the decision sent again runs it. False when it is no longer
+    decided and untouched (its follow-up started meanwhile)."""
+    return bool(db.execute(
+        update(TaskToolExecution)
+        .where(TaskToolExecution.task_tool_execution_pk == task_tool_execution_pk,
+               TaskToolExecution.status.in_(("approved", "declined")))
+        .values(status="awaiting_approval", approved=None, decided_at=None)
+        .execution_options(synchronize_session=False)
+    ).rowcount)
