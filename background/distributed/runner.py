@@ -21,7 +21,7 @@ from background.distributed.celery_app import DRAIN_TASK, RUN_JOB_TASK
 from background.distributed.drain import StopFlag
 from background.distributed.events import KEY_PREFIX
 from mojodex_core.db.models import MESSAGE_UNANSWERED, Message
-from mojodex_core.execution.jobs import SessionJob, TurnJob
+from mojodex_core.execution.jobs import JobRefused, SessionJob, TurnJob
 from mojodex_core.execution.session_claims import answered_by_runner
 
 log = logging.getLogger("mojodex.runner")
@@ -88,9 +88,13 @@ class CeleryTurnRunner:
         self._factory = session_factory
 
     def submit(self, job: TurnJob | SessionJob) -> None:
+        """Sends the session's drain. When the broker cannot take it, a plain message is left pending for
+        the sweep to send its drain again (``sessions_waiting``); a job that travels with the drain (a tool
+        follow-up, a session job) has nothing to find it again: JobRefused, for its submitter to settle."""
         # A plain message is found by the drain (oldest pending first); anything else travels.
         plain = isinstance(job, TurnJob) and job.task_tool_execution_pk is None
-        send_drain(self._celery, job.session_id, [] if plain else [encode_job(job)])
+        if not send_drain(self._celery, job.session_id, [] if plain else [encode_job(job)]) and not plain:
+            raise JobRefused(f"could not queue session {job.session_id}'s job (the broker is unreachable)")
 
     def cancel(self, session_id: str) -> None:
         """Raises the session's cancel flag, read by the worker that runs (or next starts) its

@@ -629,3 +629,40 @@ def test_a_failed_look_never_releases_a_lease_another_worker_took_since(factory,
         owner = db.get(SessionRunner, session_id).owner
     taken = [claim for claim in between if claim is not None]
     assert owner == (taken[0].owner if taken else None), "a lease taken since is kept, the failed one freed"
+
+
+def test_a_drain_the_broker_cannot_take_is_sent_again_by_the_sweep_and_a_travelling_job_is_refused(
+        factory, session_id):
+    # The distributed runner's refusals: a plain message whose drain could not be sent stays pending and the
+    # route answers as accepted, since the sweep sends its drain again; a job that travels with its drain (a
+    # tool follow-up, a session job) has nothing to find it again, so its submitter is told (JobRefused).
+    from background.distributed.runner import CeleryTurnRunner
+    from mojodex_core.execution.jobs import JobRefused
+
+    class Broker:
+        def __init__(self, up: bool) -> None:
+            self.up, self.sent = up, []
+
+        def send_task(self, name: str, args: list) -> None:
+            if not self.up:
+                raise ConnectionError("broker unreachable")
+            self.sent.append((name, args))
+
+    message_pk = _message(factory, session_id, "hi")
+    try:
+        broker = Broker(up=True)
+        CeleryTurnRunner(broker, None, factory).submit(TurnJob(session_id=session_id, message_pk=message_pk))
+        assert [args for _name, args in broker.sent] == [[session_id, []]]
+
+        down = CeleryTurnRunner(Broker(up=False), None, factory)
+        down.submit(TurnJob(session_id=session_id, message_pk=message_pk))  # not refused: the sweep re-sends it
+        for travelling in (TurnJob(session_id=session_id, message_pk=message_pk, task_tool_execution_pk=1),
+                           SessionJob(session_id=session_id, kind="step")):
+            with pytest.raises(JobRefused):
+                down.submit(travelling)
+        submitted: list[str] = []
+        sweep(factory, SessionEventLog(factory), submitted.append, lease_s=3600, pending_grace_s=0)
+        assert session_id in submitted
+    finally:  # no message left waiting in the suite's database for the distributed tests' sweeps
+        with transaction(factory) as db:
+            db.get(Message, message_pk).status = "answered"
