@@ -88,7 +88,8 @@ class Platform:
         """Runs ``kind``'s handler for the session in its turn order, in-process or on a worker.
 
         Register the handler first on every process that runs jobs (backends and workers):
-        ``platform.turn_handler.register(kind, handler)``; ``payload`` must be JSON-able."""
+        ``platform.turn_handler.register(kind, handler)``; ``payload`` must be JSON-able. Raises
+        JobRefused when the runner cannot take it (nothing would run it later)."""
         if self.turn_handler is None or not self.turn_handler.handles(kind):
             raise LookupError(f"no session job handler for kind {kind!r}")
         self.runner.submit(SessionJob(session_id=session_id, kind=kind, payload=payload or {}))
