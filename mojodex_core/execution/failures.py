@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import logging
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
 from mojodex_core.db import transaction
 from mojodex_core.db.models import MESSAGE_UNANSWERED, Message
-from mojodex_core.execution.events import EventPublisher
+from mojodex_core.execution.events import EventPublisher, Publication
 from mojodex_core.execution.session_claims import Superseded, check_fence
 from mojodex_core.llm import LLMCancelled, LLMError, LLMNotConfigured
 
@@ -40,37 +40,46 @@ def record_failure(
     too. Any other failure, ``retryable`` false included, runs again when the message is sent again."""
     with events.publishing(session_id) as publication, transaction(factory) as db:
         check_fence(db, session_id)  # a worker that lost its lease leaves the message to the new one
-        user_message = db.get(Message, message_pk)
-        error = Message(
-            session_id=session_id,
-            user_task_execution_fk=user_task_execution_pk,
-            sender="system",
-            event_name="error",
-            text=reason,
-            status="error",
-            data={"user_message_pk": message_pk},
-        )
-        db.add(error)
-        db.flush()
-        user_message.status = "failed"
-        user_message.error = reason
-        user_message.answer_message_fk = error.message_pk
-        if final:
-            user_message.data = failed_for_good(user_message.data)
-        error.seq = publication.add(
-            db,
-            "error",
-            {
-                "error": reason,
-                "message_pk": error.message_pk,
-                "user_message_pk": message_pk,
-                "message_id": message_id,
-                "session_id": session_id,
-                "user_task_execution_pk": user_task_execution_pk,
-                "retryable": retryable and not final,
-            },
-        )
+        _add_failure(db, publication, db.get(Message, message_pk), message_id=message_id,
+                     user_task_execution_pk=user_task_execution_pk, reason=reason, retryable=retryable, final=final)
     log.warning("turn failed session=%s message_pk=%s: %s", session_id, message_pk, reason)
+
+
+def _add_failure(
+    db: DbSession, publication: Publication, user_message: Message, *, message_id: str | None,
+    user_task_execution_pk: int, reason: str, retryable: bool, final: bool = False,
+) -> None:
+    """The message failed: its error message and ``error`` event, in the caller's transaction."""
+    session_id = publication.session_id
+    error = Message(
+        session_id=session_id,
+        user_task_execution_fk=user_task_execution_pk,
+        sender="system",
+        event_name="error",
+        text=reason,
+        status="error",
+        data={"user_message_pk": user_message.message_pk},
+    )
+    db.add(error)
+    db.flush()
+    user_message.status = "failed"
+    user_message.error = reason
+    user_message.answer_message_fk = error.message_pk
+    if final:
+        user_message.data = failed_for_good(user_message.data)
+    error.seq = publication.add(
+        db,
+        "error",
+        {
+            "error": reason,
+            "message_pk": error.message_pk,
+            "user_message_pk": user_message.message_pk,
+            "message_id": message_id,
+            "session_id": session_id,
+            "user_task_execution_pk": user_task_execution_pk,
+            "retryable": retryable and not final,
+        },
+    )
 
 
 def failed_for_good(data: dict | None) -> dict:
@@ -79,18 +88,25 @@ def failed_for_good(data: dict | None) -> dict:
     return {**(data or {}), "retryable": False}
 
 
-def mark_failed(factory: sessionmaker[DbSession], message_pk: int, reason: str, final: bool = False) -> None:
-    """Last resort, without an event: the client sees the failure in GET /message and can retry."""
+def mark_failed(
+    factory: sessionmaker[DbSession], message_pk: int, reason: str, final: bool = False,
+    statuses: tuple[str, ...] = MESSAGE_UNANSWERED,
+) -> None:
+    """Last resort, without an event: the client sees the failure in GET /message and can retry. Only while
+    the message is in one of ``statuses`` (a conditional UPDATE: what another run claimed meanwhile stays its)."""
     try:
         with transaction(factory) as db:
-            message = db.get(Message, message_pk)
-            if message is not None:
-                check_fence(db, message.session_id)
-            if message is not None and message.status in MESSAGE_UNANSWERED:
-                message.status = "failed"
-                message.error = reason
-                if final:
-                    message.data = failed_for_good(message.data)
+            session_id = db.scalar(select(Message.session_id).where(Message.message_pk == message_pk))
+            if session_id is None:
+                return
+            check_fence(db, session_id)
+            failed = db.execute(
+                update(Message).where(Message.message_pk == message_pk, Message.status.in_(statuses))
+                .values(status="failed", error=reason).execution_options(synchronize_session=False)
+            ).rowcount
+            if failed and final:  # the row is this transaction's now
+                message = db.get(Message, message_pk)
+                message.data = failed_for_good(message.data)
     except Superseded as exc:
         log.warning("not marking message_pk=%s failed: %s", message_pk, exc)
     except Exception:
@@ -116,20 +132,34 @@ EXECUTION_DELETED = "The task execution was deleted."
 
 
 def fail_refused(
-    factory: sessionmaker[DbSession], events: EventPublisher, message_pk: int, *, reason: str = NOT_STARTED,
-    retryable: bool = True,
+    factory: sessionmaker[DbSession], events: EventPublisher, session_id: str, message_pk: int, *,
+    reason: str = NOT_STARTED, retryable: bool = True,
 ) -> bool:
     """A message stored for the runner whose job the runner refused (``JobRefused``): nothing would run it
     before the process restarted, so it fails visibly now, as a turn that could not answer does (an error
-    message and event, ``retryable`` for the client). Sent again with its message_id, it runs. False when it
-    was no longer pending (taken meanwhile), or is gone."""
-    with factory() as db:
-        row = db.execute(select(Message.session_id, Message.message_id, Message.user_task_execution_fk,
-                                Message.status).where(Message.message_pk == message_pk)).first()
-    if row is None or row.status != "pending":
-        return False
-    fail_or_mark(factory, events, session_id=row.session_id, message_pk=message_pk, message_id=row.message_id,
-                 user_task_execution_pk=row.user_task_execution_fk, reason=reason, retryable=retryable)
+    message and event, ``retryable`` for the client). Sent again with its message_id, it runs.
+
+    Only a message still ``pending``: the change to failed is a conditional UPDATE, in the transaction of
+    its error message and event, so a run that claimed it meanwhile (another process's start-up resume)
+    keeps it. False when it was no longer pending (it is being answered) or is gone: nothing was written.
+    A database error is no half-done state: that transaction rolls back, the pending-only last resort
+    (``mark_failed``) is tried, and True (it was refused) is returned, never the error."""
+    try:
+        with events.publishing(session_id) as publication, transaction(factory) as db:
+            claimed = db.execute(
+                update(Message).where(Message.message_pk == message_pk, Message.status == "pending")
+                .values(status="failed").execution_options(synchronize_session=False)
+            ).rowcount
+            if not claimed:
+                return False
+            message = db.get(Message, message_pk)
+            _add_failure(db, publication, message, message_id=message.message_id,
+                         user_task_execution_pk=message.user_task_execution_fk, reason=reason, retryable=retryable)
+    except Exception:
+        log.exception("could not record the refusal of message_pk=%s", message_pk)
+        mark_failed(factory, message_pk, reason, statuses=("pending",))
+        return True
+    log.warning("refused session=%s message_pk=%s: %s", session_id, message_pk, reason)
     return True
 
 

@@ -6,9 +6,12 @@ message_id, it runs. Before, the route answered 500 and the message stayed pendi
 from __future__ import annotations
 
 import pytest
+from sqlalchemy import update
 
 from background.runner import ThreadTurnRunner
+from mojodex_core.db.models import Message
 from mojodex_core.execution.failures import NOT_STARTED
+from mojodex_core.execution.jobs import JobRefused
 from tests.integration._helpers import INPUTS, QUESTION, QUESTION_TEXT, message, messages, new_execution, send
 from tests.support.scripted_llm import Reply
 
@@ -91,3 +94,27 @@ def test_a_refused_home_chat_message_runs_when_sent_again(live, llm, refusing):
     assert (again["message_pk"], again["status"]) == (stored.message_pk, "pending")
     live.wait_idle()
     assert message(live, stored.message_pk).status == "answered"
+
+
+def test_a_refused_message_a_run_claimed_meanwhile_is_answered_as_accepted(live, monkeypatch):
+    # was: the route answered 503 whatever became of the message; one another process's start-up resume
+    # claimed between the store and the refusal is being answered, so the route says so (200, pending)
+    client = live.new_user()
+    pk, session_id = new_execution(client)
+
+    def claimed_then_refused(job) -> None:  # noqa: ANN001
+        with live.db() as db:
+            db.execute(update(Message).where(Message.message_pk == job.message_pk).values(status="processing"))
+        raise JobRefused("the runner refused it")
+
+    monkeypatch.setattr(live.platform.runner, "submit", claimed_then_refused)
+    answer = _put(client, pk, session_id, "hello", "m-claimed")
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["status"] == "pending"
+    try:
+        stored = message(live, answer.json()["message_pk"])
+        assert (stored.status, stored.error) == ("processing", None)
+        assert [m.event_name for m in messages(live, session_id) if m.sender == "system"] == []
+    finally:  # nothing runs it here: left unanswered, no other test's resume must take it
+        with live.db() as db:
+            db.execute(update(Message).where(Message.session_id == session_id).values(status="answered"))
