@@ -10,13 +10,12 @@ from flask_restful import Resource
 from backend import api_models as m
 from backend.auth import user_required
 from backend.context import platform
-from backend.errors import ApiError, unavailable
+from backend.errors import ApiError
 from backend.routes._input import current_user_id, field, json_body, owned_execution, query_int
+from backend.routes._submit import submit_follow_up
 from backend.validation import USER, api
-from mojodex_core.execution.failures import NOT_STARTED
-from mojodex_core.execution.jobs import JobRefused, TurnJob
 from mojodex_core.execution.reasoning import trace_page
-from mojodex_core.execution.tool_runs import ToolDecisionError, decide, undo_decision
+from mojodex_core.execution.tool_runs import ToolDecisionError, decide
 
 log = logging.getLogger("mojodex.tools")
 
@@ -35,15 +34,7 @@ class TaskToolExecutionResource(Resource):
                 decision = decide(db, current_user_id(), pk, approved)
         except ToolDecisionError as exc:
             raise ApiError(exc.status, str(exc)) from None
-        try:
-            current.runner.submit(
-                TurnJob(session_id=decision.session_id, message_pk=decision.message_pk, task_tool_execution_pk=pk)
-            )
-        except JobRefused as exc:  # nothing would run the follow-up: the decision is taken back, to be sent again
-            with current.db() as db:
-                undo_decision(db, pk)
-            log.warning("%s; the decision on task_tool_execution %s is taken back", exc, pk)
-            raise unavailable(NOT_STARTED) from exc
+        submit_follow_up(current, decision)
         log.info("task_tool_execution %s %s by %s", pk, "approved" if approved else "declined", current_user_id())
         return {"task_tool_execution_pk": pk, "approved": approved,
                 "status": "approved" if approved else "declined"}, 200

@@ -267,7 +267,13 @@ def decide(db: DbSession, user_id: str, task_tool_execution_pk: int, approved: b
 def undo_decision(db: DbSession, task_tool_execution_pk: int) -> bool:
     """The follow-up turn of a decision the runner refused (``JobRefused``): nothing ran it, so the use
     awaits the user's decision again, and the decision sent again runs it. False when it is no longer
-    decided and untouched (its follow-up started meanwhile)."""
+    decided and untouched, as ``resumable`` reads it: its follow-up started meanwhile (an approved use is
+    then ``running``) or ran (a declined use keeps its status: its result is recorded)."""
+    # Locked first: a follow-up recording its result now is waited for, and its result read once committed.
+    results = db.scalars(select(TaskToolQuery.result).where(TaskToolQuery.task_tool_execution_fk
+                                                            == task_tool_execution_pk).with_for_update()).all()
+    if any(result is not None for result in results):
+        return False
     return bool(db.execute(
         update(TaskToolExecution)
         .where(TaskToolExecution.task_tool_execution_pk == task_tool_execution_pk,

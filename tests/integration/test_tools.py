@@ -392,3 +392,31 @@ def test_a_decision_whose_follow_up_the_runner_refuses_is_taken_back_and_can_be_
     (execution, queries), = tool_rows(tools_live, turn.pk)
     assert (execution.status, execution.approved) == ("done", True)
     assert queries[0].result["echo"] == "secret"
+
+
+def test_a_refused_decision_whose_follow_up_ran_meanwhile_is_answered_as_accepted(tools_live, llm, monkeypatch):
+    # was: the route answered 503 "taken back" whatever undo_decision found; when the follow-up ran meanwhile
+    # (another process's, its result recorded), the decision is kept and the route answers it accepted
+    from sqlalchemy import update
+
+    from mojodex_core.db.models import TaskToolQuery
+    from mojodex_core.execution.jobs import JobRefused
+    from mojodex_core.execution.tool_runs import DECLINED_RESULT
+
+    turn, asked = _ask_approval(tools_live, llm)
+    try:
+        pk = asked["task_tool_execution_pk"]
+
+        def ran_elsewhere_then_refused(job) -> None:  # noqa: ANN001
+            with tools_live.db() as db:
+                db.execute(update(TaskToolQuery).where(TaskToolQuery.task_tool_execution_fk == pk)
+                           .values(result=DECLINED_RESULT))
+            raise JobRefused("the runner refused it")
+
+        monkeypatch.setattr(tools_live.platform.runner, "submit", ran_elsewhere_then_refused)
+        body = turn.client.ok("POST", "/task_tool_execution", json={"task_tool_execution_pk": pk, "approved": False})
+        assert body["status"] == "declined"
+    finally:
+        turn.close()
+    (execution, _queries), = tool_rows(tools_live, turn.pk)
+    assert (execution.status, execution.approved) == ("declined", False)

@@ -10,9 +10,10 @@ import pytest
 from sqlalchemy import select, update
 
 from mojodex_core.db import make_engine, make_session_factory, transaction
-from mojodex_core.db.models import Message, UserTaskExecution
+from mojodex_core.db.models import Message, TaskToolExecution, TaskToolQuery, UserTaskExecution
 from mojodex_core.execution import failures
 from mojodex_core.execution.events import SessionEventLog
+from mojodex_core.execution.tool_runs import undo_decision
 from tests.unit._rows import execution_pk
 
 
@@ -107,3 +108,40 @@ def test_a_refusal_the_database_cannot_record_is_still_a_refusal(tmp_path):
         assert failures.fail_refused(factory, SessionEventLog(factory), "s", 1) is True
     finally:
         engine.dispose()
+
+
+def test_undo_decision_never_takes_back_a_declined_decision_whose_follow_up_ran(factory):
+    # The docstring: "False when it is no longer decided and untouched (its follow-up started meanwhile)". A
+    # declined follow-up keeps status "declined" (ToolRunner._finish(status="declined")) and records its result:
+    # the guard on status alone takes it back anyway.
+    pk, session_id = _execution(factory)
+    message_pk = _message(factory, session_id, pk, status="answered")
+    with transaction(factory) as db:
+        execution = TaskToolExecution(user_task_execution_fk=pk, tool_name="echo", status="declined",
+                                      requires_approval=True, approved=False, message_fk=message_pk)
+        db.add(execution)
+        db.flush()
+        db.add(TaskToolQuery(task_tool_execution_fk=execution.task_tool_execution_pk, query={"q": 1},
+                             result={"declined": True}))
+        tool_pk = execution.task_tool_execution_pk
+    with transaction(factory) as db:
+        assert undo_decision(db, tool_pk) is False
+    with factory() as db:
+        assert db.get(TaskToolExecution, tool_pk).status == "declined"
+
+
+def test_undo_decision_takes_back_a_decision_whose_follow_up_never_ran(factory):
+    pk, session_id = _execution(factory)
+    message_pk = _message(factory, session_id, pk, status="answered")
+    with transaction(factory) as db:
+        execution = TaskToolExecution(user_task_execution_fk=pk, tool_name="echo", status="approved",
+                                      requires_approval=True, approved=True, message_fk=message_pk)
+        db.add(execution)
+        db.flush()
+        db.add(TaskToolQuery(task_tool_execution_fk=execution.task_tool_execution_pk, query={"q": 1}, result=None))
+        tool_pk = execution.task_tool_execution_pk
+    with transaction(factory) as db:
+        assert undo_decision(db, tool_pk) is True
+    with factory() as db:
+        row = db.get(TaskToolExecution, tool_pk)
+        assert (row.status, row.approved, row.decided_at) == ("awaiting_approval", None, None)
