@@ -50,9 +50,17 @@ class ThreadTurnRunner:
         self._queues: dict[str, deque[TurnJob | SessionJob]] = {}
         self._running: dict[str, tuple[TurnJob | SessionJob, threading.Event]] = {}
         self._idle = threading.Condition(self._lock)
+        # Sessions whose drain is being handed to the pool (outside the lock), and their waiters.
+        self._starting: set[str] = set()
+        self._started = threading.Condition(self._lock)
 
     def submit(self, job: TurnJob | SessionJob) -> None:
         with self._lock:
+            # A drain being handed to the pool: its outcome first. Queued behind it, this job would be
+            # dropped with the session's queue if the pool refused it, once its caller was told it was
+            # taken. After a refusal the session is free: this job tries a drain of its own (refused too,
+            # or run should the pool take it).
+            self._started.wait_for(lambda: job.session_id not in self._starting)
             queue = self._queues.setdefault(job.session_id, deque())
             if job in queue:
                 return  # already waiting: the turn's own status check stops any other duplicate
@@ -65,6 +73,7 @@ class ThreadTurnRunner:
             # worker busy) is for this turn, and must not be lost.
             cancel = threading.Event()
             self._running[job.session_id] = (job, cancel)
+            self._starting.add(job.session_id)
         # Outside the lock: under gevent the executor's own bookkeeping may yield, and another
         # submit would then wait for this one's lock.
         try:
@@ -72,14 +81,22 @@ class ThreadTurnRunner:
         except BaseException as exc:  # shut down, or no thread to start: the session must not stay busy
             with self._lock:
                 self._running.pop(job.session_id, None)
-                self._queues.pop(job.session_id, None)
+                self._queues.pop(job.session_id, None)  # this job alone: any other waited (above)
                 self._idle.notify_all()
+                self._started_with(job.session_id)
             if isinstance(exc, Exception):  # the executor's RuntimeError (shut down, interpreter exiting, no thread)
                 raise JobRefused(f"the runner refused session {job.session_id}'s job: {exc}") from exc
             raise
+        with self._lock:
+            self._started_with(job.session_id)
         # Under gevent, the turn starts now and runs up to its first wait (its LLM request sent)
         # before the caller goes on: a route writes its response after that, not before it.
         give_way()
+
+    def _started_with(self, session_id: str) -> None:
+        """The session's drain is taken or refused: the submits waiting for it go on (under the lock)."""
+        self._starting.discard(session_id)
+        self._started.notify_all()
 
     def _drain(self, session_id: str, cancel: threading.Event) -> None:
         while True:

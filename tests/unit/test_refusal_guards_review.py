@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -9,10 +11,12 @@ from contextlib import contextmanager
 import pytest
 from sqlalchemy import select, update
 
+from background.runner import ThreadTurnRunner
 from mojodex_core.db import make_engine, make_session_factory, transaction
 from mojodex_core.db.models import Message, TaskToolExecution, TaskToolQuery, UserTaskExecution
 from mojodex_core.execution import failures
 from mojodex_core.execution.events import SessionEventLog
+from mojodex_core.execution.jobs import JobRefused, TurnJob
 from mojodex_core.execution.tool_runs import undo_decision
 from tests.unit._rows import execution_pk
 
@@ -145,3 +149,76 @@ def test_undo_decision_takes_back_a_decision_whose_follow_up_never_ran(factory):
     with factory() as db:
         row = db.get(TaskToolExecution, tool_pk)
         assert (row.status, row.approved, row.decided_at) == ("awaiting_approval", None, None)
+
+
+def _held_pool(runner: ThreadTurnRunner, monkeypatch, refusals: int) -> tuple[threading.Event, threading.Event]:  # noqa: ANN001
+    """The runner's pool holds each drain handed to it until ``go_on``, refusing the first ``refusals``."""
+    entered, go_on = threading.Event(), threading.Event()
+    take = runner._pool.submit
+    calls = []
+
+    def held(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        calls.append(args)
+        entered.set()
+        go_on.wait(5)
+        if len(calls) <= refusals:
+            raise RuntimeError("can't start new thread")
+        return take(*args, **kwargs)
+
+    monkeypatch.setattr(runner._pool, "submit", held)
+    return entered, go_on
+
+
+def _submit_in_thread(runner: ThreadTurnRunner, job: TurnJob, outcome: dict[int, object]) -> threading.Thread:
+    def submit() -> None:
+        try:
+            runner.submit(job)
+            outcome[job.message_pk] = "accepted"
+        except JobRefused as exc:
+            outcome[job.message_pk] = exc
+
+    thread = threading.Thread(target=submit)
+    thread.start()
+    return thread
+
+
+def test_a_job_queued_behind_a_refused_one_is_refused_too(monkeypatch):
+    # was: ThreadTurnRunner.submit: A registers the session as running, then the pool refuses it; a submit B of
+    # the same session in between was queued behind A and returned (its route answered 200 pending); A's
+    # refusal then dropped the session's queue, B with it: nothing ran B and nobody was told. B now waits for
+    # A's drain to be taken or refused, then tries its own.
+    ran: list[int] = []
+    runner = ThreadTurnRunner(lambda job, cancel: ran.append(job.message_pk), max_workers=1)
+    runner.shutdown()
+    entered, go_on = _held_pool(runner, monkeypatch, refusals=0)
+    outcome: dict[int, object] = {}
+    a = _submit_in_thread(runner, TurnJob(session_id="s", message_pk=1), outcome)
+    assert entered.wait(5)
+    b = _submit_in_thread(runner, TurnJob(session_id="s", message_pk=2), outcome)
+    time.sleep(0.2)  # B reaches its submit while A's drain is being handed over
+    go_on.set()
+    a.join(5)
+    b.join(5)
+    assert isinstance(outcome[1], JobRefused)
+    assert isinstance(outcome[2], JobRefused), "B was accepted, then dropped with A's queue"
+    assert runner.busy_sessions() == [] and ran == []
+
+
+def test_a_job_behind_a_refused_one_runs_when_the_pool_takes_it(monkeypatch):
+    # The pool could not start a thread for A, then could for B: B runs, A alone is refused.
+    ran: list[int] = []
+    runner = ThreadTurnRunner(lambda job, cancel: ran.append(job.message_pk), max_workers=1)
+    try:
+        entered, go_on = _held_pool(runner, monkeypatch, refusals=1)
+        outcome: dict[int, object] = {}
+        a = _submit_in_thread(runner, TurnJob(session_id="s", message_pk=1), outcome)
+        assert entered.wait(5)
+        b = _submit_in_thread(runner, TurnJob(session_id="s", message_pk=2), outcome)
+        time.sleep(0.2)
+        go_on.set()
+        a.join(5)
+        b.join(5)
+        assert isinstance(outcome[1], JobRefused) and outcome[2] == "accepted"
+        assert runner.wait_idle(5) and ran == [2]
+    finally:
+        runner.shutdown()
