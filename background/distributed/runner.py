@@ -48,13 +48,16 @@ def decode_job(session_id: str, data: dict[str, Any]) -> TurnJob | SessionJob:
 
 
 def send_drain(celery: Celery, session_id: str, jobs: list[dict[str, Any]] | None = None) -> bool:
-    """Sends the session's drain task; False (logged) when the broker is unreachable: the
-    message stays pending and the sweep sends the drain again once the broker is back."""
+    """Sends the session's drain task; False (logged) when the broker is unreachable: its pending
+    messages stay pending and the sweep sends the drain again once the broker is back. The ``jobs``
+    travelling with it are lost with it: its submitter refuses them (``CeleryTurnRunner.submit``)."""
     try:
         celery.send_task(DRAIN_TASK, args=[session_id, jobs or []])
         return True
     except Exception as exc:  # noqa: BLE001 - kombu raises many kinds of connection errors
-        log.error("could not queue session %s (%s: %s); the sweep will retry", session_id, type(exc).__name__, exc)
+        then = (f"its {len(jobs)} travelling job(s) are refused" if jobs
+                else "the sweep will send it again for its pending messages")
+        log.error("could not queue session %s (%s: %s); %s", session_id, type(exc).__name__, exc, then)
         return False
 
 

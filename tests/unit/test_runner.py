@@ -233,3 +233,22 @@ def test_a_submit_refused_by_a_shut_down_runner_leaves_no_session_busy() -> None
         runner.submit(TurnJob(session_id="s", message_pk=1))
     assert runner.busy_sessions() == []
     assert runner.wait_idle(0.1)
+
+
+def test_a_drain_the_broker_cannot_take_logs_what_becomes_of_it(caplog):
+    # was: "the sweep will retry" for every drain, even one carrying a job its submitter now refuses
+    # (the sweep finds pending messages, never a travelling job)
+    import logging
+
+    from background.distributed.runner import send_drain
+
+    class Down:
+        def send_task(self, name: str, args: list) -> None:
+            raise ConnectionError("broker unreachable")
+
+    with caplog.at_level(logging.ERROR, logger="mojodex.runner"):
+        assert send_drain(Down(), "s") is False
+        assert send_drain(Down(), "s", [{"type": "session_job", "kind": "step", "payload": {}}]) is False
+    plain, travelling = [record.getMessage() for record in caplog.records]
+    assert "the sweep will send it again" in plain
+    assert "its 1 travelling job(s) are refused" in travelling and "sweep" not in travelling
