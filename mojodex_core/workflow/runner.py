@@ -55,9 +55,9 @@ ADVANCE_RETRY_PAUSES_S = (0.2, 1.0)
 STALLED = ("The workflow stopped between two steps because of an internal error. Restart it from the step "
            "that should run next to go on.")
 # Why a workflow_run message fails when the runner refused it (jobs.JobRefused): what asked for the run (a
-# decision, an edit, a relaunch, a restart) is kept, and nothing runs until a restart.
+# decision, an edit, a relaunch, a restart) is kept; sent again, it runs (service.run_again_if_refused).
 NOT_ADVANCED = ("The workflow could not go on: the server is restarting or too busy. Your change is saved: in a "
-                "moment, restart the workflow from the step that should run next.")
+                "moment, send it again (or restart the workflow from the step that should run next).")
 NO_ITEM = ("The step returned no item, so nothing can run after it and there is no result to write. "
            "Relaunch it to retry.")
 STOPPED = "The step was stopped before it ended. Relaunch it to run it again."
@@ -82,12 +82,18 @@ class _Prepared:
     task_definition: str
 
 
-def request_run(db: DbSession, session_id: str, user_task_execution_pk: int, reason: str) -> Message:
-    """Stores the system message that asks the runner to advance this execution (submit its pk)."""
+def request_run(
+    db: DbSession, session_id: str, user_task_execution_pk: int, reason: str, step_pk: int | None = None
+) -> Message:
+    """Stores the system message that asks the runner to advance this execution (submit its pk);
+    ``step_pk``: the step execution whose change (a decision, an edit, a relaunch) asks for it."""
+    data: dict[str, Any] = {"reason": reason}
+    if step_pk is not None:
+        data["user_workflow_step_execution_pk"] = step_pk
     message = Message(
         session_id=session_id, user_task_execution_fk=user_task_execution_pk, sender="system",
         message_id=f"{RUN_EVENT}-{uuid.uuid4().hex}", event_name=RUN_EVENT, text=reason, status="pending",
-        data={"reason": reason},
+        data=data,
     )
     db.add(message)
     db.flush()

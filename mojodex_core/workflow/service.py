@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session as DbSession
 
-from mojodex_core.db.models import Task, UserTaskExecution, UserWorkflowStepExecutionResult
+from mojodex_core.db.models import Message, Task, UserTaskExecution, UserWorkflowStepExecutionResult
 from mojodex_core.execution.events import Publication
 from mojodex_core.workflow import store
-from mojodex_core.workflow.runner import INVALIDATED, request_run
+from mojodex_core.workflow.runner import ADVANCING_EVENTS, INVALIDATED, NOT_ADVANCED, RUN_EVENT, request_run
 from mojodex_core.workflow.steps import get_step
 
 StepRow = store.StepRow
@@ -62,8 +62,34 @@ def _reopen(execution: UserTaskExecution) -> None:
         execution.status, execution.end_date = "started", None
 
 
-def _run(db: DbSession, execution: UserTaskExecution, reason: str) -> int:
-    return request_run(db, execution.session_id, execution.user_task_execution_pk, reason).message_pk
+def _run(db: DbSession, execution: UserTaskExecution, reason: str, row: StepRow | None = None) -> int:
+    step_pk = row.user_workflow_step_execution_pk if row is not None else None
+    return request_run(db, execution.session_id, execution.user_task_execution_pk, reason, step_pk).message_pk
+
+
+def run_again_if_refused(db: DbSession, execution: UserTaskExecution, row: StepRow, reason: str) -> int | None:
+    """A change of ``row`` sent again once recorded (a decision, a relaunch), whose run the runner refused:
+    its run message failed with NOT_ADVANCED and is still the execution's latest advancing message (nothing
+    advanced it since). That message is pending again, its pk returned for the caller to submit: the same
+    request sent again works, as the 503's Retry-After says. A conditional UPDATE: of two such requests at
+    once, one runs it. None otherwise (nothing to run again: the run ran, or runs, or was another change's)."""
+    latest = db.execute(
+        select(Message.message_pk, Message.event_name, Message.status, Message.error, Message.data)
+        .where(Message.user_task_execution_fk == execution.user_task_execution_pk,
+               Message.event_name.in_(ADVANCING_EVENTS))
+        .order_by(Message.message_pk.desc()).limit(1)
+    ).first()
+    if latest is None or (latest.event_name, latest.status, latest.error) != (RUN_EVENT, "failed", NOT_ADVANCED):
+        return None
+    data = latest.data or {}
+    if (data.get("user_workflow_step_execution_pk"), data.get("reason")) != (row.user_workflow_step_execution_pk,
+                                                                                reason):
+        return None
+    pending = db.execute(
+        update(Message).where(Message.message_pk == latest.message_pk, Message.status == "failed")
+        .values(status="pending", error=None).execution_options(synchronize_session=False)
+    ).rowcount
+    return latest.message_pk if pending else None
 
 
 def decide(db: DbSession, publication: Publication, row: StepRow, execution: UserTaskExecution, task: Task,
@@ -76,19 +102,22 @@ def decide(db: DbSession, publication: Publication, row: StepRow, execution: Use
         .values(validated=validated)
     ).rowcount
     db.refresh(row)
+    reason = "validated" if validated else "rejected"
     if not changed:
-        if row.status == "done" and row.validated is validated:
-            return Outcome(None, _view(db, task, row))  # the same decision twice: nothing more to do
+        # The same decision twice: its run again when the runner refused it, else nothing more to do.
+        again = run_again_if_refused(db, execution, row, reason) if row.validated is validated else None
+        if again is not None or (row.status == "done" and row.validated is validated):
+            return Outcome(again, _view(db, task, row))
         raise WorkflowStateError(f"this step execution is not waiting for validation (status {row.status}, "
                                  f"validated {row.validated})")
     step = store.step_def(task, row.rank)
     if validated:
-        return Outcome(_run(db, execution, "validated"), _view(db, task, row))
+        return Outcome(_run(db, execution, reason, row), _view(db, task, row))
     if step is not None and step.review_chat_enabled:
         return Outcome(None, _view(db, task, row))  # the review chat is open: the user says what is wrong
     # No review chat: a rejection asks for another try of the step.
     invalidate(db, publication, [row], "rejected")
-    return Outcome(_run(db, execution, "rejected"), _view(db, task, row))
+    return Outcome(_run(db, execution, reason, row), _view(db, task, row))
 
 
 # What an edit does to a step that ended, by its ``validated``: (``validated`` after it, later steps run again).
@@ -124,16 +153,19 @@ def edit_result(db: DbSession, publication: Publication, row: StepRow, execution
         # Later steps ran on the old result: they run again on the edited one.
         invalidate(db, publication, later_live_rows(db, execution.user_task_execution_pk, row.rank), "edited")
         _reopen(execution)
-        run = _run(db, execution, "edited")
+        run = _run(db, execution, "edited", row)
     return Outcome(run, _view(db, task, row))
 
 
 def relaunch(db: DbSession, publication: Publication, row: StepRow, execution: UserTaskExecution,
              task: Task) -> Outcome:
     if row.status != "failed":
+        again = run_again_if_refused(db, execution, row, "relaunched")  # the same relaunch, sent again
+        if again is not None:
+            return Outcome(again, _view(db, task, row))
         raise WorkflowStateError(f"only a failed step can be relaunched (status {row.status})")
     invalidate(db, publication, [row], "relaunched")
-    return Outcome(_run(db, execution, "relaunched"), _view(db, task, row))
+    return Outcome(_run(db, execution, "relaunched", row), _view(db, task, row))
 
 
 def restart(db: DbSession, publication: Publication, execution: UserTaskExecution, task: Task, from_rank: int,
