@@ -190,7 +190,10 @@ class ToolRuns:
 _DECISION = select(TaskToolExecution.message_fk, TaskToolExecution.status).where(
     TaskToolExecution.task_tool_execution_pk == bindparam("b_pk")
 )
-_FIRST_RESULT = select(TaskToolQuery.result).where(TaskToolQuery.task_tool_execution_fk == bindparam("b_pk"))
+_RESULTS = select(TaskToolQuery.result).where(TaskToolQuery.task_tool_execution_fk == bindparam("b_pk"))
+_EXECUTION_LOCKED = select(TaskToolExecution.status).where(
+    TaskToolExecution.task_tool_execution_pk == bindparam("b_pk")
+).with_for_update()
 _INSERT_TOOL_EXECUTION = insert(TaskToolExecution.__table__).returning(
     TaskToolExecution.__table__.c.task_tool_execution_pk
 )
@@ -220,7 +223,7 @@ def resumable(db: DbSession | Connection, task_tool_execution_pk: int, message_p
     execution = db.execute(_DECISION, {"b_pk": task_tool_execution_pk}).first()
     if execution is None or execution.message_fk != message_pk or execution.status not in ("approved", "declined"):
         return False
-    return db.execute(_FIRST_RESULT, {"b_pk": task_tool_execution_pk}).scalar() is None
+    return db.execute(_RESULTS, {"b_pk": task_tool_execution_pk}).scalar() is None
 
 
 class ToolDecisionError(Exception):
@@ -269,10 +272,12 @@ def undo_decision(db: DbSession, task_tool_execution_pk: int) -> bool:
     awaits the user's decision again, and the decision sent again runs it. False when it is no longer
     decided and untouched, as ``resumable`` reads it: its follow-up started meanwhile (an approved use is
     then ``running``) or ran (a declined use keeps its status: its result is recorded)."""
-    # Locked first: a follow-up recording its result now is waited for, and its result read once committed.
-    results = db.scalars(select(TaskToolQuery.result).where(TaskToolQuery.task_tool_execution_fk
-                                                            == task_tool_execution_pk).with_for_update()).all()
-    if any(result is not None for result in results):
+    # The execution row locked first, as every writer of a use locks it (``_finish`` updates it before its
+    # query rows): a follow-up recording its result now is waited for, and its result read once committed.
+    # Locking the query rows first took the two locks in the opposite order: a deadlock on Postgres.
+    if db.scalar(_EXECUTION_LOCKED, {"b_pk": task_tool_execution_pk}) is None:
+        return False
+    if any(result is not None for result in db.scalars(_RESULTS, {"b_pk": task_tool_execution_pk})):
         return False
     return bool(db.execute(
         update(TaskToolExecution)
