@@ -15,19 +15,24 @@ from datetime import UTC, datetime
 from typing import Any
 
 import jsonschema
-from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy import bindparam, case, insert, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
 from mojodex_core.db import transaction
 from mojodex_core.db.models import Message, TaskToolExecution, TaskToolQuery, UserTask, UserTaskExecution
+from mojodex_core.execution.session_claims import Superseded
 from mojodex_core.execution.tool_requests import ToolRequest
 from mojodex_core.tools import ToolContext, ToolError, get_tool
 
 log = logging.getLogger("mojodex.tools")
 
 DECLINED_RESULT = {"error": "The user declined this tool call. Do not ask for it again; answer without it."}
+
+
+class DecisionTakenBack(Superseded):
+    """A follow-up turn whose decision was taken back (``undo_decision``) after its claim: it answers nothing."""
 
 
 def _now() -> datetime:
@@ -162,19 +167,31 @@ class ToolRuns:
 
     def resume(self, execution_pk: int, task_tools: dict[str, dict[str, Any]], user_id: str
                ) -> tuple[ToolRequest, dict[str, Any]]:
-        """Run (approved) or decline the decided tool; returns the request as asked and its result."""
+        """Run (approved) or decline the decided tool; returns the request as asked and its result.
+
+        The decision is taken by a conditional update (approved -> running, declined kept, in the transaction
+        that records the declined result), not as the turn's claim read it: a decision taken back since
+        (``undo_decision``, its follow-up refused elsewhere) matches nothing, and the follow-up gives up as a
+        superseded turn (``DecisionTakenBack``), its message answered again as it was: never a declined result
+        for a use that awaits the user's decision."""
         with transaction(self.session_factory) as db:
+            taken = db.execute(_TAKE_DECISION, {"b_pk": execution_pk}).rowcount
             execution = db.get(TaskToolExecution, execution_pk)
-            query = db.scalar(select(TaskToolQuery).where(TaskToolQuery.task_tool_execution_fk == execution_pk)
-                              .order_by(TaskToolQuery.task_tool_query_pk))
-            request = ToolRequest(name=execution.tool_name, query=query.query, explanation=execution.explanation or "",
-                                  call_id=execution.call_id)
-            approved, query_pk = execution.approved, query.task_tool_query_pk
-            ute_pk = execution.user_task_execution_fk
-            if approved:
-                execution.status = "running"
+            if not taken:
+                db.execute(_GIVE_BACK_MESSAGE, {"b_pk": execution.message_fk})
+            else:
+                query = db.scalar(select(TaskToolQuery).where(TaskToolQuery.task_tool_execution_fk == execution_pk)
+                                  .order_by(TaskToolQuery.task_tool_query_pk))
+                request = ToolRequest(name=execution.tool_name, query=query.query,
+                                      explanation=execution.explanation or "", call_id=execution.call_id)
+                approved, query_pk = execution.status == "running", query.task_tool_query_pk
+                ute_pk = execution.user_task_execution_fk
+                if not approved:  # recorded with the decision taken: nothing takes it back in between
+                    execution.error = None
+                    query.result, query.result_date = DECLINED_RESULT, _now()
+        if not taken:  # raised once committed, the message given back
+            raise DecisionTakenBack(f"the decision on task_tool_execution {execution_pk} was taken back")
         if not approved:
-            self._finish(execution_pk, query_pk, DECLINED_RESULT, None, status="declined")
             log.info("tool %s declined by the user, task_tool_execution=%s", request.name, execution_pk)
             return request, DECLINED_RESULT
         # Checked again: the task's tools (or this server's) may have changed since the user was asked.
@@ -194,6 +211,19 @@ _RESULTS = select(TaskToolQuery.result).where(TaskToolQuery.task_tool_execution_
 _EXECUTION_LOCKED = select(TaskToolExecution.status).where(
     TaskToolExecution.task_tool_execution_pk == bindparam("b_pk")
 ).with_for_update()
+# The decision a follow-up takes (see ToolRuns.resume); the row stays locked until its transaction ends.
+_TAKE_DECISION = (
+    update(TaskToolExecution)
+    .where(TaskToolExecution.task_tool_execution_pk == bindparam("b_pk"),
+           TaskToolExecution.status.in_(("approved", "declined")))
+    .values(status=case((TaskToolExecution.status == "approved", "running"), else_=TaskToolExecution.status))
+    .execution_options(synchronize_session=False)
+)
+# A follow-up that gave up: the message its claim made processing is answered again, as it was.
+_GIVE_BACK_MESSAGE = (
+    update(Message).where(Message.message_pk == bindparam("b_pk"), Message.status == "processing")
+    .values(status="answered").execution_options(synchronize_session=False)
+)
 _INSERT_TOOL_EXECUTION = insert(TaskToolExecution.__table__).returning(
     TaskToolExecution.__table__.c.task_tool_execution_pk
 )
