@@ -40,6 +40,10 @@ class TurnRunner(Protocol):
 class ThreadTurnRunner:
     """In-process runner: a thread pool, with a FIFO per session so turns never overlap."""
 
+    # How long a submit waits for another submit's drain of its session to be handed to the pool
+    # (it takes microseconds): past it, something went wrong, and the job is refused, never left waiting.
+    start_wait_s = 30.0
+
     def __init__(self, handler: TurnHandler, max_workers: int = 64) -> None:
         self._handler = handler
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="turn")
@@ -60,7 +64,8 @@ class ThreadTurnRunner:
             # dropped with the session's queue if the pool refused it, once its caller was told it was
             # taken. After a refusal the session is free: this job tries a drain of its own (refused too,
             # or run should the pool take it).
-            self._started.wait_for(lambda: job.session_id not in self._starting)
+            if not self._started.wait_for(lambda: job.session_id not in self._starting, self.start_wait_s):
+                raise JobRefused(f"the runner refused session {job.session_id}'s job: its drain never started")
             queue = self._queues.setdefault(job.session_id, deque())
             if job in queue:
                 return  # already waiting: the turn's own status check stops any other duplicate
@@ -83,12 +88,12 @@ class ThreadTurnRunner:
                 self._running.pop(job.session_id, None)
                 self._queues.pop(job.session_id, None)  # this job alone: any other waited (above)
                 self._idle.notify_all()
-                self._started_with(job.session_id)
             if isinstance(exc, Exception):  # the executor's RuntimeError (shut down, interpreter exiting, no thread)
                 raise JobRefused(f"the runner refused session {job.session_id}'s job: {exc}") from exc
             raise
-        with self._lock:
-            self._started_with(job.session_id)
+        finally:  # whatever ends the hand-over, the submits waiting for it go on
+            with self._lock:
+                self._started_with(job.session_id)
         # Under gevent, the turn starts now and runs up to its first wait (its LLM request sent)
         # before the caller goes on: a route writes its response after that, not before it.
         give_way()
