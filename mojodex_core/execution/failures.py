@@ -91,14 +91,16 @@ def failed_for_good(data: dict | None) -> dict:
 def mark_failed(
     factory: sessionmaker[DbSession], message_pk: int, reason: str, final: bool = False,
     statuses: tuple[str, ...] = MESSAGE_UNANSWERED,
-) -> None:
+) -> bool | None:
     """Last resort, without an event: the client sees the failure in GET /message and can retry. Only while
-    the message is in one of ``statuses`` (a conditional UPDATE: what another run claimed meanwhile stays its)."""
+    the message is in one of ``statuses`` (a conditional UPDATE: what another run claimed meanwhile stays its).
+    True when it failed the message, False when it did not (no longer in ``statuses``, gone, or its session
+    taken over), None when the database could not tell (an error, logged)."""
     try:
         with transaction(factory) as db:
             session_id = db.scalar(select(Message.session_id).where(Message.message_pk == message_pk))
             if session_id is None:
-                return
+                return False
             check_fence(db, session_id)
             failed = db.execute(
                 update(Message).where(Message.message_pk == message_pk, Message.status.in_(statuses))
@@ -109,8 +111,11 @@ def mark_failed(
                 message.data = failed_for_good(message.data)
     except Superseded as exc:
         log.warning("not marking message_pk=%s failed: %s", message_pk, exc)
+        return False
     except Exception:
         log.exception("could not mark message_pk=%s as failed", message_pk)
+        return None
+    return bool(failed)
 
 
 def fail_or_mark(factory: sessionmaker[DbSession], events: EventPublisher, **kwargs: object) -> None:
@@ -142,8 +147,9 @@ def fail_refused(
     Only a message still ``pending``: the change to failed is a conditional UPDATE, in the transaction of
     its error message and event, so a run that claimed it meanwhile (another process's start-up resume)
     keeps it. False when it was no longer pending (it is being answered) or is gone: nothing was written.
-    A database error is no half-done state: that transaction rolls back, the pending-only last resort
-    (``mark_failed``) is tried, and True (it was refused) is returned, never the error."""
+    A database error is no half-done state: that transaction rolls back, and the pending-only last resort
+    (``mark_failed``) is tried: what it did is returned (False when the message was no longer pending), and
+    True, never the error, when the database could not be written at all (it was refused)."""
     try:
         with events.publishing(session_id) as publication, transaction(factory) as db:
             claimed = db.execute(
@@ -157,8 +163,7 @@ def fail_refused(
                          user_task_execution_pk=message.user_task_execution_fk, reason=reason, retryable=retryable)
     except Exception:
         log.exception("could not record the refusal of message_pk=%s", message_pk)
-        mark_failed(factory, message_pk, reason, statuses=("pending",))
-        return True
+        return mark_failed(factory, message_pk, reason, statuses=("pending",)) is not False
     log.warning("refused session=%s message_pk=%s: %s", session_id, message_pk, reason)
     return True
 
