@@ -4,10 +4,11 @@ The form carries the same fields as a text message (``session_id`` and ``user_ta
 or ``origin=home_chat``; ``message_id``) but no ``text``. The audio is checked (format sniffed from
 its bytes: 415; size: 413) and the message accepted with an empty text: the runner transcribes it
 before its turn (``mojodex_core.audio.turn``). The recording is written to disk only for a message
-that will run, and before its row is committed (a worker may pick a pending message as soon as it
-is): put in place once the checks passed, removed if the message is not stored to run and no stored
-message names it (a refusal, a failure half-way). A retry of a failed message with the same
-message_id re-uploads the audio over the stored file.
+that will run, under a name of its own (``data.audio.file``), and before its row is committed (a worker
+may pick a pending message as soon as it is): put in place once the checks passed, removed if the
+stored message does not name it (a refusal, a failure half-way, another request with the same
+message_id first). A retry of a failed message not transcribed yet takes the new recording (the row's
+``data.audio`` is the upload's); the one it replaces is removed once that is committed.
 """
 
 from __future__ import annotations
@@ -70,11 +71,11 @@ class _Recording:
         self._unclaimed: tuple[str, str] | None = None  # (session_id, message_id) of a file no row names yet
 
     def place(self, session_id: str, message_id: str, runs: bool | None = None) -> None:
-        """Once the checks passed, before the message is stored: the message's file (written aside, then
-        renamed into place), unless the message stored with this id is answered as it is (it never runs
-        again, its recording stays). The file exists before the row naming it is committed: in
+        """Once the checks passed, before the message is stored: the upload's own file (written aside,
+        then renamed into place), unless the message stored with this id is answered as it is (it never
+        runs again, its recording stays). The file exists before the row naming it is committed: in
         distributed mode a worker may pick a pending message from the database as soon as it is."""
-        self.audio["file"] = AudioStore.name_for(session_id, message_id, self._extension)
+        self.audio["file"] = AudioStore.new_name(session_id, message_id, self._extension)
         if runs is None:
             runs = _would_run(session_id, message_id)
         if runs:
@@ -82,15 +83,25 @@ class _Recording:
             self._unclaimed = (session_id, message_id)
 
     def settle(self, accepted: Accepted) -> None:
-        """Once stored: a message stored to run names the file."""
-        if accepted.run:
+        """Once stored: a message stored to run that awaits its transcription names this upload (a new
+        one, or a failed one not transcribed yet that took it); the recording it replaced is no
+        message's now. Any other (a failed text or transcribed message run as stored, another request's
+        retry first) is left to ``discard``, which looks."""
+        if accepted.run and accepted.audio:
             self._unclaimed = None
+        replaced = (accepted.replaced_audio or {}).get("file")
+        if isinstance(replaced, str) and replaced != self.audio["file"]:
+            try:
+                self._store.remove(replaced)
+            except Exception:  # an orphan file is harmless
+                log.exception("could not remove recording %s replaced by a retry", replaced)
 
     def discard(self) -> None:
-        """At the end of the request: a file placed for a message not stored to run (refused, raced by
-        another request, failed half-way) is removed, unless the message stored with this id names it
-        (a failed one sent again keeps its new recording). When that cannot be read the file stays: an
-        orphan file is harmless, a row without its file is not."""
+        """At the end of the request: a file placed for a message not stored to run with it (refused,
+        raced by another request, failed half-way, a retry of a message that is no longer waiting for its
+        recording) is removed, unless the message stored with this id names it (stored before a failure
+        half-way). When that cannot be read the file stays: an orphan file is harmless, a row without
+        its file is not."""
         if self._unclaimed is None:
             return
         session_id, message_id = self._unclaimed

@@ -2,6 +2,6 @@
 
 * ``upload``: what an upload may be (size, sniffed format) and its WAV duration, pure;
 * ``transcription``: the OpenAI-compatible ``/audio/transcriptions`` client behind a Protocol;
-* ``store``: where the uploaded files are kept until transcribed (a retry re-uploads to the same file);
+* ``store``: where the uploaded files are kept, one per upload (the row names its own: ``data.audio.file``);
 * ``turn``: the runner handler that transcribes a message before its turn runs.
 """

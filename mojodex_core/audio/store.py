@@ -1,8 +1,11 @@
-"""Uploaded audio files, one per (session, message_id): a retry with the same message_id overwrites it.
+"""Uploaded audio files, one per upload (``new_name``): the message's row names its file (``data.audio.file``).
 
-An upload is written under a name of its own (``stage``), then renamed to the message's file
-(``keep``; both: ``save``), so a reader sees the old file or the new one, never half of one. The
-route saves it before the message's row is committed and ``remove``s it when no row names it.
+Each upload has a name of its own, so two uploads for the same message (a retry, two requests racing)
+never write the same file: the file a row names is the recording the row describes. An upload is
+written under a staged dot name (``stage``), then renamed to its name (``keep``; both: ``save``), so
+its name never shows half a file. The route saves it before the message's row is committed and
+``remove``s it when no row names it (and a recording a retry replaced, once that is committed).
+Rows stored before names had their random part (``<digest>.<ext>``) are read the same way.
 """
 
 from __future__ import annotations
@@ -18,9 +21,10 @@ class AudioStore:
         self.directory = directory
 
     @staticmethod
-    def name_for(session_id: str, message_id: str, extension: str) -> str:
+    def new_name(session_id: str, message_id: str, extension: str) -> str:
+        """A name no other upload has: the message's digest, then a random part."""
         digest = hashlib.sha256(f"{session_id}\0{message_id}".encode()).hexdigest()[:40]
-        return f"{digest}.{extension}"
+        return f"{digest}_{uuid.uuid4().hex}.{extension}"
 
     def save(self, name: str, content: bytes) -> None:
         staged = self.stage(content)
@@ -42,13 +46,17 @@ class AudioStore:
         return staged
 
     def keep(self, staged: Path, name: str) -> None:
-        """Makes a staged file ``name``'s; a turn reading it sees the old file or the new one, never half of one."""
+        """Makes a staged file ``name``'s: whoever reads ``name`` sees the whole file or none."""
         os.replace(staged, self.directory / name)
 
     def remove(self, name: str) -> None:
-        (self.directory / name).unlink(missing_ok=True)
+        self._path(name).unlink(missing_ok=True)
 
     def read(self, name: str) -> bytes:
-        if "/" in name or name.startswith("."):
+        return self._path(name).read_bytes()
+
+    def _path(self, name: str) -> Path:
+        """A stored file's path; a name read from a row that is not one (a path, a dot name) names none."""
+        if not name or "/" in name or "\\" in name or name.startswith("."):
             raise FileNotFoundError(name)
-        return (self.directory / name).read_bytes()
+        return self.directory / name

@@ -96,6 +96,9 @@ class Accepted:
     # The stored message is audio not transcribed yet (no text): its job says so (TurnJob.audio).
     # Read from the row, not the request: a failed audio message may be sent again as text.
     audio: bool = False
+    # A failed message not transcribed yet, sent again with a new recording: the ``data.audio`` the row
+    # named before (its file is no message's once this is committed).
+    replaced_audio: dict[str, Any] | None = None
 
 
 class MessageIdTaken(ValueError):
@@ -115,6 +118,8 @@ _RETRY_FAILED = (
     .where(_message.c.message_pk == bindparam("b_pk"), _message.c.status == "failed")
     .values(status="pending", error=None)
 )
+# The same, for a failed message not transcribed yet sent again with a new recording: it takes it.
+_RETRY_FAILED_WITH = _RETRY_FAILED.values(data=bindparam("b_data", type_=_message.c.data.type))
 _INSERT_MESSAGE = insert(_message)
 
 
@@ -219,6 +224,26 @@ def _store_new(
     return Accepted(message_pk, "pending", run=True, audio=not text)
 
 
+def _retry(db: Connection, existing: Any, data: dict[str, Any] | None) -> Accepted:
+    """Sets a failed message to run again, as stored: but a message not transcribed yet sent again with
+    a recording (``data.audio``) takes the new one (the client re-uploads it, maybe in another format).
+    The UPDATE is guarded by ``status = 'failed'``: a request that raced another retry of the message
+    (it set it pending first) changes nothing and does not run it twice."""
+    new_audio = (data or {}).get("audio") if not existing.text else None
+    if new_audio is None:
+        retried = db.execute(_RETRY_FAILED, {"b_pk": existing.message_pk}).rowcount
+    else:
+        stored = existing.data or {}
+        retried = db.execute(_RETRY_FAILED_WITH, {"b_pk": existing.message_pk,
+                                                  "b_data": {**stored, "audio": new_audio}}).rowcount
+    if not retried:
+        status = db.scalar(select(_message.c.status).where(_message.c.message_pk == existing.message_pk))
+        return Accepted(existing.message_pk, status, run=False)
+    replaced = (existing.data or {}).get("audio") if new_audio is not None else None
+    return Accepted(existing.message_pk, "pending", run=True, audio=not existing.text,
+                    replaced_audio=replaced if isinstance(replaced, dict) else None)
+
+
 def _store(
     db: Connection, publication: Publication, session_id: str, user_task_execution_pk: int, text: str,
     message_id: str, event_name: str, data: dict[str, Any] | None, look_up: bool,
@@ -232,8 +257,7 @@ def _store(
             # with that one would silently drop this text.
             raise MessageIdTaken(message_id)
         if runs_again(existing.status, existing.data):
-            db.execute(_RETRY_FAILED, {"b_pk": existing.message_pk})
-            return Accepted(existing.message_pk, "pending", run=True, audio=not existing.text)
+            return _retry(db, existing, data)
         return Accepted(existing.message_pk, existing.status, run=False)
     # The seq is taken first (the distributed log takes it from Redis), so the row is inserted with
     # it: no UPDATE after the event.

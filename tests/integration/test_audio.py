@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import threading
 import time
 import uuid
 import wave
@@ -214,7 +215,7 @@ def test_an_answered_audio_message_sent_again_keeps_its_recording_and_writes_not
         session_id = client.ok("PUT", "/home_chat", json={"platform": "mobile"})["session_id"]
         fields = {"origin": "home_chat", "session_id": session_id, "message_id": "voice-once"}
     first = _answered(live, llm, client, fields, wav_bytes(1.0))
-    recording = live.platform.audio_store.directory / AudioStore.name_for(session_id, "voice-once", "wav")
+    recording = live.platform.audio_store.directory / message(live, first["message_pk"]).data["audio"]["file"]
     kept, before = recording.read_bytes(), _files(live)
     for content, name, mime in ((wav_bytes(0.3), "voice.wav", "audio/wav"), (M4A, "voice.m4a", "audio/m4a")):
         again = _upload(client, fields, content, name, mime)
@@ -263,13 +264,14 @@ def test_the_recording_exists_before_its_message_is_stored(live, llm, monkeypatc
     else:
         session_id = client.ok("PUT", "/home_chat", json={"platform": "mobile"})["session_id"]
         fields = {"origin": "home_chat", "session_id": session_id, "message_id": "voice-race"}
-    recording = live.platform.audio_store.directory / AudioStore.name_for(session_id, "voice-race", "wav")
+    directory = live.platform.audio_store.directory
     seen = []
     module = backend.routes.audio if where == "task" else backend.routes.home_chat
     real = module.accept_user_message
 
     def storing(*args, **kwargs):
-        seen.append(recording.exists())  # what a worker reading the row once committed would find
+        # what a worker reading the row once committed would find
+        seen.append((directory / kwargs["data"]["audio"]["file"]).exists())
         return real(*args, **kwargs)
 
     monkeypatch.setattr(module, "accept_user_message", storing)
@@ -296,16 +298,24 @@ def test_a_recording_that_cannot_be_put_in_place_stores_no_message(live, llm, mo
     assert _files(live) == before
 
 
-def test_a_failed_message_sent_again_whose_store_fails_keeps_a_recording(live, llm, monkeypatch):
-    # the file is in place before the store: the failed row still names it, so it is not removed
+def _failed_audio_message(live, pk: int, session_id: str, message_id: str, content: bytes) -> str:
+    """A failed audio message stored as before uploads had names of their own (``<digest>.wav``)."""
+    name = AudioStore.new_name(session_id, message_id, "wav")[:40] + ".wav"
+    live.platform.audio_store.save(name, content)
+    with live.db() as db:
+        db.add(Message(session_id=session_id, user_task_execution_fk=pk, sender="user", message_id=message_id,
+                       event_name="user_message", text="", status="failed",
+                       data={"audio": {"mime": "audio/wav", "bytes": len(content), "file": name,
+                                       "transcription": "failed"}}))
+    return name
+
+
+def test_a_failed_message_sent_again_whose_store_fails_keeps_its_recording(live, llm, monkeypatch):
+    # the failed row still names its recording: it stays as it was; the upload's file is removed
     client = live.new_user()
     pk, session_id = _mobile_execution(client)
-    name = AudioStore.name_for(session_id, "failed-voice", "wav")
-    live.platform.audio_store.save(name, wav_bytes(1.0))
-    with live.db() as db:
-        db.add(Message(session_id=session_id, user_task_execution_fk=pk, sender="user", message_id="failed-voice",
-                       event_name="user_message", text="", status="failed",
-                       data={"audio": {"mime": "audio/wav", "file": name, "transcription": "failed"}}))
+    name = _failed_audio_message(live, pk, session_id, "failed-voice", wav_bytes(1.0))
+    before = _files(live)
 
     def broken(*_args, **_kwargs):
         raise RuntimeError("the database went away")
@@ -314,4 +324,117 @@ def test_a_failed_message_sent_again_whose_store_fails_keeps_a_recording(live, l
     failed = _upload(client, {"session_id": session_id, "user_task_execution_pk": str(pk),
                               "message_id": "failed-voice"}, wav_bytes(0.5))
     assert failed.status_code == 500
-    assert live.platform.audio_store.read(name) == wav_bytes(0.5)
+    assert live.platform.audio_store.read(name) == wav_bytes(1.0) and _files(live) == before
+
+
+@pytest.mark.parametrize("again", ["m4a", "wav"])
+def test_a_failed_recording_sent_again_is_the_one_transcribed_and_the_old_one_removed(live, llm, again):
+    # was: the upload was written as <digest>.m4a (or over <digest>.wav) but the retry left the row's
+    # data.audio as it was: the old recording (or the new one with the old size) was transcribed and
+    # the new file was no message's
+    client = live.new_user()
+    pk, session_id = _mobile_execution(client)
+    old = _failed_audio_message(live, pk, session_id, "voice-again", wav_bytes(1.0))
+    before = _files(live)
+    content, name, mime = (M4A, "voice.m4a", "audio/mp4") if again == "m4a" else (wav_bytes(0.5), "v.wav", "audio/wav")
+    socket = client.socket(session_id)
+    try:
+        llm.script_transcription(Transcription(SPOKEN, duration=0.5))
+        llm.script(Reply(QUESTION))
+        sent = _upload(client, {"session_id": session_id, "user_task_execution_pk": str(pk),
+                                "message_id": "voice-again"}, content, name, mime)
+        assert sent.status_code == 200 and sent.json()["status"] == "pending", sent.text
+        socket.wait_event("mojo_message")
+    finally:
+        socket.close()
+        live.wait_idle()
+    stored = message(live, sent.json()["message_pk"])
+    audio = stored.data["audio"]
+    assert stored.status == "answered" and stored.text == SPOKEN
+    assert (audio["mime"], audio["bytes"], audio["transcription"]) == (mime, len(content), "done")
+    assert _files(live) == before - {old} | {audio["file"]}  # the replaced recording is removed
+    assert live.platform.audio_store.read(audio["file"]) == content
+    [transcribed] = llm.transcription_requests
+    assert transcribed["file"]["size"] == len(content)
+
+
+def test_a_failed_text_message_sent_again_as_audio_runs_its_text_and_keeps_no_file(live, llm):
+    # was: the retry ran the stored text and the upload's file was left on disk, no message's
+    client = live.new_user()
+    pk, session_id = _mobile_execution(client)
+    with live.db() as db:
+        db.add(Message(session_id=session_id, user_task_execution_fk=pk, sender="user", message_id="typed",
+                       event_name="user_message", text="write to Bob", status="failed", data={}))
+    before = _files(live)
+    socket = client.socket(session_id)
+    try:
+        llm.script(Reply(QUESTION))
+        sent = _upload(client, {"session_id": session_id, "user_task_execution_pk": str(pk), "message_id": "typed"},
+                       wav_bytes(0.5))
+        assert sent.status_code == 200 and sent.json()["status"] == "pending", sent.text
+        socket.wait_event("mojo_message")
+    finally:
+        socket.close()
+        live.wait_idle()
+    stored = message(live, sent.json()["message_pk"])
+    assert (stored.status, stored.text, stored.data.get("audio")) == ("answered", "write to Bob", None)
+    assert _files(live) == before and llm.transcription_requests == []
+
+
+def _racing(live, llm, monkeypatch, client, fields: dict, uploads: dict) -> dict:
+    """Sends the uploads ``a`` and ``b`` (content, name, mime) at once: both recordings are in place
+    before either message is stored (``b``'s written last), and ``a`` is stored first."""
+    barrier = threading.Barrier(2, timeout=10)
+    real_store, real_save = backend.routes.audio.accept_user_message, AudioStore.save
+    b_size = len(uploads["b"][0])
+
+    def save(self, name, content):
+        if len(content) == b_size:
+            time.sleep(0.3)
+        return real_save(self, name, content)
+
+    def storing(*args, **kwargs):
+        barrier.wait()
+        if kwargs["data"]["audio"]["bytes"] == b_size:
+            time.sleep(0.5)
+        return real_store(*args, **kwargs)
+
+    monkeypatch.setattr(AudioStore, "save", save)
+    monkeypatch.setattr(backend.routes.audio, "accept_user_message", storing)
+    results = {}
+
+    def send(key):
+        response = _upload(client, fields, *uploads[key])
+        results[key] = (response.status_code, response.json())
+
+    threads = [threading.Thread(target=send, args=(key,)) for key in uploads]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    live.wait_idle()
+    return results
+
+
+@pytest.mark.parametrize("failed_before", [False, True], ids=["new", "retry"])
+def test_two_uploads_racing_for_one_message_id_leave_the_recording_its_row_describes(live, llm, monkeypatch,
+                                                                                    failed_before):
+    # was: both wrote the message's one file name: the file kept was b's while the row, a's, described a's
+    # (and two retries racing both ran the message)
+    client = live.new_user()
+    pk, session_id = _mobile_execution(client)
+    fields = {"session_id": session_id, "user_task_execution_pk": str(pk), "message_id": "raced"}
+    old = _failed_audio_message(live, pk, session_id, "raced", wav_bytes(2.0)) if failed_before else None
+    before = _files(live)
+    llm.transcript = SPOKEN
+    llm.script(Reply(QUESTION))
+    uploads = {"a": (wav_bytes(0.5), "a.wav", "audio/wav"), "b": (wav_bytes(1.0), "b.wav", "audio/wav")}
+    results = _racing(live, llm, monkeypatch, client, fields, uploads)
+    assert {status for status, _ in results.values()} == {200}, results
+    assert results["a"][1]["message_pk"] == results["b"][1]["message_pk"]
+    stored = message(live, results["a"][1]["message_pk"])
+    audio = stored.data["audio"]
+    assert (stored.status, audio["bytes"]) == ("answered", len(uploads["a"][0]))
+    assert live.platform.audio_store.read(audio["file"]) == uploads["a"][0]
+    assert _files(live) == before - {old} | {audio["file"]}  # b's recording (and the replaced one) removed
+    assert len(llm.transcription_requests) == 1
