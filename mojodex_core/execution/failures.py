@@ -40,16 +40,18 @@ def record_failure(
     too. Any other failure, ``retryable`` false included, runs again when the message is sent again."""
     with events.publishing(session_id) as publication, transaction(factory) as db:
         check_fence(db, session_id)  # a worker that lost its lease leaves the message to the new one
-        _add_failure(db, publication, db.get(Message, message_pk), message_id=message_id,
+        add_failure(db, publication, db.get(Message, message_pk), message_id=message_id,
                      user_task_execution_pk=user_task_execution_pk, reason=reason, retryable=retryable, final=final)
     log.warning("turn failed session=%s message_pk=%s: %s", session_id, message_pk, reason)
 
 
-def _add_failure(
+def add_failure(
     db: DbSession, publication: Publication, user_message: Message, *, message_id: str | None,
     user_task_execution_pk: int, reason: str, retryable: bool, final: bool = False,
+    extra: dict | None = None,
 ) -> None:
-    """The message failed: its error message and ``error`` event, in the caller's transaction."""
+    """The message failed: its error message and ``error`` event, in the caller's transaction. ``extra``:
+    more fields of the event (a text edit's ``kind`` and ``text_edit_action_pk``)."""
     session_id = publication.session_id
     error = Message(
         session_id=session_id,
@@ -78,6 +80,7 @@ def _add_failure(
             "session_id": session_id,
             "user_task_execution_pk": user_task_execution_pk,
             "retryable": retryable and not final,
+            **(extra or {}),
         },
     )
 
@@ -159,7 +162,7 @@ def fail_refused(
             if not claimed:
                 return False
             message = db.get(Message, message_pk)
-            _add_failure(db, publication, message, message_id=message.message_id,
+            add_failure(db, publication, message, message_id=message.message_id,
                          user_task_execution_pk=message.user_task_execution_fk, reason=reason, retryable=retryable)
     except Exception:
         log.exception("could not record the refusal of message_pk=%s", message_pk)

@@ -29,7 +29,7 @@ from mojodex_core.db.models import (
 )
 from mojodex_core.execution.coalescer import TokenCoalescer
 from mojodex_core.execution.events import EventPublisher
-from mojodex_core.execution.failures import EXECUTION_DELETED, failure_reason
+from mojodex_core.execution.failures import EXECUTION_DELETED, add_failure, failure_reason
 from mojodex_core.execution.jobs import TurnJob
 from mojodex_core.execution.produced_text import append_version, version_payload
 from mojodex_core.execution.prompt import PromptError
@@ -236,23 +236,9 @@ class TextEditTurn:
     def _fail(self, context: EditContext, reason: str) -> None:
         try:
             with self._events.publishing(context.session_id) as publication, transaction(self._factory) as db:
-                user_message = db.get(Message, context.message_pk)
-                error = Message(
-                    session_id=context.session_id, user_task_execution_fk=context.user_task_execution_pk,
-                    sender="system", event_name="error", text=reason, status="error",
-                    data={"user_message_pk": context.message_pk},
-                )
-                db.add(error)
-                db.flush()
-                user_message.status = "failed"
-                user_message.error = reason
-                user_message.answer_message_fk = error.message_pk
-                error.seq = publication.add(db, "error", {
-                    "error": reason, "kind": "text_edit_action", "message_pk": error.message_pk,
-                    "user_message_pk": context.message_pk, "message_id": context.message_id,
-                    "session_id": context.session_id, "user_task_execution_pk": context.user_task_execution_pk,
-                    "text_edit_action_pk": context.text_edit_action_pk, "retryable": True,
-                })
+                add_failure(db, publication, db.get(Message, context.message_pk), message_id=context.message_id,
+                            user_task_execution_pk=context.user_task_execution_pk, reason=reason, retryable=True,
+                            extra={"kind": "text_edit_action", "text_edit_action_pk": context.text_edit_action_pk})
         except Exception:
             log.exception("could not record the failure of text edit message_pk=%s", context.message_pk)
             with transaction(self._factory) as db:

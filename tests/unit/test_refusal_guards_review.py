@@ -92,7 +92,7 @@ def test_a_refusal_whose_recording_fails_is_all_or_nothing_and_marks_only_a_pend
                 db.execute(update(Message).where(Message.message_pk == claimed_pk).values(status="processing"))
         return last_resort(factory_, message_pk, *args, **kwargs)
 
-    monkeypatch.setattr(failures, "_add_failure", broken)
+    monkeypatch.setattr(failures, "add_failure", broken)
     monkeypatch.setattr(failures, "mark_failed", claimed_before_the_last_resort)
     events = SessionEventLog(factory)
     assert failures.fail_refused(factory, events, session_id, failed_pk) is True
