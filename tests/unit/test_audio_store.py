@@ -29,10 +29,16 @@ def test_a_name_stored_before_names_had_their_random_part_is_read_and_removed(tm
 
 @pytest.mark.parametrize("name", ["../x.wav", "a/b.wav", ".secret.part", "", "..\\x.wav"])
 def test_a_name_that_is_not_a_file_of_the_folder_is_neither_read_nor_removed(tmp_path, name):
-    store = AudioStore(tmp_path / "audio")
-    (tmp_path / "x.wav").write_bytes(b"kept")
+    # Every name is a file that exists (outside the folder, in a subfolder, a staged part, a file named with a
+    # backslash), so only the store's check of the name can refuse it.
+    folder = tmp_path / "audio"
+    (folder / "a").mkdir(parents=True)
+    for path in (tmp_path / "x.wav", folder / "a" / "b.wav", folder / ".secret.part", folder / "..\\x.wav"):
+        path.write_bytes(b"kept")
+    store = AudioStore(folder)
     with pytest.raises(FileNotFoundError):
         store.read(name)
     with pytest.raises(FileNotFoundError):
         store.remove(name)
-    assert (tmp_path / "x.wav").read_bytes() == b"kept"
+    assert all(p.read_bytes() == b"kept" for p in (tmp_path / "x.wav", folder / "a" / "b.wav",
+                                                   folder / ".secret.part", folder / "..\\x.wav"))
