@@ -72,11 +72,11 @@ def test_rotation_refuses_another_users_token_and_stores_nothing(live, cli):
     ("args", "expected"),
     [
         (["--user", "nobody@example.com"], "no user with email"),
-        (["--user", "x@example.com", "--days", "0"], "--days"),
+        (["--user", "x@example.com", "--days", "0"], "0 is not in the range 1<=x<=3650"),
         (["--user", "x@example.com", "--label", "  "], "--label must be 1 to 255 characters"),
         (["--user", "x@example.com", "--label", "x" * 256], "--label must be 1 to 255 characters"),
         (["--user", "x@example.com", "--label", "login"], "reserved for sign-in tokens"),
-        (["--user", "x@example.com", "--days", "100000000"], "--days"),
+        (["--user", "x@example.com", "--days", "100000000"], "100000000 is not in the range 1<=x<=3650"),
         ([], "Missing option '--user'"),
     ],
 )

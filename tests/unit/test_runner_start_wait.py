@@ -24,10 +24,13 @@ def test_a_submit_behind_a_hand_over_that_never_ends_is_refused_not_left_waiting
         except BaseException as exc:  # noqa: BLE001
             outcome.append(exc)
 
-    waiter = threading.Thread(target=submit, daemon=True)
-    waiter.start()
-    waiter.join(5)
-    assert not waiter.is_alive(), "the submit still waits"
-    assert isinstance(outcome[0], JobRefused)
-    assert "s" not in runner._queues and "s" not in runner._running
+    try:
+        waiter = threading.Thread(target=submit, daemon=True)
+        waiter.start()
+        waiter.join(5)
+        assert not waiter.is_alive(), "the submit still waits"
+        assert isinstance(outcome[0], JobRefused)
+        assert "s" not in runner._queues and "s" not in runner._running
+    finally:
+        runner.shutdown()
 

@@ -1,6 +1,6 @@
 """A refused step change (validation, rejection, relaunch) sent again, as its 503's Retry-After invites: it runs.
 
-Reviewer's probe (rev_run), then the other changes that are recorded once: was, the same validation sent again
+The changes that are recorded once: was, the same validation sent again
 answered 200 "run_submitted": false and nothing ran (the decision was recorded, its run failed); a rejection
 without review chat or a relaunch sent again was a 409 (the step was already invalidated)."""
 

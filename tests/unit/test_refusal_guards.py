@@ -1,4 +1,5 @@
-"""Reviewer's tests (rev_run), adjusted to the fixes: guards of what a refused job settles."""
+"""Guards of what a refused job settles: a refusal fails only a pending message, all or nothing; a tool decision
+whose follow-up ran is never taken back; a job queued behind a refused drain is refused too."""
 
 from __future__ import annotations
 

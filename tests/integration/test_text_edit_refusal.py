@@ -1,4 +1,4 @@
-"""Reviewer's probe (rev_run): a text edit the runner refuses, sent again with its message_id."""
+"""A text edit the runner refuses, sent again with its message_id: it runs."""
 
 from __future__ import annotations
 
