@@ -13,7 +13,7 @@ from sqlalchemy import create_engine, text
 from mojodex_core.config import normalise_database_url
 from mojodex_core.db.migrate import upgrade
 
-pytest_plugins = ["tests.support.llm_fixtures", "tests.support.live"]
+pytest_plugins = ["tests.support.llm_fixtures", "tests.support.live", "tests.support.refusals"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_DIR = REPO_ROOT.parent / "shared"

@@ -5,24 +5,13 @@ message_id, it runs. Before, the route answered 500 and the message stayed pendi
 
 from __future__ import annotations
 
-import pytest
 from sqlalchemy import update
 
-from background.runner import ThreadTurnRunner
 from mojodex_core.db.models import Message
 from mojodex_core.execution.failures import NOT_STARTED
 from mojodex_core.execution.jobs import JobRefused
 from tests.integration._helpers import INPUTS, QUESTION, QUESTION_TEXT, message, messages, new_execution, send
 from tests.support.scripted_llm import Reply
-
-
-@pytest.fixture
-def refusing(live, monkeypatch):  # noqa: ANN001, ANN201
-    """The live server's runner refuses every job as a shut down runner does; ``undo()`` takes it back."""
-    dead = ThreadTurnRunner(lambda job, cancel: None, max_workers=1)
-    dead.shutdown()
-    monkeypatch.setattr(live.platform.runner, "submit", dead.submit)
-    return monkeypatch
 
 
 def _put(client, pk: int, session_id: str, text: str, message_id: str):  # noqa: ANN001, ANN202
@@ -40,7 +29,8 @@ def test_a_message_is_answered_when_the_runner_takes_it(live, llm):
     assert message(live, accepted["message_pk"]).status == "answered"
 
 
-def test_a_refused_message_answers_503_fails_visibly_and_runs_when_sent_again(live, llm, refusing):
+def test_a_refused_message_answers_503_fails_visibly_and_runs_when_sent_again(live, llm, refuse):
+    refuse(live)
     client = live.new_user()
     pk, session_id = new_execution(client)
     socket = client.socket(session_id)
@@ -54,7 +44,7 @@ def test_a_refused_message_answers_503_fails_visibly_and_runs_when_sent_again(li
         stored = message(live, error["user_message_pk"])
         assert (stored.status, stored.error, stored.text) == ("failed", NOT_STARTED, "hello")
 
-        refusing.undo()  # the runner takes jobs again (another process, or this one restarted)
+        refuse.undo()  # the runner takes jobs again (another process, or this one restarted)
         llm.script(Reply(QUESTION))
         retried = send(client, pk, session_id, "hello", message_id="m-1")
         assert (retried["message_pk"], retried["status"]) == (stored.message_pk, "pending")
@@ -66,21 +56,23 @@ def test_a_refused_message_answers_503_fails_visibly_and_runs_when_sent_again(li
     assert len(llm.requests) == 1
 
 
-def test_a_refused_form_start_runs_when_posted_again(live, llm, refusing):
+def test_a_refused_form_start_runs_when_posted_again(live, llm, refuse):
+    refuse(live)
     client = live.new_user()
     pk, session_id = new_execution(client)
     body = {"user_task_execution_pk": pk, "inputs": INPUTS}
     refused = client.call("POST", "/user_task_execution_run", json=body)
     assert refused.status_code == 503, refused.text
     assert refused.json() == {"error": NOT_STARTED}
-    refusing.undo()
+    refuse.undo()
     llm.script(Reply(QUESTION))
     started = client.ok("POST", "/user_task_execution_run", json=body)
     live.wait_idle()
     assert message(live, started["message_pk"]).status == "answered"
 
 
-def test_a_refused_home_chat_message_runs_when_sent_again(live, llm, refusing):
+def test_a_refused_home_chat_message_runs_when_sent_again(live, llm, refuse):
+    refuse(live)
     client = live.new_user()
     session_id = client.ok("PUT", "/home_chat")["session_id"]
     body = {"origin": "home_chat", "session_id": session_id, "text": "hello", "message_id": "h-1"}
@@ -88,7 +80,7 @@ def test_a_refused_home_chat_message_runs_when_sent_again(live, llm, refusing):
     assert refused.status_code == 503, refused.text
     (stored,) = [m for m in messages(live, session_id) if m.sender == "user"]
     assert (stored.status, stored.error) == ("failed", NOT_STARTED)
-    refusing.undo()
+    refuse.undo()
     llm.script(Reply("<user_language>en</user_language>Hello! How can I help?"))
     again = client.ok("PUT", "/user_message", json=body)
     assert (again["message_pk"], again["status"]) == (stored.message_pk, "pending")

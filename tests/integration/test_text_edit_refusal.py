@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from background.runner import ThreadTurnRunner
 from mojodex_core.execution.failures import NOT_STARTED
 from tests.integration._edits import edited, load_edit_actions
 from tests.integration._helpers import DRAFT, new_execution, run_form
@@ -16,7 +15,7 @@ def _actions(live_server):  # noqa: ANN001, ANN202
     load_edit_actions(live_server)
 
 
-def test_a_refused_text_edit_runs_when_sent_again(live, llm, monkeypatch):
+def test_a_refused_text_edit_runs_when_sent_again(live, llm, refuse):
     client = live.new_user()
     pk, session_id = new_execution(client)
     socket = client.socket(session_id)
@@ -29,12 +28,10 @@ def test_a_refused_text_edit_runs_when_sent_again(live, llm, monkeypatch):
                             params={"produced_text_version_pk": draft["produced_text_version_pk"]})["text_edit_actions"]
         body = {"produced_text_version_pk": draft["produced_text_version_pk"],
                 "text_edit_action_pk": actions[0]["text_edit_action_pk"], "message_id": "edit-1"}
-        dead = ThreadTurnRunner(lambda job, cancel: None, max_workers=1)
-        dead.shutdown()
-        monkeypatch.setattr(live.platform.runner, "submit", dead.submit)
+        refuse(live)
         refused = client.call("POST", "/text_edit_action", json=body)
         assert refused.status_code == 503 and refused.json() == {"error": NOT_STARTED}, refused.text
-        monkeypatch.undo()
+        refuse.undo()
         llm.script(Reply(edited("T2", "Edited body")))
         assert client.ok("POST", "/text_edit_action", json=body)["status"] == "pending"
         final = socket.wait_event("draft_message", 2)[-1]

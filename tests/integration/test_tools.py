@@ -363,27 +363,23 @@ def test_a_task_without_tools_tells_the_model_the_tool_is_unknown(tools_live, ll
     assert len(results) == 1 and "unknown tool 'echo' (tools of this task: none)" in results[0]
 
 
-def test_a_decision_whose_follow_up_the_runner_refuses_is_taken_back_and_can_be_sent_again(tools_live, llm,
-                                                                                              monkeypatch):
+def test_a_decision_whose_follow_up_the_runner_refuses_is_taken_back_and_can_be_sent_again(tools_live, llm, refuse):
     # was: the decision was committed, then submitting its follow-up turn failed (the runner shut down): the
     # route answered 500, the decision sent again was a 409 ("already decided"), and nothing ever ran the
     # follow-up, not even after a restart (the message was answered: the start-up resume skips it)
-    from background.runner import ThreadTurnRunner
     from mojodex_core.execution.failures import NOT_STARTED
 
     turn, asked = _ask_approval(tools_live, llm)
     try:
         body = {"task_tool_execution_pk": asked["task_tool_execution_pk"], "approved": True}
-        dead = ThreadTurnRunner(lambda job, cancel: None, max_workers=1)
-        dead.shutdown()
-        monkeypatch.setattr(tools_live.platform.runner, "submit", dead.submit)
+        refuse(tools_live)
         refused = turn.client.call("POST", "/task_tool_execution", json=body)
         assert refused.status_code == 503, refused.text
         assert refused.json() == {"error": NOT_STARTED} and refused.headers["Retry-After"] == "5"
         (execution, _queries), = tool_rows(tools_live, turn.pk)
         assert (execution.status, execution.approved, execution.decided_at) == ("awaiting_approval", None, None)
 
-        monkeypatch.undo()
+        refuse.undo()
         llm.script(Reply(chunks=one_char(answer("Done: secret."))))
         assert turn.client.ok("POST", "/task_tool_execution", json=body)["status"] == "approved"
         assert turn.wait("mojo_message", 2)["text"] == "Done: secret."

@@ -5,34 +5,14 @@ answered as stored, never run) until the process restarted."""
 
 from __future__ import annotations
 
-import pytest
-
-from background.runner import ThreadTurnRunner
 from mojodex_core.execution.failures import NOT_STARTED
 from tests.order_platform._helpers import customer, items, open_order
-
-
-@pytest.fixture
-def refuse(orders, monkeypatch):  # noqa: ANN001, ANN201
-    """``refuse()``: from then on the server's runner refuses every job as a shut down runner does;
-    ``refuse.undo()`` takes it back."""
-    dead = ThreadTurnRunner(lambda job, cancel: None, max_workers=1)
-    dead.shutdown()
-
-    class Refuse:
-        def __call__(self) -> None:
-            monkeypatch.setattr(orders.platform.runner, "submit", dead.submit)
-
-        def undo(self) -> None:
-            monkeypatch.undo()
-
-    return Refuse()
 
 
 def test_a_refused_utterance_fails_and_is_answered_when_sent_again(orders, refuse):
     chat = open_order(customer(orders))
     try:
-        refuse()
+        refuse(orders)
         refused = chat.put("I'd like a sesame bagel", message_id="u-1")
         assert refused.status_code == 503, refused.text
         assert refused.json() == {"error": NOT_STARTED} and refused.headers["Retry-After"] == "5"
@@ -56,7 +36,7 @@ def test_a_refused_order_event_fails_and_is_answered_when_posted_again(orders, r
     chat = open_order(customer(orders))
     try:
         chat.say("I'd like a sesame bagel")
-        refuse()
+        refuse(orders)
         body = {"user_task_execution_pk": chat.pk, "event": "out_of_stock",
                 "item": {"item_type": "bagel", "field": "bagel_type", "value": "sesame"}}
         refused = chat.client.call("POST", "/order_event", json=body)

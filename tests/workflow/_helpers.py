@@ -5,6 +5,10 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
+from sqlalchemy import select
+
+from mojodex_core.db.models import Message
+from mojodex_core.workflow.runner import RUN_EVENT
 from tests.support.live import Client, LiveServer
 
 POEM = "write_poem"
@@ -83,3 +87,10 @@ def at_the_divider(live: LiveServer, llm, topics: list[str]) -> tuple[Client, di
     pk = created["user_task_execution_pk"]
     (divider,) = wait_steps(user, pk, awaiting(1))
     return user, created, pk, divider
+
+
+def run_messages(live: LiveServer, session_id: str) -> list[tuple[str, str | None]]:
+    """(status, error) of the session's step-run messages, oldest first."""
+    with live.db() as db:
+        return list(db.execute(select(Message.status, Message.error).where(
+            Message.session_id == session_id, Message.event_name == RUN_EVENT).order_by(Message.message_pk)).all())

@@ -12,21 +12,21 @@ from tests.workflow._helpers import (
     at_the_divider,
     awaiting,
     poem_user,
+    run_messages,
     start_doc,
     start_poem,
     steps,
     wait_completed,
     wait_steps,
 )
-from tests.workflow.test_workflow_refusals import _run_messages, refuse  # noqa: F401 - the fixture
 
 DECIDE = "/user_workflow_step_execution"
 
 
-def test_a_refused_validation_retried_as_retry_after_says_runs_the_next_step(wf, llm, refuse):  # noqa: F811
+def test_a_refused_validation_retried_as_retry_after_says_runs_the_next_step(wf, llm, refuse):
     user, created, pk, divider = at_the_divider(wf, llm, ["tide"])
     body = {"user_workflow_step_execution_pk": divider["user_workflow_step_execution_pk"], "validated": True}
-    refuse()
+    refuse(wf)
     assert user.call("POST", DECIDE, json=body).status_code == 503
     refuse.undo()
     llm.script(Reply("Stanza about the tide"))
@@ -38,43 +38,43 @@ def test_a_refused_validation_retried_as_retry_after_says_runs_the_next_step(wf,
     assert user.ok("POST", DECIDE, json=body)["run_submitted"] is False  # its run ran: nothing more to do
 
 
-def test_a_validation_refused_twice_answers_503_twice_then_runs_its_one_run(wf, llm, refuse):  # noqa: F811
+def test_a_validation_refused_twice_answers_503_twice_then_runs_its_one_run(wf, llm, refuse):
     user, created, pk, divider = at_the_divider(wf, llm, ["tide"])
     body = {"user_workflow_step_execution_pk": divider["user_workflow_step_execution_pk"], "validated": True}
-    refuse()
+    refuse(wf)
     for _ in range(2):
         refused = user.call("POST", DECIDE, json=body)
         assert refused.status_code == 503 and refused.json() == {"error": NOT_ADVANCED}, refused.text
         assert refused.headers["Retry-After"] == "5"
-    assert _run_messages(wf, created["session_id"]) == [("failed", NOT_ADVANCED)]  # the same run, failed again
+    assert run_messages(wf, created["session_id"]) == [("failed", NOT_ADVANCED)]  # the same run, failed again
     refuse.undo()
     llm.script(Reply("Stanza about the tide"))
     assert user.ok("POST", DECIDE, json=body)["run_submitted"] is True
     assert wait_completed(user, pk)["produced_text"] == "Stanza about the tide"
     wf.wait_idle()
-    assert _run_messages(wf, created["session_id"]) == [("answered", None)]
+    assert run_messages(wf, created["session_id"]) == [("answered", None)]
 
 
-def test_a_refused_validation_is_no_retry_of_another_decision(wf, llm, refuse):  # noqa: F811
+def test_a_refused_validation_is_no_retry_of_another_decision(wf, llm, refuse):
     user, created, pk, divider = at_the_divider(wf, llm, ["tide"])
     step_pk = divider["user_workflow_step_execution_pk"]
-    refuse()
+    refuse(wf)
     assert user.call("POST", DECIDE, json={"user_workflow_step_execution_pk": step_pk, "validated": True}
                      ).status_code == 503
     refuse.undo()
     other = user.call("POST", DECIDE, json={"user_workflow_step_execution_pk": step_pk, "validated": False})
     assert other.status_code == 409, other.text
-    assert _run_messages(wf, created["session_id"]) == [("failed", NOT_ADVANCED)]
+    assert run_messages(wf, created["session_id"]) == [("failed", NOT_ADVANCED)]
 
 
-def test_a_refused_rejection_without_review_chat_runs_the_step_again_when_sent_again(wf, llm, refuse):  # noqa: F811
+def test_a_refused_rejection_without_review_chat_runs_the_step_again_when_sent_again(wf, llm, refuse):
     user = poem_user(wf)
     llm.script(Reply("1. Intro"))
     created = start_doc(user, "talk.txt", b"Hello and welcome.")
     pk = created["user_task_execution_pk"]
     chapters = next(r for r in wait_steps(user, pk, awaiting(2)) if r["rank"] == 2)
     body = {"user_workflow_step_execution_pk": chapters["user_workflow_step_execution_pk"], "validated": False}
-    refuse()
+    refuse(wf)
     assert user.call("POST", DECIDE, json=body).status_code == 503
     refuse.undo()
     llm.script(Reply("1. Welcome\n2. Outro"))
@@ -85,13 +85,13 @@ def test_a_refused_rejection_without_review_chat_runs_the_step_again_when_sent_a
     assert again["result"] == [{"chapters": "1. Welcome\n2. Outro"}]
 
 
-def test_a_refused_relaunch_runs_the_step_when_sent_again(wf, llm, refuse):  # noqa: F811
+def test_a_refused_relaunch_runs_the_step_when_sent_again(wf, llm, refuse):
     user = poem_user(wf)
     llm.script(Reply(json={"stanza_topics": []}))
     pk = start_poem(user)["user_task_execution_pk"]
     (failed,) = wait_steps(user, pk, lambda rs: rs and rs[0]["status"] == "failed")
     body = {"user_workflow_step_execution_pk": failed["user_workflow_step_execution_pk"]}
-    refuse()
+    refuse(wf)
     refused = user.call("PUT", DECIDE, json=body)
     assert refused.status_code == 503 and refused.json() == {"error": NOT_ADVANCED}, refused.text
     refuse.undo()
@@ -102,7 +102,7 @@ def test_a_refused_relaunch_runs_the_step_when_sent_again(wf, llm, refuse):  # n
     assert again["result"] == [{"stanza_topic": "a"}]
 
 
-def test_a_refused_result_edit_reruns_the_later_steps_when_sent_again(wf, llm, refuse):  # noqa: F811
+def test_a_refused_result_edit_reruns_the_later_steps_when_sent_again(wf, llm, refuse):
     # An edit is no recorded-once change: sent again, it is stored again and asks for a run of its own.
     user, created, pk, divider = at_the_divider(wf, llm, ["tide"])
     llm.script(Reply("Stanza about the tide"))
@@ -112,7 +112,7 @@ def test_a_refused_result_edit_reruns_the_later_steps_when_sent_again(wf, llm, r
     wf.wait_idle()
     body = {"user_workflow_step_execution_pk": divider["user_workflow_step_execution_pk"],
             "result": [{"stanza_topic": "stars"}]}
-    refuse()
+    refuse(wf)
     refused = user.call("PUT", "/user_workflow_step_execution_result", json=body)
     assert refused.status_code == 503 and refused.json() == {"error": NOT_ADVANCED}, refused.text
     refuse.undo()

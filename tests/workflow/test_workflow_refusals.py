@@ -5,46 +5,19 @@ pending until the process restarted: nothing ran the next step, and the step off
 
 from __future__ import annotations
 
-import pytest
-from sqlalchemy import select
-
-from background.runner import ThreadTurnRunner
-from mojodex_core.db.models import Message
-from mojodex_core.workflow.runner import NOT_ADVANCED, RUN_EVENT
+from mojodex_core.workflow.runner import NOT_ADVANCED
 from tests.support.scripted_llm import Reply
 from tests.workflow._helpers import (
     POEM,
     at_the_divider,
     awaiting,
     poem_user,
+    run_messages,
     steps,
     validate,
     wait_completed,
     wait_steps,
 )
-
-
-@pytest.fixture
-def refuse(wf, monkeypatch):  # noqa: ANN001, ANN201
-    """``refuse()``: from then on the server's runner refuses every job as a shut down runner does;
-    ``refuse.undo()`` takes it back."""
-    dead = ThreadTurnRunner(lambda job, cancel: None, max_workers=1)
-    dead.shutdown()
-
-    class Refuse:
-        def __call__(self) -> None:
-            monkeypatch.setattr(wf.platform.runner, "submit", dead.submit)
-
-        def undo(self) -> None:
-            monkeypatch.undo()
-
-    return Refuse()
-
-
-def _run_messages(wf, session_id: str) -> list[tuple[str, str | None]]:  # noqa: ANN001
-    with wf.db() as db:
-        return list(db.execute(select(Message.status, Message.error).where(
-            Message.session_id == session_id, Message.event_name == RUN_EVENT).order_by(Message.message_pk)).all())
 
 
 def test_a_validation_runs_the_next_step(wf, llm):
@@ -56,7 +29,7 @@ def test_a_validation_runs_the_next_step(wf, llm):
 
 def test_a_refused_validation_answers_503_fails_its_run_visibly_and_a_restart_goes_on(wf, llm, refuse):
     user, created, pk, divider = at_the_divider(wf, llm, ["tide"])
-    refuse()
+    refuse(wf)
     socket = user.socket(created["session_id"])
     try:
         refused = user.call("POST", "/user_workflow_step_execution",
@@ -68,7 +41,7 @@ def test_a_refused_validation_answers_503_fails_its_run_visibly_and_a_restart_go
         assert (error["error"], error["retryable"]) == (NOT_ADVANCED, False)
     finally:
         socket.close()
-    assert _run_messages(wf, created["session_id"])[-1] == ("failed", NOT_ADVANCED)
+    assert run_messages(wf, created["session_id"])[-1] == ("failed", NOT_ADVANCED)
     (kept,) = steps(user, pk)
     assert (kept["status"], kept["validated"]) == ("done", True)  # the decision is kept
 
@@ -80,12 +53,12 @@ def test_a_refused_validation_answers_503_fails_its_run_visibly_and_a_restart_go
 
 def test_a_refused_restart_answers_503_and_runs_when_sent_again(wf, llm, refuse):
     user, created, pk, divider = at_the_divider(wf, llm, ["tide"])
-    refuse()
+    refuse(wf)
     body = {"user_task_execution_pk": pk, "from_rank": 1}
     refused = user.call("POST", "/restart_user_workflow_execution", json=body)
     assert refused.status_code == 503, refused.text
     assert refused.json() == {"error": NOT_ADVANCED}
-    assert _run_messages(wf, created["session_id"])[-1] == ("failed", NOT_ADVANCED)
+    assert run_messages(wf, created["session_id"])[-1] == ("failed", NOT_ADVANCED)
 
     refuse.undo()
     llm.script(Reply(json={"stanza_topics": ["stars"]}))
@@ -101,7 +74,7 @@ def test_a_refused_form_start_fails_retryable_and_runs_when_posted_again(wf, llm
     created = user.new_execution(POEM)
     pk = created["user_task_execution_pk"]
     body = {"user_task_execution_pk": pk, "inputs": {"poem_topic": "the sea at night"}}
-    refuse()
+    refuse(wf)
     refused = user.call("POST", "/user_task_execution_run", json=body)
     assert refused.status_code == 503, refused.text
     assert refused.json() == {"error": NOT_STARTED}
