@@ -150,7 +150,7 @@ def one_char(text: str) -> list[str]:
 
 
 class ToolTurn:
-    """A user of the tool task with an open socket."""
+    """A user of the tool task with an open socket; as a context manager, closed (and the server idle) at its end."""
 
     def __init__(self, live: LiveServer, client: Client | None = None) -> None:
         self.live = live
@@ -184,6 +184,12 @@ class ToolTurn:
     def close(self) -> None:
         self.socket.close()
         self.live.wait_idle()
+
+    def __enter__(self) -> ToolTurn:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
 
 
 def assert_nothing_leaked(texts: list[str]) -> None:

@@ -3,6 +3,7 @@ never reaching a client (1-character chunks), the fallback, and the owner-only r
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import event
 
 from mojodex_core.execution.reasoning import append_trace, trace_page
@@ -20,42 +21,38 @@ from tests.integration._tools import (
 from tests.support.scripted_llm import Reply, ToolCall
 
 
-def test_direct_reply_adds_one_direct_entry_and_never_shows_the_reasoning(live, llm):
-    install_tool_task(live, "http://127.0.0.1:9")
-    turn = ToolTurn(live)
-    try:
+@pytest.fixture
+def tools_live(live):  # noqa: ANN001, ANN201
+    install_tool_task(live, "http://127.0.0.1:9")  # no test here calls http_json: no service behind it
+    return live
+
+
+def test_direct_reply_adds_one_direct_entry_and_never_shows_the_reasoning(tools_live, llm):
+    with ToolTurn(tools_live) as turn:
         llm.script(Reply(chunks=one_char(answer("Who is it for?", why="SECRET-WHY the recipient is missing"))))
         final = turn.send("write an email")
         assert final["text"] == "Who is it for?"
         assert "".join(turn.deltas(final)["mojo"]) == final["text"]
         assert_nothing_leaked(turn.all_text_sent())
-    finally:
-        turn.close()
-    (entry,) = trace(live, turn.pk)
+    (entry,) = trace(tools_live, turn.pk)
     assert (entry.position, entry.kind, entry.source) == (1, "DIRECT", "INSTRUCT_TASK")
     assert entry.text == "[DIRECT] SECRET-WHY the recipient is missing"
 
 
-def test_draft_reply_streams_without_the_reasoning(live, llm):
-    install_tool_task(live, "http://127.0.0.1:9")
-    turn = ToolTurn(live)
-    try:
+def test_draft_reply_streams_without_the_reasoning(tools_live, llm):
+    with ToolTurn(tools_live) as turn:
         llm.script(Reply(chunks=one_char("<reasoning>SECRET-WHY all known</reasoning>" + DRAFT)))
         final = turn.send("write it", "draft_message")
         assert (final["produced_text_title"], final["produced_text"]) == (TITLE, BODY)
         deltas = turn.deltas(final)
         assert "".join(deltas["draft"]) == BODY and "".join(deltas["title"]) == TITLE
         assert_nothing_leaked(turn.all_text_sent())
-    finally:
-        turn.close()
-    assert [e.text for e in trace(live, turn.pk)] == ["[DIRECT] SECRET-WHY all known"]
+    assert [e.text for e in trace(tools_live, turn.pk)] == ["[DIRECT] SECRET-WHY all known"]
 
 
-def test_missing_tag_falls_back_to_the_reply_or_the_tool_arguments(live, llm):
-    install_tool_task(live, "http://127.0.0.1:9")
-    turn = ToolTurn(live)
+def test_missing_tag_falls_back_to_the_reply_or_the_tool_arguments(tools_live, llm):
     long_question = "Could you tell me who should receive this email and what tone you want me to use for it?"
-    try:
+    with ToolTurn(tools_live) as turn:
         llm.script(Reply(long_question))
         turn.send("first")
         llm.script(
@@ -63,9 +60,7 @@ def test_missing_tag_falls_back_to_the_reply_or_the_tool_arguments(live, llm):
             Reply("Echo said hi."),
         )
         turn.send("second", count=2)
-    finally:
-        turn.close()
-    entries = [(e.position, e.text) for e in trace(live, turn.pk)]
+    entries = [(e.position, e.text) for e in trace(tools_live, turn.pk)]
     assert entries == [
         (1, "[DIRECT] " + long_question[:80]),
         (2, "[TOOL_CALL] echo: echo(text='hi')"),
@@ -73,41 +68,31 @@ def test_missing_tag_falls_back_to_the_reply_or_the_tool_arguments(live, llm):
     ]
 
 
-def test_an_unclosed_reasoning_ends_at_the_first_known_tag(live, llm):
+def test_an_unclosed_reasoning_ends_at_the_first_known_tag(tools_live, llm):
     # was: everything after <reasoning> was hidden, so the question never reached the user
     # (the turn failed with "empty answer")
-    install_tool_task(live, "http://127.0.0.1:9")
-    turn = ToolTurn(live)
-    try:
+    with ToolTurn(tools_live) as turn:
         llm.script(Reply(chunks=one_char("<reasoning>SECRET-WHY the recipient is missing\n<user_language>en"
                                          "</user_language><ask_user_input>Who is it for?</ask_user_input>")))
         final = turn.send("write an email")
         assert final["text"] == "Who is it for?"
         assert "".join(turn.deltas(final)["mojo"]) == final["text"]
         assert_nothing_leaked(turn.all_text_sent())
-    finally:
-        turn.close()
-    assert [e.text for e in trace(live, turn.pk)] == ["[DIRECT] SECRET-WHY the recipient is missing"]
+    assert [e.text for e in trace(tools_live, turn.pk)] == ["[DIRECT] SECRET-WHY the recipient is missing"]
 
 
-def test_an_unclosed_reasoning_with_no_tag_after_it_is_shown_rather_than_lost(live, llm):
-    install_tool_task(live, "http://127.0.0.1:9")
-    turn = ToolTurn(live)
+def test_an_unclosed_reasoning_with_no_tag_after_it_is_shown_rather_than_lost(tools_live, llm):
     said = "The user greets me.\n\nHello! How can I help?"
-    try:
+    with ToolTurn(tools_live) as turn:
         llm.script(Reply(chunks=one_char("<reasoning>" + said)))
         final = turn.send("hello")  # was: an "error" event, "The assistant returned an empty answer"
         assert final["text"] == said
         assert "".join(turn.deltas(final)["mojo"]) == said
-    finally:
-        turn.close()
-    assert [e.text for e in trace(live, turn.pk)] == ["[DIRECT] " + " ".join(said.split())]
+    assert [e.text for e in trace(tools_live, turn.pk)] == ["[DIRECT] " + " ".join(said.split())]
 
 
-def test_an_unclosed_reasoning_before_a_native_tool_call_stays_hidden(live, llm):
-    install_tool_task(live, "http://127.0.0.1:9")
-    turn = ToolTurn(live)
-    try:
+def test_an_unclosed_reasoning_before_a_native_tool_call_stays_hidden(tools_live, llm):
+    with ToolTurn(tools_live) as turn:
         llm.script(
             ToolCall("echo", '{"text": "pong"}', content_chunks=one_char("<reasoning>SECRET-WHY native")),
             Reply(chunks=one_char(answer("It said pong."))),
@@ -115,17 +100,13 @@ def test_an_unclosed_reasoning_before_a_native_tool_call_stays_hidden(live, llm)
         final = turn.send("use the echo")
         assert final["text"] == "It said pong."
         assert_nothing_leaked(turn.all_text_sent())
-    finally:
-        turn.close()
-    assert [e.text for e in trace(live, turn.pk)] == ["[TOOL_CALL] echo: SECRET-WHY native",
+    assert [e.text for e in trace(tools_live, turn.pk)] == ["[TOOL_CALL] echo: SECRET-WHY native",
                                                       "[DIRECT] SECRET-WHY answer"]
 
 
-def test_an_unclosed_reasoning_after_an_earlier_call_showed_text_stays_hidden(live, llm):
+def test_an_unclosed_reasoning_after_an_earlier_call_showed_text_stays_hidden(tools_live, llm):
     # was: the follow-up call's parser saw only its own (empty) reply and showed the reasoning
-    install_tool_task(live, "http://127.0.0.1:9")
-    turn = ToolTurn(live)
-    try:
+    with ToolTurn(tools_live) as turn:
         llm.script(
             ToolCall("echo", '{"text": "pong"}', content_chunks=one_char("Let me check that.")),
             Reply(chunks=one_char("<reasoning>SECRET-WHY the user seems impatient")),
@@ -133,17 +114,13 @@ def test_an_unclosed_reasoning_after_an_earlier_call_showed_text_stays_hidden(li
         final = turn.send("use the echo")
         assert final["text"] == "Let me check that."
         assert_nothing_leaked(turn.all_text_sent())
-    finally:
-        turn.close()
-    assert trace(live, turn.pk)[-1].text == "[DIRECT] SECRET-WHY the user seems impatient"
+    assert trace(tools_live, turn.pk)[-1].text == "[DIRECT] SECRET-WHY the user seems impatient"
 
 
-def test_a_reply_cut_off_by_the_token_limit_in_its_reasoning_is_not_shown(live, llm):
+def test_a_reply_cut_off_by_the_token_limit_in_its_reasoning_is_not_shown(tools_live, llm):
     # finish_reason "length": the model never got to its reply; what it wrote is its private reasoning.
     # was: shown as the answer. Now the turn fails visibly as before the unclosed-reasoning fallback.
-    install_tool_task(live, "http://127.0.0.1:9")
-    turn = ToolTurn(live)
-    try:
+    with ToolTurn(tools_live) as turn:
         llm.script(Reply(chunks=one_char("<reasoning>SECRET-WHY the user seems impatient, I"),
                          finish_reason="length"))
         send(turn.client, turn.pk, turn.session_id, "hello")
@@ -151,8 +128,6 @@ def test_a_reply_cut_off_by_the_token_limit_in_its_reasoning_is_not_shown(live, 
         assert "empty answer" in error["error"] and error["retryable"]
         assert not turn.socket.named("mojo_message")
         assert_nothing_leaked(turn.all_text_sent())
-    finally:
-        turn.close()
 
 
 def test_a_home_chat_reply_cut_off_in_its_reasoning_is_not_shown(live, llm):
@@ -171,20 +146,16 @@ def test_a_home_chat_reply_cut_off_in_its_reasoning_is_not_shown(live, llm):
         live.wait_idle()
 
 
-def test_reasoning_route_is_ordered_and_owner_only(live, llm):
-    install_tool_task(live, "http://127.0.0.1:9")
-    turn = ToolTurn(live)
-    try:
+def test_reasoning_route_is_ordered_and_owner_only(tools_live, llm):
+    with ToolTurn(tools_live) as turn:
         llm.script(Reply(tag_call("echo", {"text": "a"}, why="look it up")), Reply(answer("ok", why="done")))
         turn.send("go")
-    finally:
-        turn.close()
     body = turn.client.ok("GET", f"/user_task_execution/reasoning?user_task_execution_pk={turn.pk}")
     assert [(e["position"], e["kind"], e["text"], e["source"]) for e in body["reasoning"]] == [
         (1, "TOOL_CALL", "[TOOL_CALL] echo: look it up", "INSTRUCT_TASK"),
         (2, "DIRECT", "[DIRECT] done", "TOOL_FOLLOW_UP"),
     ]
-    stranger = live.new_user()
+    stranger = tools_live.new_user()
     response = stranger.call("GET", f"/user_task_execution/reasoning?user_task_execution_pk={turn.pk}")
     assert response.status_code == 404 and "error" in response.json()
     assert turn.client.call("GET", "/user_task_execution/reasoning").status_code == 400
