@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import func, select
 
 from mojodex_core.db.models import LLMCall, Message, Session, SessionEvent, UserTaskExecution
-from tests.support.live import Client, LiveServer
+from tests.support.live import Client, LiveServer, SocketRecorder
 
 QUESTION_TEXT = "Who should get this email?"
 QUESTION = (
@@ -42,21 +44,28 @@ def send(client: Client, pk: int, session_id: str, text: str, message_id: str | 
     })
 
 
+@contextmanager
+def session_socket(live: LiveServer, client: Client, session_id: str) -> Iterator[SocketRecorder]:
+    """The client's socket on the session; at the end closed, and the server idle (no turn left running)."""
+    socket = client.socket(session_id)
+    try:
+        yield socket
+    finally:
+        socket.close()
+        live.wait_idle()
+
+
 def one_turn(
     live: LiveServer, llm: Any, reply: Any, text: str, final_event: str
 ) -> tuple[dict[str, Any], dict[str, list[str]]]:
     """A new user's message answered by the scripted reply: the final event and the deltas per channel."""
     client = live.new_user()
     pk, session_id = new_execution(client)
-    socket = client.socket(session_id)
-    try:
+    with session_socket(live, client, session_id) as socket:
         llm.script(reply)
         send(client, pk, session_id, text)
         final = socket.wait_event(final_event)[0]
         deltas = turn_deltas(list(socket.events), final)
-    finally:
-        socket.close()
-        live.wait_idle()
     return final, deltas
 
 

@@ -16,7 +16,7 @@ import backend.routes.audio
 import backend.routes.home_chat
 from mojodex_core.audio.store import AudioStore
 from mojodex_core.db.models import Message
-from tests.integration._helpers import QUESTION, QUESTION_TEXT, message, messages
+from tests.integration._helpers import QUESTION, QUESTION_TEXT, message, messages, session_socket
 from tests.support.scripted_llm import HTTPError, Reply, Transcription
 
 SPOKEN = "write an email to Bob about the Friday sync"
@@ -49,8 +49,7 @@ def _upload(client, fields: dict, content: bytes, name: str = "voice.wav", mime:
 def test_an_audio_message_is_transcribed_and_answered(live, llm):
     client = live.new_user()
     pk, session_id = _mobile_execution(client)
-    socket = client.socket(session_id)
-    try:
+    with session_socket(live, client, session_id) as socket:
         llm.script_transcription(Transcription(SPOKEN, duration=1.02))
         llm.script(Reply(QUESTION))
         response = _upload(client, {"session_id": session_id, "user_task_execution_pk": str(pk),
@@ -60,9 +59,6 @@ def test_an_audio_message_is_transcribed_and_answered(live, llm):
         assert sent["status"] == "pending" and sent["message_id"] == "voice-1"
         transcribed = socket.wait_event("user_message_transcription")[0]
         answer = socket.wait_event("mojo_message")[0]
-    finally:
-        socket.close()
-        live.wait_idle()
     assert transcribed["text"] == SPOKEN and transcribed["message_pk"] == sent["message_pk"]
     assert answer["text"] == QUESTION_TEXT
     stored = message(live, sent["message_pk"])
@@ -80,16 +76,12 @@ def test_an_audio_message_is_transcribed_and_answered(live, llm):
 def test_an_audio_message_in_the_home_chat_keeps_the_transcribed_duration(live, llm):
     client = live.new_user()
     session_id = client.ok("PUT", "/home_chat", json={"platform": "mobile"})["session_id"]
-    socket = client.socket(session_id)
-    try:
+    with session_socket(live, client, session_id) as socket:
         llm.script_transcription(Transcription("hello there", duration=2.5))
         llm.script(Reply(FREE))
         response = _upload(client, {"origin": "home_chat", "session_id": session_id}, M4A, "voice.m4a", "audio/m4a")
         assert response.status_code == 200, response.text
         answer = socket.wait_event("mojo_message")[0]
-    finally:
-        socket.close()
-        live.wait_idle()
     assert answer["text"] == "Hi! What can I do for you?"
     stored = message(live, response.json()["message_pk"])
     assert stored.text == "hello there" and stored.data["audio"]["duration_s"] == 2.5
@@ -101,8 +93,7 @@ def test_a_failed_transcription_is_retried_with_the_same_message_id(live, llm):
     client = live.new_user()
     pk, session_id = _mobile_execution(client)
     fields = {"session_id": session_id, "user_task_execution_pk": str(pk), "message_id": "voice-retry"}
-    socket = client.socket(session_id)
-    try:
+    with session_socket(live, client, session_id) as socket:
         llm.script_transcription(HTTPError(500), HTTPError(500))  # the first attempt and the client's retry
         first = _upload(client, fields, wav_bytes(0.5)).json()
         error = socket.wait_event("error")[0]
@@ -124,9 +115,6 @@ def test_a_failed_transcription_is_retried_with_the_same_message_id(live, llm):
             time.sleep(0.02)
         assert state == "pending"  # was: "failed" until "done"
         socket.wait_event("mojo_message")
-    finally:
-        socket.close()
-        live.wait_idle()
     answered = message(live, first["message_pk"])
     assert answered.status == "answered" and answered.text == SPOKEN and answered.data["audio"]["duration_s"] == 0.5
     users = [m for m in messages(live, session_id) if m.sender == "user"]
@@ -139,8 +127,7 @@ def test_a_failed_audio_message_sent_again_as_text_is_still_transcribed(live, ll
     client = live.new_user()
     pk, session_id = _mobile_execution(client)
     fields = {"session_id": session_id, "user_task_execution_pk": str(pk), "message_id": "voice-as-text"}
-    socket = client.socket(session_id)
-    try:
+    with session_socket(live, client, session_id) as socket:
         llm.script_transcription(HTTPError(500))
         first = _upload(client, fields, wav_bytes(0.5)).json()
         socket.wait_event("error")
@@ -151,9 +138,6 @@ def test_a_failed_audio_message_sent_again_as_text_is_still_transcribed(live, ll
                                                         "message_id": "voice-as-text", "text": "retry"})
         assert again["message_pk"] == first["message_pk"]
         socket.wait_event("mojo_message")
-    finally:
-        socket.close()
-        live.wait_idle()
     assert message(live, first["message_pk"]).text == SPOKEN
     assert llm.requests[-1]["messages"][-1] == {"role": "user", "content": SPOKEN}
 
@@ -190,17 +174,22 @@ def _files(live) -> set[str]:
 
 
 def _answered(live, llm, client, fields: dict, content: bytes, name: str = "voice.wav", mime: str = "audio/wav"):
-    socket = client.socket(fields["session_id"])
-    try:
+    with session_socket(live, client, fields["session_id"]) as socket:
         llm.script_transcription(Transcription(SPOKEN, duration=1.0))
         llm.script(Reply(FREE if fields.get("origin") == "home_chat" else QUESTION))
         sent = _upload(client, fields, content, name, mime)
         assert sent.status_code == 200, sent.text
         socket.wait_event("mojo_message")
-    finally:
-        socket.close()
-        live.wait_idle()
     return sent.json()
+
+
+def _fields_of(client, where: str, message_id: str) -> dict:  # noqa: ANN001
+    """The upload's form fields for a new mobile session of the client: a task's ("task") or a home chat's."""
+    if where == "task":
+        pk, session_id = _mobile_execution(client)
+        return {"session_id": session_id, "user_task_execution_pk": str(pk), "message_id": message_id}
+    session_id = client.ok("PUT", "/home_chat", json={"platform": "mobile"})["session_id"]
+    return {"origin": "home_chat", "session_id": session_id, "message_id": message_id}
 
 
 @pytest.mark.parametrize("where", ["task", "home_chat"])
@@ -208,12 +197,7 @@ def test_an_answered_audio_message_sent_again_keeps_its_recording_and_writes_not
     # was: the upload was written over the answered message's recording (or beside it, as another
     # format) although the message is answered as stored and never runs again
     client = live.new_user()
-    if where == "task":
-        pk, session_id = _mobile_execution(client)
-        fields = {"session_id": session_id, "user_task_execution_pk": str(pk), "message_id": "voice-once"}
-    else:
-        session_id = client.ok("PUT", "/home_chat", json={"platform": "mobile"})["session_id"]
-        fields = {"origin": "home_chat", "session_id": session_id, "message_id": "voice-once"}
+    fields = _fields_of(client, where, "voice-once")
     first = _answered(live, llm, client, fields, wav_bytes(1.0))
     recording = live.platform.audio_store.directory / message(live, first["message_pk"]).data["audio"]["file"]
     kept, before = recording.read_bytes(), _files(live)
@@ -258,12 +242,7 @@ def test_the_recording_exists_before_its_message_is_stored(live, llm, monkeypatc
     # was: the row was committed as pending, then the file renamed into place: in distributed mode a
     # worker picking the pending message from the database in between failed it ("the audio file is missing")
     client = live.new_user()
-    if where == "task":
-        pk, session_id = _mobile_execution(client)
-        fields = {"session_id": session_id, "user_task_execution_pk": str(pk), "message_id": "voice-race"}
-    else:
-        session_id = client.ok("PUT", "/home_chat", json={"platform": "mobile"})["session_id"]
-        fields = {"origin": "home_chat", "session_id": session_id, "message_id": "voice-race"}
+    fields = _fields_of(client, where, "voice-race")
     directory = live.platform.audio_store.directory
     seen = []
     module = backend.routes.audio if where == "task" else backend.routes.home_chat
@@ -337,17 +316,13 @@ def test_a_failed_recording_sent_again_is_the_one_transcribed_and_the_old_one_re
     old = _failed_audio_message(live, pk, session_id, "voice-again", wav_bytes(1.0))
     before = _files(live)
     content, name, mime = (M4A, "voice.m4a", "audio/mp4") if again == "m4a" else (wav_bytes(0.5), "v.wav", "audio/wav")
-    socket = client.socket(session_id)
-    try:
+    with session_socket(live, client, session_id) as socket:
         llm.script_transcription(Transcription(SPOKEN, duration=0.5))
         llm.script(Reply(QUESTION))
         sent = _upload(client, {"session_id": session_id, "user_task_execution_pk": str(pk),
                                 "message_id": "voice-again"}, content, name, mime)
         assert sent.status_code == 200 and sent.json()["status"] == "pending", sent.text
         socket.wait_event("mojo_message")
-    finally:
-        socket.close()
-        live.wait_idle()
     stored = message(live, sent.json()["message_pk"])
     audio = stored.data["audio"]
     assert stored.status == "answered" and stored.text == SPOKEN
@@ -366,16 +341,12 @@ def test_a_failed_text_message_sent_again_as_audio_runs_its_text_and_keeps_no_fi
         db.add(Message(session_id=session_id, user_task_execution_fk=pk, sender="user", message_id="typed",
                        event_name="user_message", text="write to Bob", status="failed", data={}))
     before = _files(live)
-    socket = client.socket(session_id)
-    try:
+    with session_socket(live, client, session_id) as socket:
         llm.script(Reply(QUESTION))
         sent = _upload(client, {"session_id": session_id, "user_task_execution_pk": str(pk), "message_id": "typed"},
                        wav_bytes(0.5))
         assert sent.status_code == 200 and sent.json()["status"] == "pending", sent.text
         socket.wait_event("mojo_message")
-    finally:
-        socket.close()
-        live.wait_idle()
     stored = message(live, sent.json()["message_pk"])
     assert (stored.status, stored.text, stored.data.get("audio")) == ("answered", "write to Bob", None)
     assert _files(live) == before and llm.transcription_requests == []

@@ -6,7 +6,7 @@ import pytest
 
 from mojodex_core.execution.failures import NOT_STARTED
 from tests.integration._edits import edited, load_edit_actions
-from tests.integration._helpers import DRAFT, new_execution, run_form
+from tests.integration._helpers import DRAFT, new_execution, run_form, session_socket
 from tests.support.scripted_llm import Reply
 
 
@@ -18,8 +18,7 @@ def _actions(live_server):  # noqa: ANN001, ANN202
 def test_a_refused_text_edit_runs_when_sent_again(live, llm, refuse):
     client = live.new_user()
     pk, session_id = new_execution(client)
-    socket = client.socket(session_id)
-    try:
+    with session_socket(live, client, session_id) as socket:
         llm.script(Reply(DRAFT))
         run_form(client, pk)
         draft = socket.wait_event("draft_message")[0]
@@ -36,5 +35,3 @@ def test_a_refused_text_edit_runs_when_sent_again(live, llm, refuse):
         assert client.ok("POST", "/text_edit_action", json=body)["status"] == "pending"
         final = socket.wait_event("draft_message", 2)[-1]
         assert final["produced_text"] == "Edited body"
-    finally:
-        socket.close()
