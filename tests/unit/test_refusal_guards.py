@@ -117,20 +117,25 @@ def test_a_refusal_the_database_cannot_record_is_still_a_refusal(tmp_path):
         engine.dispose()
 
 
+def _decided_tool(factory, status: str, approved: bool, result: dict | None) -> int:  # noqa: ANN001
+    """A tool execution decided on an answered message, with its one query: its pk. ``result`` None: its
+    follow-up never ran."""
+    pk, session_id = _execution(factory)
+    message_pk = _message(factory, session_id, pk, status="answered")
+    with transaction(factory) as db:
+        execution = TaskToolExecution(user_task_execution_fk=pk, tool_name="echo", status=status,
+                                      requires_approval=True, approved=approved, message_fk=message_pk)
+        db.add(execution)
+        db.flush()
+        db.add(TaskToolQuery(task_tool_execution_fk=execution.task_tool_execution_pk, query={"q": 1}, result=result))
+        return execution.task_tool_execution_pk
+
+
 def test_undo_decision_never_takes_back_a_declined_decision_whose_follow_up_ran(factory):
     # The docstring: "False when it is no longer decided and untouched (its follow-up started meanwhile)". A
     # declined follow-up keeps status "declined" (ToolRunner._finish(status="declined")) and records its result:
     # the guard on status alone takes it back anyway.
-    pk, session_id = _execution(factory)
-    message_pk = _message(factory, session_id, pk, status="answered")
-    with transaction(factory) as db:
-        execution = TaskToolExecution(user_task_execution_fk=pk, tool_name="echo", status="declined",
-                                      requires_approval=True, approved=False, message_fk=message_pk)
-        db.add(execution)
-        db.flush()
-        db.add(TaskToolQuery(task_tool_execution_fk=execution.task_tool_execution_pk, query={"q": 1},
-                             result={"declined": True}))
-        tool_pk = execution.task_tool_execution_pk
+    tool_pk = _decided_tool(factory, "declined", approved=False, result={"declined": True})
     with transaction(factory) as db:
         assert undo_decision(db, tool_pk) is False
     with factory() as db:
@@ -138,15 +143,7 @@ def test_undo_decision_never_takes_back_a_declined_decision_whose_follow_up_ran(
 
 
 def test_undo_decision_takes_back_a_decision_whose_follow_up_never_ran(factory):
-    pk, session_id = _execution(factory)
-    message_pk = _message(factory, session_id, pk, status="answered")
-    with transaction(factory) as db:
-        execution = TaskToolExecution(user_task_execution_fk=pk, tool_name="echo", status="approved",
-                                      requires_approval=True, approved=True, message_fk=message_pk)
-        db.add(execution)
-        db.flush()
-        db.add(TaskToolQuery(task_tool_execution_fk=execution.task_tool_execution_pk, query={"q": 1}, result=None))
-        tool_pk = execution.task_tool_execution_pk
+    tool_pk = _decided_tool(factory, "approved", approved=True, result=None)
     with transaction(factory) as db:
         assert undo_decision(db, tool_pk) is True
     with factory() as db:
