@@ -3,6 +3,7 @@ whose follow-up ran is never taken back; a job queued behind a refused drain is 
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 import uuid
@@ -182,6 +183,35 @@ def _submit_in_thread(runner: ThreadTurnRunner, job: TurnJob, outcome: dict[int,
     return thread
 
 
+def _waits_in_submit(thread: threading.Thread) -> bool:
+    """The thread is blocked on a condition (a wait) somewhere inside ThreadTurnRunner.submit."""
+    frame = sys._current_frames().get(thread.ident)
+    codes = []
+    while frame is not None:
+        codes.append(frame.f_code)
+        frame = frame.f_back
+    return bool(codes) and codes[0].co_name == "wait" and ThreadTurnRunner.submit.__code__ in codes
+
+
+def _a_then_b_while_a_is_handed_over(runner: ThreadTurnRunner, monkeypatch, refusals: int) -> dict[int, object]:  # noqa: ANN001
+    """Submits A (message 1), then B (message 2) of the same session while the pool holds A's drain, and lets the
+    pool go on (refusing the first ``refusals`` drains) once B is done or waits in its submit. What each submit
+    did: "accepted" or its JobRefused."""
+    entered, go_on = _held_pool(runner, monkeypatch, refusals)
+    outcome: dict[int, object] = {}
+    a = _submit_in_thread(runner, TurnJob(session_id="s", message_pk=1), outcome)
+    assert entered.wait(5)
+    b = _submit_in_thread(runner, TurnJob(session_id="s", message_pk=2), outcome)
+    deadline = time.monotonic() + 5
+    while b.is_alive() and not _waits_in_submit(b):  # B reaches its submit while A's drain is being handed over
+        assert time.monotonic() < deadline, "B never got through or stopped in its submit"
+        time.sleep(0.001)
+    go_on.set()
+    a.join(5)
+    b.join(5)
+    return outcome
+
+
 def test_a_job_queued_behind_a_refused_one_is_refused_too(monkeypatch):
     # was: ThreadTurnRunner.submit: A registers the session as running, then the pool refuses it; a submit B of
     # the same session in between was queued behind A and returned (its route answered 200 pending); A's
@@ -190,15 +220,7 @@ def test_a_job_queued_behind_a_refused_one_is_refused_too(monkeypatch):
     ran: list[int] = []
     runner = ThreadTurnRunner(lambda job, cancel: ran.append(job.message_pk), max_workers=1)
     runner.shutdown()
-    entered, go_on = _held_pool(runner, monkeypatch, refusals=0)
-    outcome: dict[int, object] = {}
-    a = _submit_in_thread(runner, TurnJob(session_id="s", message_pk=1), outcome)
-    assert entered.wait(5)
-    b = _submit_in_thread(runner, TurnJob(session_id="s", message_pk=2), outcome)
-    time.sleep(0.2)  # B reaches its submit while A's drain is being handed over
-    go_on.set()
-    a.join(5)
-    b.join(5)
+    outcome = _a_then_b_while_a_is_handed_over(runner, monkeypatch, refusals=0)
     assert isinstance(outcome[1], JobRefused)
     assert isinstance(outcome[2], JobRefused), "B was accepted, then dropped with A's queue"
     assert runner.busy_sessions() == [] and ran == []
@@ -209,15 +231,7 @@ def test_a_job_behind_a_refused_one_runs_when_the_pool_takes_it(monkeypatch):
     ran: list[int] = []
     runner = ThreadTurnRunner(lambda job, cancel: ran.append(job.message_pk), max_workers=1)
     try:
-        entered, go_on = _held_pool(runner, monkeypatch, refusals=1)
-        outcome: dict[int, object] = {}
-        a = _submit_in_thread(runner, TurnJob(session_id="s", message_pk=1), outcome)
-        assert entered.wait(5)
-        b = _submit_in_thread(runner, TurnJob(session_id="s", message_pk=2), outcome)
-        time.sleep(0.2)
-        go_on.set()
-        a.join(5)
-        b.join(5)
+        outcome = _a_then_b_while_a_is_handed_over(runner, monkeypatch, refusals=1)
         assert isinstance(outcome[1], JobRefused) and outcome[2] == "accepted"
         assert runner.wait_idle(5) and ran == [2]
     finally:
