@@ -187,6 +187,14 @@ class _Heartbeat(threading.Thread):
         self._stop_event.set()
 
 
+def _left_pending(waiting: Waiting, attempted: dict[int, int | None]) -> bool:
+    """Whether this drain ran a turn of ``waiting`` (``attempted``: by message_pk, what had closed it
+    then) that left it pending: nothing closed it since. A message a turn failed (its error closed
+    it) and the user sent again as the turn ended, before the drain released the session, is not:
+    it runs again, as it would under the next drain."""
+    return waiting.message_pk in attempted and attempted[waiting.message_pk] == waiting.closed_by
+
+
 class Drainer:
     def __init__(
         self,
@@ -232,7 +240,7 @@ class Drainer:
         """DONE: nothing left; BUSY: another worker holds the session (``jobs`` not run);
         MORE: stopped by ``stopping`` with messages left (hand them back)."""
         jobs = list(jobs or [])
-        attempted: set[int] = set()  # messages whose turn ran: one still pending is failed, not re-run
+        attempted: dict[int, int | None] = {}  # messages whose turn ran: see _left_pending
         while True:
             claim, look = claim_and_look(self.factory, session_id, self.owner, self.lease_s,
                                          orphans=self.events is not None)
@@ -266,7 +274,8 @@ class Drainer:
         return self.has_pending(claim.session_id)
 
     def _run_claimed(
-        self, claim: Claim, jobs: list[TurnJob | SessionJob], stopping: Callable[[], bool], attempted: set[int],
+        self, claim: Claim, jobs: list[TurnJob | SessionJob], stopping: Callable[[], bool],
+        attempted: dict[int, int | None],
         look: Look | None = None,
     ) -> None:
         """Runs the carried jobs, then the session's oldest pending message: one per claim, as
@@ -284,14 +293,14 @@ class Drainer:
                     waiting = self._next_pending(claim)
                 else:
                     waiting = self._first_look(claim, look)
-                while waiting is not None and waiting.message_pk in attempted:  # left pending: never spin on it
+                while waiting is not None and _left_pending(waiting, attempted):  # never spin on it
                     log.error("session %s: message_pk=%s still pending after its turn; failing it",
                               claim.session_id, waiting.message_pk)
                     mark_failed(self.factory, waiting.message_pk, "The assistant failed to answer. Please retry.")
                     waiting = self._next_pending(claim)
                 if waiting is None or stopping() or heartbeat.lost:
                     return
-                attempted.add(waiting.message_pk)
+                attempted[waiting.message_pk] = waiting.closed_by
                 self._run(TurnJob(session_id=claim.session_id, message_pk=waiting.message_pk,
                                   event_name=waiting.event_name, audio=waiting.audio), heartbeat)
         finally:

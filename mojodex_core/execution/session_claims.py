@@ -80,14 +80,14 @@ _PENDING_FOR_RUNNER = and_(
 # An audio message not transcribed yet (mojodex_core.audio.turn.awaits_transcription), for its job.
 _AUDIO = and_(_message.c.sender == "user", _message.c.text == "").label("audio")
 _NEXT_PENDING = (
-    select(_message.c.message_pk, _message.c.event_name, _AUDIO)
+    select(_message.c.message_pk, _message.c.event_name, _AUDIO, _message.c.answer_message_fk)
     .where(_message.c.session_id == bindparam("b_session"), _PENDING_FOR_RUNNER)
     .order_by(_message.c.message_pk)
     .limit(1)
 )
 # A message left processing first, then the oldest pending one: the first look in one read.
 _FIRST_LOOK = (
-    select(_message.c.message_pk, _message.c.status, _message.c.event_name, _AUDIO)
+    select(_message.c.message_pk, _message.c.status, _message.c.event_name, _AUDIO, _message.c.answer_message_fk)
     .where(
         _message.c.session_id == bindparam("b_session"),
         or_(_message.c.status == "processing", _PENDING_FOR_RUNNER),
@@ -164,6 +164,10 @@ class Waiting(NamedTuple):
     message_pk: int
     event_name: str | None
     audio: bool = False  # an audio message not transcribed yet (TurnJob.audio)
+    # The answer or error that closed its last turn (answer_message_fk): None until one did. A failed
+    # message sent again keeps it, so a turn that failed the message since is told from one that left
+    # it pending (the drain).
+    closed_by: int | None = None
 
 
 @dataclass(frozen=True)
@@ -217,7 +221,7 @@ def first_look(db: DbSession | Connection, session_id: str, *, orphans: bool) ->
         return Look(None, None)
     if row.status == "processing":
         return Look(row.message_pk, None)
-    return Look(None, Waiting(row.message_pk, row.event_name, bool(row.audio)))
+    return Look(None, Waiting(row.message_pk, row.event_name, bool(row.audio), row.answer_message_fk))
 
 
 def processing_message(db: DbSession | Connection, session_id: str) -> int | None:
@@ -281,7 +285,7 @@ def release_and_look(factory: sessionmaker[DbSession], claim: Claim) -> bool:
 def next_pending(db: DbSession | Connection, session_id: str) -> Waiting | None:
     """The session's oldest message waiting for an answer (answered in the order accepted)."""
     row = db.execute(_NEXT_PENDING, {"b_session": session_id}).first()
-    return Waiting(row.message_pk, row.event_name, bool(row.audio)) if row is not None else None
+    return Waiting(row.message_pk, row.event_name, bool(row.audio), row.answer_message_fk) if row is not None else None
 
 
 def stalled_sessions(db: DbSession, lease_s: float) -> list[tuple[str, int]]:

@@ -18,6 +18,7 @@ from mojodex_core.db import make_engine, make_session_factory, transaction
 from mojodex_core.db.models import Message, SessionEvent, SessionRunner
 from mojodex_core.execution.events import SessionEventLog
 from mojodex_core.execution.failures import record_failure
+from mojodex_core.execution.intake import accept_user_message
 from mojodex_core.execution.jobs import SessionJob, SessionJobs, TurnJob
 from mojodex_core.execution.session_claims import (
     Superseded,
@@ -429,6 +430,51 @@ def test_an_older_message_sent_again_after_a_stop_leaves_it_to_the_message_it_wa
     with transaction(factory) as db:
         db.get(Message, older).status = "pending"  # sent again after the stop
     assert _drained(factory, session_id, flags, wait_s=1.2) == {older: False, waiting: True}
+    assert flags.raised == {}
+
+
+def _send(factory, events, session_id: str, message_id: str) -> int:  # noqa: ANN001
+    """The user sends a message (again, with the same message_id: a failed one runs again)."""
+    accepted = accept_user_message(factory, events, session_id=session_id, user_task_execution_pk=None,
+                                   text="hi", message_id=message_id)
+    assert accepted.run
+    return accepted.message_pk
+
+
+def _fail(factory, events, job: TurnJob) -> None:  # noqa: ANN001
+    """What a turn does once stopped: the message fails, retryable (an error message and event)."""
+    record_failure(factory, events, session_id=job.session_id, message_pk=job.message_pk, message_id="m1",
+                   user_task_execution_pk=None, reason="The turn was cancelled.")
+
+
+def _statuses(factory, session_id: str) -> list[tuple[str, str]]:  # noqa: ANN001
+    with factory() as db:
+        return [(m.sender, m.status) for m in db.scalars(
+            select(Message).where(Message.session_id == session_id).order_by(Message.message_pk))]
+
+
+def test_a_stopped_message_sent_again_before_its_drain_released_the_session_is_answered(factory, session_id):
+    # was: the drain took the message, pending again when it looked for the next one, for one its
+    # turn had left pending, and failed it ("The assistant failed to answer") without running it:
+    # the user sent it again as the stopped turn ended, before the drain released the session.
+    events = SessionEventLog(factory)
+    message_pk = _send(factory, events, session_id, "m1")
+    flags = _Flags()
+    time.sleep(0.01)
+    flags.raise_now(session_id, first_pk=message_pk)  # the user pressed stop; no worker has it yet
+    stopped: list[bool] = []
+
+    def handler(job, cancel) -> None:  # noqa: ANN001
+        stopped.append(cancel.wait(1.2))
+        if stopped[-1]:
+            _fail(factory, events, job)
+            assert _send(factory, events, session_id, "m1") == message_pk  # sent again at once
+        else:
+            _answer(factory, job)
+
+    assert Drainer(factory, handler, owner="w1", lease_s=30, cancel_flags=flags).drain(session_id) == DONE
+    assert stopped == [True, False], "stopped once, then the message sent again ran"
+    assert _statuses(factory, session_id) == [("user", "answered"), ("system", "error")]
     assert flags.raised == {}
 
 
