@@ -15,8 +15,9 @@ Celery so it can be tested against a database alone.
   is then refused by the fence check (session_claims.check_fence).
 - Stop: a stop is for the first job in the session's line, as in-process. A cancel flag is read
   when a job starts, at each beat and when it ends. For a message's turn it is that turn's if it
-  was raised since the message was sent (the flag's time and the message's ``created_at``, by
-  the clocks of the processes that took them, assumed in sync): it stops the turn (even one that
+  was raised since the message was last sent (the flag's time and the message's ``created_at``,
+  or for a failed message sent again the time of its error, by the clocks of the processes that
+  took them, assumed in sync: ``Drainer.sent_at``): it stops the turn (even one that
   waited for a worker) and is consumed, also when the turn ended before seeing it, so the turns
   queued behind still run. Raised before the message was sent, it is stale (a stop with nothing
   to stop) and dropped. A flag names the first message waiting or running when the stop was sent
@@ -37,7 +38,7 @@ from typing import Callable, Protocol
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session as DbSession
-from sqlalchemy.orm import sessionmaker
+from sqlalchemy.orm import aliased, sessionmaker
 
 from background.distributed.sweep import requeue_orphans
 from mojodex_core.db import transaction
@@ -162,10 +163,10 @@ class _Heartbeat(threading.Thread):
         """Whether ``flag`` is for ``job``: a stop is for the first job in the session's line, so
         for a message's turn, one raised since its message was sent (the platform's processes'
         clocks, assumed in sync); False: stale (raised before). A turn of a message older than the
-        flag's first one (an older message sent again, whose ``created_at`` is its first
-        sending's) leaves the flag to that message's turn while it still waits or runs (None), and
-        drops it once that message is done (False). For a job with no message of its own, one
-        raised since it started (the worker's clock); None otherwise."""
+        flag's first one (an older message sent again after the flag, dated by its last failure,
+        which came before it) leaves the flag to that message's turn while it still waits or runs
+        (None), and drops it once that message is done (False). For a job with no message of its
+        own, one raised since it started (the worker's clock); None otherwise."""
         if self._sent is None or self._sent[0] is not job:
             self._sent = (job, self._drainer.sent_at(job))
         sent = self._sent[1]
@@ -220,15 +221,20 @@ class Drainer:
         return status in MESSAGE_UNANSWERED
 
     def sent_at(self, job: TurnJob | SessionJob | None) -> float | None:
-        """When the message a turn answers was sent (epoch seconds, the backend's clock, as the
-        cancel flag's), for a turn of a message; None for other jobs."""
+        """When the message a turn answers was last sent (epoch seconds, as the cancel flag's), for a
+        turn of a message; None for other jobs. A failed message sent again keeps its ``created_at``:
+        it was sent again after the error that closed its last turn, dated by the worker that failed it."""
         if not isinstance(job, TurnJob) or job.task_tool_execution_pk is not None:
             return None
+        closed = aliased(Message)
         with self.factory() as db:
-            created = db.scalar(select(Message.created_at).where(Message.message_pk == job.message_pk))
-        if created is None:
-            return None
-        return (created if created.tzinfo else created.replace(tzinfo=UTC)).timestamp()
+            row = db.execute(
+                select(Message.created_at, closed.created_at)
+                .outerjoin(closed, closed.message_pk == Message.answer_message_fk)
+                .where(Message.message_pk == job.message_pk)
+            ).first()
+        times = [(t if t.tzinfo else t.replace(tzinfo=UTC)).timestamp() for t in row or () if t is not None]
+        return max(times) if times else None
 
     def has_pending(self, session_id: str) -> bool:
         with self.factory() as db:

@@ -478,6 +478,45 @@ def test_a_stopped_message_sent_again_before_its_drain_released_the_session_is_a
     assert flags.raised == {}
 
 
+class _BlinkingFlags(_Flags):
+    """Flags whose Redis times out on every consume while ``blinking`` (reads still answer)."""
+
+    blinking = True
+
+    def consume(self, session_id: str, flag: StopFlag) -> None:
+        if self.blinking:
+            raise TimeoutError("Timeout reading from socket")
+        super().consume(session_id, flag)
+
+
+def test_a_stop_its_turn_could_not_consume_does_not_stop_the_message_sent_again_after_it(factory, session_id):
+    # was: a stop still raised (Redis timed out at each consume) stopped the message sent again after
+    # the stop was answered: dated by its first sending, it looked sent before the stop.
+    events = SessionEventLog(factory)
+    message_pk = _send(factory, events, session_id, "m1")
+    flags = _BlinkingFlags()
+    time.sleep(0.01)
+    flags.raise_now(session_id, first_pk=message_pk)
+    stopped: list[bool] = []
+
+    def handler(job, cancel) -> None:  # noqa: ANN001
+        stopped.append(cancel.wait(1.2))
+        if stopped[-1]:
+            _fail(factory, events, job)
+        else:
+            _answer(factory, job)
+
+    drainer = Drainer(factory, handler, owner="w1", lease_s=30, cancel_flags=flags)
+    assert drainer.drain(session_id) == DONE
+    assert stopped == [True] and session_id in flags.raised  # the turn was stopped; its flag stayed raised
+    flags.blinking = False
+    assert _send(factory, events, session_id, "m1") == message_pk  # the user sends it again
+    assert drainer.drain(session_id) == DONE
+    assert stopped == [True, False], "the message sent again after the stop was answered is answered"
+    assert _statuses(factory, session_id) == [("user", "answered"), ("system", "error")]
+    assert flags.raised == {}  # stale: dropped
+
+
 def test_a_flag_s_redis_value_round_trips():
     from background.distributed.runner import decode_flag, encode_flag
 
