@@ -102,7 +102,10 @@ class CeleryTurnRunner:
     def cancel(self, session_id: str) -> None:
         """Raises the session's cancel flag, read by the worker that runs (or next starts) its
         turn (drain.py), when the session has a message waiting for or getting an answer: a stop
-        with nothing to stop raises nothing, as in-process (its flag would be stale)."""
+        with nothing to stop raises nothing, as in-process (its flag would be stale). The flag is
+        dated before that read: a turn that ended after it (its message failed, then sent again)
+        ended after the stop, whose flag is stale for the message sent again."""
+        raised = time.time()
         first: int | None
         try:
             with self._factory() as db:
@@ -116,7 +119,7 @@ class CeleryTurnRunner:
         try:
             # The first message names the turn the stop is for, should it end before the flag is
             # set: an older message sent again later must not take the stop (drain.py).
-            self._redis.set(cancel_key(session_id), encode_flag(StopFlag(time.time(), first)), ex=CANCEL_FLAG_TTL_S)
+            self._redis.set(cancel_key(session_id), encode_flag(StopFlag(raised, first)), ex=CANCEL_FLAG_TTL_S)
         except redis.RedisError as exc:
             log.error("could not cancel session %s (%s)", session_id, exc)
 
