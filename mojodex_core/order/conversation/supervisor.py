@@ -8,6 +8,7 @@ Without an LLM, unsure means ``off_topic`` / ``not-understandable``.
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -15,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from ..menu import Menu
 from ..parsed_input import ParsedInput
-from .menu_index import mentions
+from .menu_index import mentions, menu_phrases
 from .model import Intent, OffTopicType
 from .resources import has_phrase, hesitation_only, keywords, normalise, only_phrases
 
@@ -60,6 +61,32 @@ def bounded(decision: Decision, unclear_turns: int) -> Decision:
     return decision
 
 
+def _alternatives(phrases: tuple[str, ...]) -> str:
+    return "|".join(re.escape(p) for p in sorted(phrases, key=len, reverse=True) if p)
+
+
+def price_question_only(text: str, menu: Menu, language: str) -> bool:
+    """ "how much to add mushrooms?": the whole message asks the price of menu values (the shape of
+    ``price_question_only``), nothing else said - no request, no second clause - so it changes nothing."""
+    kw = keywords(language)
+    shape = kw.get("price_question_only")
+    body = text.strip()
+    body = body[:-1] if body.endswith("?") else body
+    if not shape or re.search(r"[^\w\s'\u2019]", body):  # "?", a comma or a dash: more than the question
+        return False
+    starts, verbs, leads, ends = (_alternatives(shape.get(k, ())) for k in ("starts", "verbs", "leads", "ends"))
+    found = re.fullmatch(rf"(?:{starts})(?: (?:{verbs}))? (?:{leads}) (?P<values>.+?)(?: (?:{ends}))?", normalise(body))
+    if not found:
+        return False
+    rest = f" {found.group('values')} "
+    named = False
+    for phrase in menu_phrases(menu):  # longest first
+        if f" {phrase} " in rest:
+            rest, named = rest.replace(f" {phrase} ", " "), True
+    glue = set(kw.get("list_joins", ())) | set(kw.get("order_articles", ()))
+    return named and all(word in glue for word in rest.split())
+
+
 def classify_deterministic(text: str, parsed: ParsedInput, menu: Menu, language: str,
                            threshold: float) -> Decision | None:
     """The deterministic decision, or None when unsure."""
@@ -76,6 +103,8 @@ def classify_deterministic(text: str, parsed: ParsedInput, menu: Menu, language:
     unrelated = has_phrase(norm, off.get("simply-unrelated", ()))
     if unrelated and not orders:
         return _rule("off_topic", f"keyword {unrelated!r}", "simply-unrelated")
+    if price_question_only(text, menu, language):
+        return _rule("menu_question", "a price question about menu values, nothing else")
     if asks and not orders:
         return _rule("menu_question", "question pattern" + (" on menu words" if named else ""))
     strong = ("done", "not_right", "never_mind", "needs_time", "same_again")
