@@ -14,6 +14,10 @@ joined with a newline; the final reply's title/draft when it writes the result.
 
 A tool that requires approval ends the turn: the outcome carries the request, and the turn
 stores it with a message asking the user (see ``tool_runs.record_approval_request``).
+
+A turn answering a message again (a retry of a failed turn, the follow-up of a decision) starts
+from the tool uses already recorded for that message (``TurnRequest.recorded_uses``), replayed
+as the calls and results they were: the model goes on from them instead of asking again.
 """
 
 from __future__ import annotations
@@ -38,8 +42,8 @@ from mojodex_core.execution.tool_requests import (
     from_function_calls,
     from_tags,
     openai_tools,
+    replayed_messages,
     result_messages,
-    tag_call_text,
 )
 from mojodex_core.execution.tool_runs import ToolRuns, check_request
 from mojodex_core.llm import LLMProvider
@@ -72,6 +76,8 @@ class TurnRequest:
     llm_messages: list[dict[str, Any]]
     tools: list[dict[str, Any]]
     resume_tool_execution_pk: int | None = None
+    # The uses already made for the message (a retry of a failed turn, a follow-up): see tool_runs.recorded_uses.
+    recorded_uses: tuple[tuple[ToolRequest, dict[str, Any]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -161,15 +167,15 @@ class ReplyGenerator:
             openai_tools(turn.tools, {n: get_tool(n).query_schema for n in task_tools if get_tool(n)})
             if tools_on and offers_native(self._settings.mode) else None
         )
-        messages = list(turn.llm_messages)
+        # The turn goes on from the uses its message made already (they count toward the bound): none runs twice.
+        messages = list(turn.llm_messages) + replayed_messages(list(turn.recorded_uses))
         shown: list[str] = []  # visible mojo text of each call so far
-        used = 0
-        label = FIRST_CALL_LABEL
+        used = len(turn.recorded_uses)
+        label = FOLLOW_UP_LABEL if used else FIRST_CALL_LABEL
         if turn.resume_tool_execution_pk is not None:
             request, result = self._runs.resume(turn.resume_tool_execution_pk, task_tools, turn.user_id)
-            asked = "" if request.native else tag_call_text(request)
-            messages += result_messages(asked, "", [(request, result)])
-            used, label = 1, FOLLOW_UP_LABEL
+            messages += replayed_messages([(request, result)])
+            used, label = used + 1, FOLLOW_UP_LABEL
         forced = False
         while True:
             offer = used < self._settings.max_calls

@@ -145,6 +145,15 @@ def result_messages(
     return messages
 
 
+def replayed_messages(uses: list[tuple[ToolRequest, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Recorded uses (a resumed or retried turn's) as the conversation carries them, each its ask and its
+    result in the form it was made (``result_messages``), in call order."""
+    messages: list[dict[str, Any]] = []
+    for request, result in uses:
+        messages += result_messages("" if request.native else tag_call_text(request), "", [(request, result)])
+    return messages
+
+
 NO_MORE_TOOLS = (
     "You have used all the tool calls allowed for this answer ({limit}). Do not ask for any tool now: "
     "answer the user with what you already have."

@@ -224,6 +224,16 @@ _GIVE_BACK_MESSAGE = (
     update(Message).where(Message.message_pk == bindparam("b_pk"), Message.status == "processing")
     .values(status="answered").execution_options(synchronize_session=False)
 )
+_tool_execution = TaskToolExecution.__table__
+_tool_query = TaskToolQuery.__table__
+# The uses recorded for a message whose results are known, in call order (ix on message_fk).
+_RECORDED_USES = (
+    select(_tool_execution.c.tool_name, _tool_execution.c.explanation, _tool_execution.c.call_id,
+           _tool_query.c.query, _tool_query.c.result)
+    .join(_tool_query, _tool_query.c.task_tool_execution_fk == _tool_execution.c.task_tool_execution_pk)
+    .where(_tool_execution.c.message_fk == bindparam("b_pk"), _tool_query.c.result.is_not(None))
+    .order_by(_tool_execution.c.task_tool_execution_pk, _tool_query.c.task_tool_query_pk)
+)
 _INSERT_TOOL_EXECUTION = insert(TaskToolExecution.__table__).returning(
     TaskToolExecution.__table__.c.task_tool_execution_pk
 )
@@ -246,6 +256,17 @@ def record_approval_request(
     })
     log.info("tool %s awaits approval, task_tool_execution=%s", request.name, execution_pk)
     return execution_pk
+
+
+def recorded_uses(db: DbSession | Connection, message_pk: int) -> list[tuple[ToolRequest, dict[str, Any]]]:
+    """The tool uses already made for a user message, as asked and with their results, in call order: what a
+    turn answering it again (a retry, a follow-up) continues from, so that none runs twice. A use awaiting the
+    user's decision, or with no result (its run cut off), is not one."""
+    return [
+        (ToolRequest(name=row.tool_name, query=row.query, explanation=row.explanation or "", call_id=row.call_id),
+         row.result)
+        for row in db.execute(_RECORDED_USES, {"b_pk": message_pk}) if row.result is not None
+    ]
 
 
 def resumable(db: DbSession | Connection, task_tool_execution_pk: int, message_pk: int) -> bool:

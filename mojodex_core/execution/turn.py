@@ -51,7 +51,7 @@ from mojodex_core.execution.tool_loop import (
     TurnRequest,
     describes_tags,
 )
-from mojodex_core.execution.tool_runs import resumable
+from mojodex_core.execution.tool_runs import recorded_uses, resumable
 from mojodex_core.execution.turn_completion import TurnCompletion, TurnContext, TurnFailed
 from mojodex_core.knowledge import DEFAULT_KNOWLEDGE_TOKENS, knowledge_block, prompt_knowledge
 from mojodex_core.llm import LLMNotConfigured, LLMProvider
@@ -97,7 +97,8 @@ def _around_execution(statement):  # noqa: ANN001, ANN202
     )
 
 
-_MESSAGE_COLUMNS = (_message.c.status.label("message_status"), _message.c.message_id)
+# answer_message_fk: set once a run answered or failed the message; only such a message can have tool uses.
+_MESSAGE_COLUMNS = (_message.c.status.label("message_status"), _message.c.message_id, _message.c.answer_message_fk)
 
 # SQLite (no LATERAL): one join of the nine tables.
 _CONTEXT = (
@@ -381,12 +382,14 @@ class InstructTurn(TurnCompletion):
             if found.execution_status == "deleted":
                 raise TurnFailed(EXECUTION_DELETED)
             llm_messages = self._llm_messages(db, found, task, job.message_pk)
+            # A retry or a follow-up goes on from the tools its message used; a new message (the hot path) reads none.
+            recorded = recorded_uses(db, job.message_pk) if found.answer_message_fk is not None else []
         except Exception as exc:
             # Raising here would roll the message back to pending with no turn left to answer
             # it, and the client would wait forever: commit "processing", then fail it visibly.
             if not isinstance(exc, TurnFailed):
                 log.exception("turn setup failed session=%s message_pk=%s", job.session_id, job.message_pk)
-            llm_messages = []
+            llm_messages, recorded = [], []
             if isinstance(exc, TurnFailed):
                 setup_error = str(exc)
             elif isinstance(exc, PromptError):
@@ -407,6 +410,7 @@ class InstructTurn(TurnCompletion):
             setup_error=setup_error,
             tools=list(task.tools),
             resume_tool_execution_pk=resume,
+            recorded_uses=recorded,
             session_language=found.session_language,
             completes_execution=task.type != "workflow",
         )
@@ -469,6 +473,7 @@ class InstructTurn(TurnCompletion):
                 session_id=context.session_id, user_task_execution_pk=context.user_task_execution_pk,
                 user_id=context.user_id, message_pk=context.message_pk, llm_messages=context.llm_messages,
                 tools=context.tools, resume_tool_execution_pk=context.resume_tool_execution_pk,
+                recorded_uses=tuple(context.recorded_uses),
             ),
             cancel,
             trace=context.trace,
