@@ -30,6 +30,7 @@ from mojodex_core.db.models import (
     ProducedTextVersion,
     Session,
     Task,
+    TaskToolExecution,
     User,
     UserProfile,
     UserTask,
@@ -97,8 +98,12 @@ def _around_execution(statement):  # noqa: ANN001, ANN202
     )
 
 
-# answer_message_fk: set once a run answered or failed the message; only such a message can have tool uses.
-_MESSAGE_COLUMNS = (_message.c.status.label("message_status"), _message.c.message_id, _message.c.answer_message_fk)
+# tool_used: a run of the message recorded a tool use (a retry, a follow-up, a resumed crash): only then are
+# its uses read (one index probe here, on ix message_fk, whatever failed or answered the message before).
+_MESSAGE_COLUMNS = (
+    _message.c.status.label("message_status"), _message.c.message_id,
+    exists().where(TaskToolExecution.__table__.c.message_fk == _message.c.message_pk).label("tool_used"),
+)
 
 # SQLite (no LATERAL): one join of the nine tables.
 _CONTEXT = (
@@ -383,7 +388,7 @@ class InstructTurn(TurnCompletion):
                 raise TurnFailed(EXECUTION_DELETED)
             llm_messages = self._llm_messages(db, found, task, job.message_pk)
             # A retry or a follow-up goes on from the tools its message used; a new message (the hot path) reads none.
-            recorded = recorded_uses(db, job.message_pk) if found.answer_message_fk is not None else []
+            recorded = recorded_uses(db, job.message_pk) if found.tool_used else []
         except Exception as exc:
             # Raising here would roll the message back to pending with no turn left to answer
             # it, and the client would wait forever: commit "processing", then fail it visibly.
