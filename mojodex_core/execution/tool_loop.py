@@ -38,6 +38,7 @@ from mojodex_core.execution.events import EventPublisher
 from mojodex_core.execution.reasoning import append_trace, trace_entry
 from mojodex_core.execution.tool_requests import (
     NO_MORE_TOOLS,
+    RecordedUse,
     ToolRequest,
     from_function_calls,
     from_tags,
@@ -77,7 +78,7 @@ class TurnRequest:
     tools: list[dict[str, Any]]
     resume_tool_execution_pk: int | None = None
     # The uses already made for the message (a retry of a failed turn, a follow-up): see tool_runs.recorded_uses.
-    recorded_uses: tuple[tuple[ToolRequest, dict[str, Any]], ...] = ()
+    recorded_uses: tuple[RecordedUse, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -167,14 +168,15 @@ class ReplyGenerator:
             openai_tools(turn.tools, {n: get_tool(n).query_schema for n in task_tools if get_tool(n)})
             if tools_on and offers_native(self._settings.mode) else None
         )
-        # The turn goes on from the uses its message made already (they count toward the bound): none runs twice.
+        # The turn goes on from the uses its message made already, told to the model as they were. Those that ran
+        # or were declined count toward the bound; failed ones do not (a retry after an outage may try again).
         messages = list(turn.llm_messages) + replayed_messages(list(turn.recorded_uses))
         shown: list[str] = []  # visible mojo text of each call so far
-        used = len(turn.recorded_uses)
-        label = FOLLOW_UP_LABEL if used else FIRST_CALL_LABEL
+        used = sum(use.counts for use in turn.recorded_uses)
+        label = FOLLOW_UP_LABEL if turn.recorded_uses else FIRST_CALL_LABEL
         if turn.resume_tool_execution_pk is not None:
             request, result = self._runs.resume(turn.resume_tool_execution_pk, task_tools, turn.user_id)
-            messages += replayed_messages([(request, result)])
+            messages += replayed_messages([RecordedUse(request, result)])
             used, label = used + 1, FOLLOW_UP_LABEL
         forced = False
         while True:

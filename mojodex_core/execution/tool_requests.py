@@ -46,6 +46,17 @@ class ToolRequest:
         return {"raw": self.raw_query}
 
 
+@dataclass(frozen=True)
+class RecordedUse:
+    """A use a run of the message already made, as asked and with its result (see tool_runs.recorded_uses)."""
+
+    request: ToolRequest
+    result: dict[str, Any]
+    # It spent one of the turn's calls: it ran or the user declined it. One that failed (refused, timed out,
+    # errored) is told to the model but leaves a retried turn free to try again.
+    counts: bool = True
+
+
 def _parse_query(raw: str) -> tuple[Any, str | None]:
     text = raw.strip()
     if not text:
@@ -145,12 +156,13 @@ def result_messages(
     return messages
 
 
-def replayed_messages(uses: list[tuple[ToolRequest, dict[str, Any]]]) -> list[dict[str, Any]]:
+def replayed_messages(uses: list[RecordedUse]) -> list[dict[str, Any]]:
     """Recorded uses (a resumed or retried turn's) as the conversation carries them, each its ask and its
     result in the form it was made (``result_messages``), in call order."""
     messages: list[dict[str, Any]] = []
-    for request, result in uses:
-        messages += result_messages("" if request.native else tag_call_text(request), "", [(request, result)])
+    for use in uses:
+        asked = "" if use.request.native else tag_call_text(use.request)
+        messages += result_messages(asked, "", [(use.request, use.result)])
     return messages
 
 

@@ -23,7 +23,7 @@ from sqlalchemy.orm import sessionmaker
 from mojodex_core.db import transaction
 from mojodex_core.db.models import Message, TaskToolExecution, TaskToolQuery, UserTask, UserTaskExecution
 from mojodex_core.execution.session_claims import Superseded
-from mojodex_core.execution.tool_requests import ToolRequest
+from mojodex_core.execution.tool_requests import RecordedUse, ToolRequest
 from mojodex_core.tools import ToolContext, ToolError, get_tool
 
 log = logging.getLogger("mojodex.tools")
@@ -229,7 +229,7 @@ _tool_query = TaskToolQuery.__table__
 # The uses recorded for a message whose results are known, in call order (ix on message_fk).
 _RECORDED_USES = (
     select(_tool_execution.c.tool_name, _tool_execution.c.explanation, _tool_execution.c.call_id,
-           _tool_query.c.query, _tool_query.c.result)
+           _tool_execution.c.status, _tool_query.c.query, _tool_query.c.result)
     .join(_tool_query, _tool_query.c.task_tool_execution_fk == _tool_execution.c.task_tool_execution_pk)
     .where(_tool_execution.c.message_fk == bindparam("b_pk"), _tool_query.c.result.is_not(None))
     .order_by(_tool_execution.c.task_tool_execution_pk, _tool_query.c.task_tool_query_pk)
@@ -258,13 +258,14 @@ def record_approval_request(
     return execution_pk
 
 
-def recorded_uses(db: DbSession | Connection, message_pk: int) -> list[tuple[ToolRequest, dict[str, Any]]]:
+def recorded_uses(db: DbSession | Connection, message_pk: int) -> list[RecordedUse]:
     """The tool uses already made for a user message, as asked and with their results, in call order: what a
-    turn answering it again (a retry, a follow-up) continues from, so that none runs twice. A use awaiting the
-    user's decision, or with no result (its run cut off), is not one."""
+    turn answering it again (a retry, a follow-up) continues from, so that the model is told them rather than
+    asking again. A use awaiting the user's decision, or with no result (its run cut off), is not one. A failed
+    use (status ``failed``: refused, timed out, errored) is told but does not count toward the turn's bound."""
     return [
-        (ToolRequest(name=row.tool_name, query=row.query, explanation=row.explanation or "", call_id=row.call_id),
-         row.result)
+        RecordedUse(ToolRequest(name=row.tool_name, query=row.query, explanation=row.explanation or "",
+                                call_id=row.call_id), row.result, counts=row.status != "failed")
         for row in db.execute(_RECORDED_USES, {"b_pk": message_pk}) if row.result is not None
     ]
 

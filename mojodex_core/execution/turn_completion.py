@@ -34,7 +34,7 @@ from mojodex_core.execution.produced_text import append_draft_version
 from mojodex_core.execution.reasoning import append_trace_entries, kept_entries, log_written, trace_params
 from mojodex_core.execution.session_claims import Superseded, check_fence, current_claim
 from mojodex_core.execution.tool_loop import TurnOutcome
-from mojodex_core.execution.tool_requests import ToolRequest
+from mojodex_core.execution.tool_requests import RecordedUse
 from mojodex_core.execution.tool_runs import record_approval_request
 from mojodex_core.tags import ParsedReply
 
@@ -68,8 +68,8 @@ class TurnContext:
     tools: list[dict[str, Any]] = field(default_factory=list)
     # Set when this turn follows up a tool use the user approved or declined.
     resume_tool_execution_pk: int | None = None
-    # The tool uses the message made already, (request, result), in call order (tool_runs.recorded_uses).
-    recorded_uses: list[tuple[ToolRequest, dict[str, Any]]] = field(default_factory=list)
+    # The tool uses the message made already, in call order (tool_runs.recorded_uses).
+    recorded_uses: list[RecordedUse] = field(default_factory=list)
     # The session's language when the turn began (a session's turns run one at a time).
     session_language: str | None = None
     # A draft completes the execution of an instruct task; a workflow's engine completes its own (its result

@@ -203,3 +203,29 @@ def test_a_retry_that_fails_again_leaves_the_uses_for_the_next_and_adds_none(too
     with tools_live.db() as db:
         stored = db.get(Message, sent["message_pk"])
         assert stored.status == "answered" and db.get(Message, stored.answer_message_fk).text == "Cy is gold."
+
+
+def test_a_failed_use_is_told_on_retry_with_its_error_but_leaves_the_retry_free_to_try_again(tools_live, llm):
+    # was: the failed use counted toward the bound like the two that ran: the retry was sent with no tools and told
+    # it had used all its calls, so after an outage the tool could never be tried again for this message
+    turn = ToolTurn(tools_live)
+    try:
+        llm.script(Reply(tag_call("echo", {"text": "n0"})), Reply(tag_call("echo", {"text": "n1"})),
+                   Reply(tag_call("boom", {"text": "n2"})), *DOWN)
+        _send(turn, "loop", "m-boom")
+        _wait(turn, "error", 1)
+        tools_live.wait_idle()
+        llm.script(Reply(tag_call("echo", {"text": "n3"})), Reply(answer("Here is what I have.")))
+        _send(turn, "loop", "m-boom")
+        assert _wait(turn, "mojo_message", 1)["text"] == "Here is what I have."
+    finally:
+        turn.close()
+    assert [(e.tool_name, e.status, q[0].query["text"]) for e, q in tool_rows(tools_live, turn.pk)] == [
+        ("echo", "done", "n0"), ("echo", "done", "n1"), ("boom", "failed", "n2"), ("echo", "done", "n3")]
+    retry, last = llm.requests[-2], llm.requests[-1]
+    told = tool_results_sent(retry)
+    assert len(told) == 3 and '"echo": "n0"' in told[0] and '"echo": "n1"' in told[1]
+    assert "the tool failed: RuntimeError: kaboom" in told[2]
+    # Two uses ran: the retry may make one more, which it did; then the bound (3) is reached.
+    assert "tools" in retry and NO_MORE_TOOLS.format(limit=3) not in str(retry["messages"])
+    assert "tools" not in last and last["messages"][-1] == {"role": "system", "content": NO_MORE_TOOLS.format(limit=3)}
