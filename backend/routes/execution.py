@@ -308,7 +308,9 @@ class UserTaskExecutionTitleResource(Resource):
 
 class UserTaskExecutionStopResource(Resource):
     """The web app's stop button: the running turn is cancelled; its message fails with a
-    retryable `error` event (sending the same message_id again retries it)."""
+    retryable `error` event (sending the same message_id again retries it). The stop cancels the
+    LLM call, not a tool that already ran: the retry goes on from the uses the stopped turn made
+    (docs/tools_and_reasoning.md, Retries)."""
 
     method_decorators = [user_required]
 

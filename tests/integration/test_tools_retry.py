@@ -1,6 +1,6 @@
 """A message whose turn used tools, then failed, sent again with its message_id: the retried turn continues
-from the uses already recorded for that message (their calls and results, in call order), so a tool is never
-run twice nor put to the user again. Through the live server and the scripted OpenAI-compatible server."""
+from the uses already recorded for that message (their calls and results, in call order): the model is told them
+instead of asking again. Through the live server and the scripted OpenAI-compatible server."""
 
 from __future__ import annotations
 
@@ -59,8 +59,8 @@ def _replayed_tags(request: dict) -> list[str]:
 
 @pytest.mark.parametrize("form", ["tags", "native"])
 def test_a_retried_message_continues_from_the_tool_its_failed_turn_ran(tools_live, llm, service, form):
-    # was: the retry ran from scratch: the model, told nothing of the use made, asked for the tool again and the
-    # endpoint was called a second time for the same message
+    # was: the retry's prompt ended with the user's message: it lacked the recorded call and its result, and a
+    # model told nothing of them would call the endpoint again
     customer = f"ada-{form}"
     query = {"params": {"customer": customer}}
     ask = Reply(tag_call("http_json", query)) if form == "tags" else \
@@ -137,7 +137,8 @@ def _approve_then_fail(tools_live, llm, turn: ToolTurn, message_id: str) -> tupl
 
 
 def test_an_approved_use_whose_follow_up_failed_is_neither_asked_nor_run_again_on_retry(tools_live, llm):
-    # was: the retry asked the user to approve the same echo again (a second awaiting_approval use)
+    # was: the retry's prompt lacked the approved use and its result: a model told nothing of them would ask the
+    # user to approve the echo again
     turn = ToolTurn(tools_live)
     try:
         message_pk, tool_pk = _approve_then_fail(tools_live, llm, turn, "m-approve")
@@ -157,7 +158,7 @@ def test_an_approved_use_whose_follow_up_failed_is_neither_asked_nor_run_again_o
 
 
 def test_a_follow_up_sees_the_uses_its_turn_made_before_asking_for_approval(tools_live, llm):
-    # was: the follow-up was told only the approved use: the echo run before the ask was lost to the model
+    # was: the follow-up's prompt carried only the approved use's result, not the echo run before the ask
     turn = ToolTurn(tools_live)
     try:
         llm.script(Reply(tag_call("echo", {"text": "first"})),
@@ -229,3 +230,86 @@ def test_a_failed_use_is_told_on_retry_with_its_error_but_leaves_the_retry_free_
     # Two uses ran: the retry may make one more, which it did; then the bound (3) is reached.
     assert "tools" in retry and NO_MORE_TOOLS.format(limit=3) not in str(retry["messages"])
     assert "tools" not in last and last["messages"][-1] == {"role": "system", "content": NO_MORE_TOOLS.format(limit=3)}
+
+
+def test_a_declined_use_is_told_on_retry_and_counts_toward_the_bound(tools_live, llm):
+    # was: the retry's prompt lacked the two echoes and the user's refusal: a model told nothing of them would ask
+    # the user again
+    turn = ToolTurn(tools_live)
+    try:
+        llm.script(Reply(tag_call("echo", {"text": "n0"})), Reply(tag_call("echo", {"text": "n1"})),
+                   Reply(tag_call("guarded_echo", {"text": "secret"}, "May I echo your secret?")))
+        sent = _send(turn, "echo with approval", "m-decline")
+        asked = _wait(turn, "mojo_message", 1)
+        assert asked["text"] == "May I echo your secret?"
+        llm.script(*DOWN)
+        turn.client.ok("POST", "/task_tool_execution",
+                       json={"task_tool_execution_pk": asked["task_tool_execution_pk"], "approved": False})
+        assert _wait(turn, "error", 1)["user_message_pk"] == sent["message_pk"]
+        tools_live.wait_idle()
+        llm.script(Reply(answer("I will not echo it.")))
+        _send(turn, "echo with approval", "m-decline")
+        final = _wait(turn, "mojo_message", 2)
+        assert final["text"] == "I will not echo it." and "task_tool_execution_pk" not in final
+    finally:
+        turn.close()
+    assert [(e.tool_name, e.status) for e, _q in tool_rows(tools_live, turn.pk)] == [
+        ("echo", "done"), ("echo", "done"), ("guarded_echo", "declined")]
+    retry = llm.requests[-1]
+    told = tool_results_sent(retry)
+    assert len(told) == 3 and '"echo": "n1"' in told[1] and "The user declined this tool call" in told[2]
+    # The declined use is one of the three calls: the retry may ask for none.
+    assert "tools" not in retry
+    assert retry["messages"][-1] == {"role": "system", "content": NO_MORE_TOOLS.format(limit=3)}
+    assert message(tools_live, sent["message_pk"]).status == "answered"
+
+
+def test_a_use_with_no_result_yet_is_not_replayed_its_follow_up_tells_it_once(tools_live, llm):
+    # A use awaiting the user's decision has no result: not replayed. At its follow-up's set-up the approved use
+    # still has none: it is told once, as it runs, after the use the message's first approval ran.
+    turn = ToolTurn(tools_live)
+    try:
+        llm.script(Reply(tag_call("guarded_echo", {"text": "one"}, "May I echo one?")))
+        _send(turn, "echo twice with approval", "m-two-asks")
+        first = _wait(turn, "mojo_message", 1)
+        llm.script(Reply(tag_call("guarded_echo", {"text": "two"}, "May I echo two?")))
+        turn.client.ok("POST", "/task_tool_execution",
+                       json={"task_tool_execution_pk": first["task_tool_execution_pk"], "approved": True})
+        second = _wait(turn, "mojo_message", 2)
+        assert second["text"] == "May I echo two?"
+        llm.script(Reply(answer("One and two.")))
+        turn.client.ok("POST", "/task_tool_execution",
+                       json={"task_tool_execution_pk": second["task_tool_execution_pk"], "approved": True})
+        assert _wait(turn, "mojo_message", 3)["text"] == "One and two."
+    finally:
+        turn.close()
+    assert [(e.tool_name, e.status, q[0].result["echo"]) for e, q in tool_rows(tools_live, turn.pk)] == [
+        ("guarded_echo", "done", "one"), ("guarded_echo", "done", "two")]
+    told_first, told_second = tool_results_sent(llm.requests[-2]), tool_results_sent(llm.requests[-1])
+    assert len(told_first) == 1 and '"echo": "one"' in told_first[0]
+    assert len(told_second) == 2 and '"echo": "one"' in told_second[0] and '"echo": "two"' in told_second[1]
+    assert [a.count("guarded_echo") for a in _replayed_tags(llm.requests[-1])] == [1, 1]
+
+
+def test_a_stopped_turn_s_uses_are_told_on_retry(tools_live, llm):
+    # The stop cancels the LLM call after the echo ran: the use happened, so the retry goes on from it.
+    # was: the retry's prompt ended with the user's message, the echo untold
+    turn = ToolTurn(tools_live)
+    try:
+        llm.script(Reply(tag_call("echo", {"text": "before the stop"})),
+                   Reply(chunks=[f"w{i} " for i in range(100)], delay_s=0.05))
+        sent = _send(turn, "echo then stop", "m-stop")
+        turn.socket.wait_event("mojo_token", timeout=30)
+        assert turn.client.ok("POST", "/user_task_execution_stop", json={"user_task_execution_pk": turn.pk})["stopped"]
+        error = _wait(turn, "error", 1)
+        assert error["retryable"] is True and error["user_message_pk"] == sent["message_pk"]
+        tools_live.wait_idle()
+        llm.script(Reply(answer("Echoed.")))
+        _send(turn, "echo then stop", "m-stop")
+        assert _wait(turn, "mojo_message", 1)["text"] == "Echoed."
+    finally:
+        turn.close()
+    assert [(e.tool_name, e.status) for e, _q in tool_rows(tools_live, turn.pk)] == [("echo", "done")]
+    (told,) = tool_results_sent(llm.requests[-1])
+    assert '"echo": "before the stop"' in told
+    assert message(tools_live, sent["message_pk"]).status == "answered"
