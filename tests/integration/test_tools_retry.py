@@ -177,6 +177,27 @@ def test_a_follow_up_sees_the_uses_its_turn_made_before_asking_for_approval(tool
     assert len(results) == 2 and '"echo": "first"' in results[0] and '"echo": "second"' in results[1]
 
 
+def test_a_follow_up_counts_the_uses_its_turn_made_before_the_approval_toward_the_bound(tools_live, llm):
+    # The echo before the ask and the approved use are two of the three calls: the follow-up may make one more.
+    turn = ToolTurn(tools_live)
+    try:
+        llm.script(Reply(tag_call("echo", {"text": "first"})),
+                   Reply(tag_call("guarded_echo", {"text": "second"}, "May I echo it?")))
+        _send(turn, "echo thrice", "m-thrice")
+        asked = _wait(turn, "mojo_message", 1)
+        llm.script(Reply(tag_call("echo", {"text": "third"})), Reply(answer("All three.")))
+        turn.client.ok("POST", "/task_tool_execution",
+                       json={"task_tool_execution_pk": asked["task_tool_execution_pk"], "approved": True})
+        assert _wait(turn, "mojo_message", 2)["text"] == "All three."
+    finally:
+        turn.close()
+    assert [(e.tool_name, e.status) for e, _q in tool_rows(tools_live, turn.pk)] == [
+        ("echo", "done"), ("guarded_echo", "done"), ("echo", "done")]
+    follow_up, last = llm.requests[-2], llm.requests[-1]
+    assert "tools" in follow_up or NO_MORE_TOOLS.format(limit=3) not in str(follow_up["messages"])
+    assert last["messages"][-1] == {"role": "system", "content": NO_MORE_TOOLS.format(limit=3)}
+
+
 def test_a_retry_that_fails_again_leaves_the_uses_for_the_next_and_adds_none(tools_live, llm, service):
     turn = ToolTurn(tools_live)
     query = {"params": {"customer": "cy"}}
@@ -207,8 +228,8 @@ def test_a_retry_that_fails_again_leaves_the_uses_for_the_next_and_adds_none(too
 
 
 def test_a_failed_use_is_told_on_retry_with_its_error_but_leaves_the_retry_free_to_try_again(tools_live, llm):
-    # was: the failed use counted toward the bound like the two that ran: the retry was sent with no tools and told
-    # it had used all its calls, so after an outage the tool could never be tried again for this message
+    # was: the retry's prompt lacked the three recorded uses. Counting the failed one with the two that ran would
+    # send the retry with no tools (the bound reached), so after an outage the tool could never be tried again.
     turn = ToolTurn(tools_live)
     try:
         llm.script(Reply(tag_call("echo", {"text": "n0"})), Reply(tag_call("echo", {"text": "n1"})),

@@ -56,8 +56,8 @@ def _new_question_turn(turns, engine, session_id: str, pk: int) -> list[str]:  #
 
 
 def test_a_message_failed_without_its_error_message_still_goes_on_from_its_uses(turns, monkeypatch):
-    # was: the failure's last resort (mark_failed, when storing the error message failed) left no
-    # answer_message_fk: the retry's prompt lacked the recorded use, and a model told nothing ran the tool again
+    # was: the retry's prompt lacked the recorded use (here the failure's last resort, mark_failed, stores no
+    # error message), and a model told nothing would ask for the tool again
     user = turns.user()
     pk, session_id = turns.execution(user, "turn_prompt_tools")
     message_id = uuid.uuid4().hex
@@ -92,7 +92,7 @@ def test_a_message_failed_without_its_error_message_still_goes_on_from_its_uses(
 def test_a_message_resumed_after_a_crash_goes_on_from_the_uses_that_have_a_result(turns):
     # A crashed worker's message, pending again (start-up resume): the use that ran is told, the one cut off
     # while its tool ran (no result) is not.
-    # was: a message no run had answered or failed (no answer_message_fk) read none: the prompt lacked the use
+    # was: the prompt lacked the use
     user = turns.user()
     pk, session_id = turns.execution(user, "turn_prompt_tools")
     message_pk = turns.message(session_id, pk, "echo twice")
