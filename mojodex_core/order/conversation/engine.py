@@ -21,7 +21,7 @@ from .context import GUARDS, Ctx, apply_parsed
 from .events import detect
 from .model import Conversation, ConversationEnded, TurnInput, TurnOutcome
 from .repair import repair
-from .resources import normalise, say
+from .resources import after_opening_pause, normalise, say
 from .supervisor import bounded, classify
 from .table import lookup, next_state
 
@@ -53,7 +53,7 @@ def _parse(ctx: Ctx) -> None:
     # Answering: a question of the order is pending, or the assistant asked one of its own ("anything else?",
     # "which one?", an offer) - not the opening "what would you like?", where gibberish is still off topic.
     answering = tree.pending is not None or ctx.conv.last_question not in (None, "order")
-    decision = classify(text, parsed, ctx.menu, ctx.lang, llm=ctx.llm, threshold=ctx.threshold,
+    decision = classify(ctx.turn.text or "", parsed, ctx.menu, ctx.lang, llm=ctx.llm, threshold=ctx.threshold,
                         answering=answering)
     ctx.decision = bounded(decision, ctx.conv.unclear_turns)
     ctx.conv.unclear_turns = ctx.conv.unclear_turns + 1 if decision.unclear else 0
@@ -101,7 +101,9 @@ def converse(conversation: Conversation, turn: TurnInput, menu: Menu, *, llm: ob
         ctx.cancel_reply = True
         ctx.rule("barge_in", "the platform cancels the reply being streamed")
     if turn.text is not None:
-        ctx.text, ctx.norm = turn.text, normalise(turn.text)
+        # "hold on, mushrooms on that": the parse reads what follows the pause; the keywords ("hold on": needs
+        # time) and the supervisor still hear the whole message
+        ctx.text, ctx.norm = after_opening_pause(turn.text, conv.language), normalise(turn.text)
         _understand(ctx)
         event = detect(ctx)
     else:

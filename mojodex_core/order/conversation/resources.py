@@ -136,6 +136,31 @@ def only_phrases(norm_text: str, *phrase_lists: tuple[str, ...]) -> bool:
     return found and not rest.strip()
 
 
+@lru_cache(maxsize=16)
+def _opening_pause(language: str) -> re.Pattern[str] | None:
+    shape = keywords(language).get("opening_pause")
+    if not shape:
+        return None
+
+    def alt(key: str) -> str:
+        return "|".join(r"\s+".join(map(re.escape, p.split())) for p in shape.get(key, ()) if p)
+
+    return re.compile(rf"\s*(?:(?:{alt('before')})[\s,]+)?(?:{alt('pause')})(?:\s+(?:{alt('after')}))?"
+                      r"\s*[,\u2013\u2014-]\s*(?P<rest>\S.*)", re.IGNORECASE | re.DOTALL)
+
+
+def after_opening_pause(text: str, language: str) -> str:
+    """``text`` without an opening pause set off by a comma or a dash ("hold on, mushrooms on that" -> "mushrooms on
+    that"): the rest is read as if sent alone. Left as said without the comma ("hold on mushrooms"), and when the rest
+    still takes time ("hold on, which fries... let me think", "hold on, not sure about the drink": needs time)."""
+    shape = _opening_pause(language)
+    found = shape.fullmatch(text) if shape else None
+    rest = normalise(found.group("rest")) if found else ""
+    kw = keywords(language)
+    still_pausing = kw.get("needs_time", ()) + kw.get("opening_pause", {}).get("goes_on", ())
+    return found.group("rest") if found and rest and not has_phrase(rest, still_pausing) else text
+
+
 def _squeeze(text: str) -> str:
     """Letters said longer collapsed: "hmmm", "ummm", "errr" -> "hm", "um", "er"."""
     return re.sub(r"([a-z])\1+", r"\1", text)

@@ -18,7 +18,7 @@ from ..menu import Menu
 from ..parsed_input import ParsedInput
 from .menu_index import mentions, menu_phrases
 from .model import Intent, OffTopicType
-from .resources import has_phrase, hesitation_only, keywords, normalise, only_phrases
+from .resources import after_opening_pause, has_phrase, hesitation_only, keywords, normalise, only_phrases
 
 log = logging.getLogger(__name__)
 LABEL = "order_intent"
@@ -70,7 +70,7 @@ def price_question_only(text: str, menu: Menu, language: str) -> bool:
     ``price_question_only``), nothing else said - no request, no second clause - so it changes nothing."""
     kw = keywords(language)
     shape = kw.get("price_question_only")
-    body = text.strip()
+    body = after_opening_pause(text, language).strip()
     body = body[:-1] if body.endswith("?") else body
     if not shape or re.search(r"[^\w\s'\u2019]", body):  # "?", a comma or a dash: more than the question
         return False
