@@ -8,6 +8,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from sqlalchemy import select
@@ -517,29 +518,35 @@ def test_a_stop_its_turn_could_not_consume_does_not_stop_the_message_sent_again_
     assert flags.raised == {}  # stale: dropped
 
 
-def test_a_stop_whose_turn_ended_before_its_flag_was_set_does_not_stop_the_message_sent_again(
-    factory, session_id, monkeypatch
-):
+class _Redis:
+    """The backend's Redis, as far as ``CeleryTurnRunner.cancel`` uses it: the flag it sets lands in ``flags``."""
+
+    def __init__(self, flags: _Flags, session_id: str) -> None:
+        self._flags, self._session_id = flags, session_id
+
+    def set(self, key: str, value: str, ex: int) -> None:  # noqa: ARG002
+        from background.distributed.runner import decode_flag
+
+        self._flags.raised[self._session_id] = decode_flag(value)
+
+
+def test_a_stop_whose_turn_ended_before_its_flag_was_set_does_not_stop_the_message_sent_again(factory, session_id):
     # was: the backend read the message busy, its turn failed it, then the backend took the flag's
     # time and set it: the flag looked raised after the failure, and stopped the message sent again.
-    from background.distributed import runner as runner_module
+    from background.distributed.runner import CeleryTurnRunner
 
     events = SessionEventLog(factory)
     message_pk = _send(factory, events, session_id, "m1")
     flags = _Flags()
 
-    def turn_ends_then_now() -> float:  # the turn fails its message as the backend stops it
-        monkeypatch.setattr(runner_module, "time", time)
-        _fail(factory, events, TurnJob(session_id=session_id, message_pk=message_pk))
-        time.sleep(0.01)
-        return time.time()
+    @contextmanager
+    def read_then_the_turn_fails() -> Iterator:  # the backend's sessions
+        with factory() as db:
+            yield db  # the stop reads the message busy
+        _fail(factory, events, TurnJob(session_id=session_id, message_pk=message_pk))  # then its turn fails it
 
-    class _Redis:
-        def set(self, key: str, value: str, ex: int) -> None:  # noqa: ARG002
-            flags.raised[session_id] = runner_module.decode_flag(value)
-
-    monkeypatch.setattr(runner_module, "time", type("_Clock", (), {"time": staticmethod(turn_ends_then_now)}))
-    runner_module.CeleryTurnRunner(None, _Redis(), factory).cancel(session_id)  # type: ignore[arg-type]
+    CeleryTurnRunner(None, _Redis(flags, session_id), read_then_the_turn_fails).cancel(session_id)  # type: ignore[arg-type]
+    assert flags.raised[session_id].first_pk == message_pk  # raised for the message's turn, now ended
     assert _send(factory, events, session_id, "m1") == message_pk  # the user sends it again
     stopped = _drained(factory, session_id, flags, wait_s=1.2)
     assert stopped == {message_pk: False}
