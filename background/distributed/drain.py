@@ -14,16 +14,19 @@ Celery so it can be tested against a database alone.
   a renewal refused (the lease was taken over after a stall) cancels the turn, whose completion
   is then refused by the fence check (session_claims.check_fence).
 - Stop: a stop is for the first job in the session's line, as in-process. A cancel flag is read
-  when a job starts, at each beat and when it ends. For a message's turn it is that turn's if it
-  was raised since the message was last sent (the flag's time and the message's ``created_at``,
-  or for a failed message sent again the time of its error, by the clocks of the processes that
-  took them, assumed in sync: ``Drainer.sent_at``): it stops the turn (even one that
-  waited for a worker) and is consumed, also when the turn ended before seeing it, so the turns
-  queued behind still run. Raised before the message was sent, it is stale (a stop with nothing
-  to stop) and dropped. A flag names the first message waiting or running when the stop was sent
-  (``StopFlag.first_pk``): a turn of an older message (one sent again, after a failure) leaves it
-  to that message's turn, or drops it once that message is done. For a job with no message of its
-  own (a tool follow-up, a session job), only a flag raised since the job started is its own.
+  when a job starts, at each beat and when it ends. It names the turn it is for: the first message
+  waiting or running when the stop was sent (``StopFlag.first_pk``) and what had closed that
+  message's last turn then (``StopFlag.closed_by``, its answer_message_fk). While that turn is
+  open, the flag stops it (even one that waited for a worker) and is consumed, also when the turn
+  ended before seeing it, so the turns queued behind still run; a turn of an older message (one
+  sent again, after a failure) leaves it to that turn. Once that turn closed (answered, or failed:
+  a failed message sent again keeps its error as answer_message_fk), the flag is stale (it applied,
+  or came too late) and dropped; no clock decides it. A flag that names no turn (raised by a
+  backend that could not read the session, or by an earlier one) is its turn's if raised since
+  the message was last sent (``Drainer.sent_at``, by the clocks of the processes that took the
+  times, assumed in sync), stale and dropped if before.
+  For a job with no message of its own (a tool follow-up, a session job), only a flag raised since
+  the job started is its own.
 - Shutdown: between turns, ``stopping()`` ends the drain; the caller hands the rest back.
 """
 
@@ -36,7 +39,7 @@ from dataclasses import dataclass
 from datetime import UTC
 from typing import Callable, Protocol
 
-from sqlalchemy import select
+from sqlalchemy import Row, bindparam, select
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import aliased, sessionmaker
 
@@ -65,14 +68,24 @@ log = logging.getLogger("mojodex.drain")
 
 Handler = Callable[[TurnJob | SessionJob, threading.Event], None]
 
+# Read only when a flag is raised: the turn it names, whether it is still open (Drainer.last_turn).
+_LAST_TURN = select(Message.status, Message.answer_message_fk.label("closed_by")).where(
+    Message.message_pk == bindparam("b_pk")
+)
+
 
 @dataclass(frozen=True)
 class StopFlag:
-    """A raised cancel flag: when (epoch seconds, by the raising backend's clock), and the first
-    message of the session waiting for or getting an answer then (None: not known)."""
+    """A raised cancel flag: when (epoch seconds, by the raising backend's clock), and the turn it
+    is for: the first message of the session waiting for or getting an answer then (None: not
+    known) and what had closed that message's last turn when the stop read it (``closed_by``: its
+    answer_message_fk, None while none had). ``turn_read`` False: only the message is known (a flag
+    of an earlier backend)."""
 
     raised: float
     first_pk: int | None = None
+    closed_by: int | None = None
+    turn_read: bool = False
 
 
 class CancelFlags(Protocol):
@@ -149,8 +162,8 @@ class _Heartbeat(threading.Thread):
         if ours is None:
             return  # raised before this job (with no message) started: not for it
         if not ours:
-            log.info("session %s: dropping a stop not for message_pk=%s (raised before it was sent, or for "
-                     "message_pk=%s)", session_id, getattr(job, "message_pk", None), flag.first_pk)
+            log.info("session %s: dropping a stop not for message_pk=%s (for message_pk=%s's turn, closed since, "
+                     "or raised before it was sent)", session_id, getattr(job, "message_pk", None), flag.first_pk)
         elif not ended:
             with self._lock:
                 if self._cancel is not cancel:
@@ -160,24 +173,30 @@ class _Heartbeat(threading.Thread):
         flags.consume(session_id, flag)
 
     def _is_for(self, job: TurnJob | SessionJob, started: float, flag: StopFlag) -> bool | None:
-        """Whether ``flag`` is for ``job``: a stop is for the first job in the session's line, so
-        for a message's turn, one raised since its message was sent (the platform's processes'
-        clocks, assumed in sync); False: stale (raised before). A turn of a message older than the
-        flag's first one (an older message sent again after the flag, dated by its last failure,
-        which came before it) leaves the flag to that message's turn while it still waits or runs
-        (None), and drops it once that message is done (False). For a job with no message of its
-        own, one raised since it started (the worker's clock); None otherwise."""
-        if self._sent is None or self._sent[0] is not job:
-            self._sent = (job, self._drainer.sent_at(job))
-        sent = self._sent[1]
-        if sent is not None:
-            if flag.raised < sent:
+        """Whether ``flag`` is for ``job`` (module docstring): True: it is; False: stale, dropped; None:
+        not this job's, left raised. For a message's turn, by the turn the flag names: stale once that
+        turn closed (its message's answer_message_fk is no longer the one the stop read: the stop
+        applied to it or came too late); while it is open, its message's turn's, and left by a turn
+        of another message (an older one sent again after the stop). A flag naming no turn is judged
+        by time: stale if raised before the message was sent (``sent_at``), else its turn's unless
+        it names a newer message. For a job with no message of its own, one raised since it started
+        (the worker's clock)."""
+        message_pk = _message_of(job)
+        if message_pk is None:
+            return True if flag.raised >= started else None
+        if not flag.turn_read:
+            if self._sent is None or self._sent[0] is not job:
+                self._sent = (job, self._drainer.sent_at(job))
+            if self._sent[1] is not None and flag.raised < self._sent[1]:
                 return False
-            message_pk = getattr(job, "message_pk", None)
-            if flag.first_pk is not None and message_pk is not None and message_pk < flag.first_pk:
-                return None if self._drainer.is_waiting(flag.first_pk) else False
+            if flag.first_pk is None or message_pk >= flag.first_pk:
+                return True
+        turn = self._drainer.last_turn(flag.first_pk)
+        if turn is None or (flag.turn_read and turn.closed_by != flag.closed_by):
+            return False
+        if message_pk == flag.first_pk:
             return True
-        return True if flag.raised >= started else None
+        return None if turn.status in MESSAGE_UNANSWERED else False
 
     def _cancel_current(self) -> None:
         with self._lock:
@@ -186,6 +205,11 @@ class _Heartbeat(threading.Thread):
 
     def stop(self) -> None:
         self._stop_event.set()
+
+
+def _message_of(job: TurnJob | SessionJob) -> int | None:
+    """The message whose turn ``job`` is (None: a job with no message of its own)."""
+    return job.message_pk if isinstance(job, TurnJob) and job.task_tool_execution_pk is None else None
 
 
 def _left_pending(waiting: Waiting, attempted: dict[int, int | None]) -> bool:
@@ -214,11 +238,11 @@ class Drainer:
         self.lease_s = lease_s
         self.cancel_flags = cancel_flags
 
-    def is_waiting(self, message_pk: int) -> bool:
-        """Whether the message still waits for or is getting an answer."""
+    def last_turn(self, message_pk: int) -> Row | None:
+        """The message's ``status`` and what closed its last turn (``closed_by``: answer_message_fk,
+        None until one did); None when it is gone."""
         with self.factory() as db:
-            status = db.scalar(select(Message.status).where(Message.message_pk == message_pk))
-        return status in MESSAGE_UNANSWERED
+            return db.execute(_LAST_TURN, {"b_pk": message_pk}).first()
 
     def sent_at(self, job: TurnJob | SessionJob | None) -> float | None:
         """When the message a turn answers was last sent (epoch seconds, as the cancel flag's), for a

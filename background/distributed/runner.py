@@ -61,9 +61,10 @@ def send_drain(celery: Celery, session_id: str, jobs: list[dict[str, Any]] | Non
         return False
 
 
-# The session's first message waiting for or getting an answer from the runner.
+# The session's first message waiting for or getting an answer from the runner, and what had closed
+# its last turn (StopFlag.closed_by).
 _BUSY = (
-    select(Message.message_pk)
+    select(Message.message_pk, Message.answer_message_fk)
     .where(Message.session_id == bindparam("b_session"), answered_by_runner(),
            Message.status.in_(MESSAGE_UNANSWERED))
     .order_by(Message.message_pk)
@@ -72,14 +73,25 @@ _BUSY = (
 
 
 def encode_flag(flag: StopFlag) -> str:
-    """A flag's Redis value: its time, then ``/`` and its first message's pk when known."""
-    return repr(flag.raised) if flag.first_pk is None else f"{flag.raised!r}/{flag.first_pk}"
+    """A flag's Redis value: its time, then ``/`` and its first message's pk when known, then ``/`` and
+    what had closed that message's last turn when it was read (empty: nothing had)."""
+    if flag.first_pk is None:
+        return repr(flag.raised)
+    if not flag.turn_read:  # the form of a backend that did not read it
+        return f"{flag.raised!r}/{flag.first_pk}"
+    return f"{flag.raised!r}/{flag.first_pk}/{'' if flag.closed_by is None else flag.closed_by}"
 
 
 def decode_flag(value: bytes | str) -> StopFlag:
+    """Also the earlier forms, a bare time or a time and a first message (``encode_flag`` gives them
+    back as read, so ``RedisCancelFlags.consume`` lowers them)."""
     text = value.decode() if isinstance(value, bytes) else value
-    raised, _, first = text.partition("/")
-    return StopFlag(float(raised), int(first) if first else None)
+    raised, *read = text.split("/")
+    if not read:
+        return StopFlag(float(raised))
+    if len(read) == 1:
+        return StopFlag(float(raised), int(read[0]))
+    return StopFlag(float(raised), int(read[0]), int(read[1]) if read[1] else None, turn_read=True)
 
 
 class CeleryTurnRunner:
@@ -102,24 +114,29 @@ class CeleryTurnRunner:
     def cancel(self, session_id: str) -> None:
         """Raises the session's cancel flag, read by the worker that runs (or next starts) its
         turn (drain.py), when the session has a message waiting for or getting an answer: a stop
-        with nothing to stop raises nothing, as in-process (its flag would be stale). The flag is
-        dated before that read: a turn that ended after it (its message failed, then sent again)
-        ended after the stop, whose flag is stale for the message sent again."""
+        with nothing to stop raises nothing, as in-process (its flag would be stale). The flag
+        names that message's turn as the read saw it: what had closed its last turn then
+        (answer_message_fk). A close the read did not see (committed after it, even one begun
+        before it: an error row is dated when inserted, committed later) changes it, so the flag
+        is stale for the message sent again after (drain.py), whatever the clocks say."""
         raised = time.time()
         first: int | None
+        closed_by: int | None = None
         try:
             with self._factory() as db:
-                first = db.scalar(_BUSY, {"b_session": session_id})
-            if first is None:
+                busy = db.execute(_BUSY, {"b_session": session_id}).first()
+            if busy is None:
                 log.info("session %s: nothing to stop", session_id)
                 return
+            first, closed_by = busy
         except Exception as exc:  # noqa: BLE001 - better a flag for nothing than a stop lost
             log.warning("session %s: could not tell whether a turn runs (%s); stopping anyway", session_id, exc)
             first = None
         try:
             # The first message names the turn the stop is for, should it end before the flag is
             # set: an older message sent again later must not take the stop (drain.py).
-            self._redis.set(cancel_key(session_id), encode_flag(StopFlag(raised, first)), ex=CANCEL_FLAG_TTL_S)
+            flag = StopFlag(raised, first, closed_by, turn_read=first is not None)
+            self._redis.set(cancel_key(session_id), encode_flag(flag), ex=CANCEL_FLAG_TTL_S)
         except redis.RedisError as exc:
             log.error("could not cancel session %s (%s)", session_id, exc)
 

@@ -309,8 +309,12 @@ class _Flags:
     def __init__(self) -> None:
         self.raised: dict[str, StopFlag] = {}
 
-    def raise_now(self, session_id: str, first_pk: int | None = None) -> None:
-        self.raised[session_id] = StopFlag(time.time(), first_pk)
+    def raise_now(self, session_id: str, first_pk: int | None = None, closed_by: int | None = None, *,
+                  turn_read: bool = True) -> None:
+        """A stop that read ``first_pk`` busy, its last turn closed by ``closed_by`` (``turn_read``
+        False: as an earlier backend raised it, naming the message alone)."""
+        read = turn_read and first_pk is not None
+        self.raised[session_id] = StopFlag(time.time(), first_pk, closed_by, turn_read=read)
 
     def raised_at(self, session_id: str) -> StopFlag | None:
         return self.raised.get(session_id)
@@ -420,14 +424,17 @@ def test_a_stop_for_a_message_answered_before_its_flag_was_set_does_not_stop_an_
     assert flags.raised == {}  # stale: dropped
 
 
-def test_an_older_message_sent_again_after_a_stop_leaves_it_to_the_message_it_was_for(factory, session_id):
+@pytest.mark.parametrize("turn_read", [True, False], ids=["flag", "earlier_backend_s_flag"])
+def test_an_older_message_sent_again_after_a_stop_leaves_it_to_the_message_it_was_for(
+    factory, session_id, turn_read
+):
     # The drain answers the older message first: it must neither take the stop nor drop it while
     # the message the stop was for still waits (the in-process runner stops that one).
     older = _message(factory, session_id, "failed once", status="failed")
     waiting = _message(factory, session_id, "waiting for a worker")
     time.sleep(0.01)
     flags = _Flags()
-    flags.raise_now(session_id, first_pk=waiting)
+    flags.raise_now(session_id, first_pk=waiting, turn_read=turn_read)
     with transaction(factory) as db:
         db.get(Message, older).status = "pending"  # sent again after the stop
     assert _drained(factory, session_id, flags, wait_s=1.2) == {older: False, waiting: True}
@@ -554,12 +561,50 @@ def test_a_stop_whose_turn_ended_before_its_flag_was_set_does_not_stop_the_messa
     assert flags.raised == {}
 
 
+def test_a_stop_read_as_the_error_ending_its_turn_commits_does_not_stop_the_message_sent_again(
+    factory, session_id
+):
+    # was: the error row is dated when inserted and committed later (after the error event's Redis
+    # increment, up to 2 s): a stop read in between saw the message busy, its flag was dated after the
+    # error, and it stopped the message the user sent again after the failure.
+    from sqlalchemy import event
+
+    from background.distributed.runner import CeleryTurnRunner
+
+    events = SessionEventLog(factory)
+    message_pk = _send(factory, events, session_id, "m1")
+    flags = _Flags()
+    backend = CeleryTurnRunner(None, _Redis(flags, session_id), factory)  # type: ignore[arg-type]
+    stops: list[int] = []
+
+    def stop_now(db, flush_context) -> None:  # noqa: ANN001, ARG001
+        if not stops:  # the error row is inserted (dated), not committed: the user presses stop
+            stops.append(1)
+            time.sleep(0.01)
+            backend.cancel(session_id)
+
+    event.listen(factory, "after_flush", stop_now)
+    try:
+        _fail(factory, events, TurnJob(session_id=session_id, message_pk=message_pk))
+    finally:
+        event.remove(factory, "after_flush", stop_now)
+    assert flags.raised[session_id].first_pk == message_pk  # the stop read the message busy
+    assert _send(factory, events, session_id, "m1") == message_pk  # the user sends it again
+    assert _drained(factory, session_id, flags, wait_s=1.2) == {message_pk: False}
+    assert _statuses(factory, session_id) == [("user", "answered"), ("system", "error")]
+    assert flags.raised == {}
+
+
 def test_a_flag_s_redis_value_round_trips():
     from background.distributed.runner import decode_flag, encode_flag
 
-    for flag in (StopFlag(1764331234.123456, 42), StopFlag(time.time(), None), StopFlag(0.1 + 0.2, 7)):
+    for flag in (StopFlag(1764331234.123456, 42, 40, turn_read=True), StopFlag(time.time(), 7, None, turn_read=True),
+                 StopFlag(1764331234.123456, 42), StopFlag(time.time(), None), StopFlag(0.1 + 0.2, 7)):
         assert decode_flag(encode_flag(flag).encode()) == flag
-    assert encode_flag(StopFlag(1764331234.5, None)) == "1764331234.5"  # the earlier form: a bare time
+    assert encode_flag(StopFlag(1764331234.5, 42, None, turn_read=True)) == "1764331234.5/42/"  # its turn open
+    # The earlier forms, read and written back as they were (a flag is lowered only if its value is the same).
+    assert encode_flag(StopFlag(1764331234.5, None)) == "1764331234.5"  # a bare time
+    assert encode_flag(decode_flag(b"1764331234.5/42")) == "1764331234.5/42"  # a time and the first message
 
 
 def test_redis_cancel_flags_name_the_first_waiting_message_and_read_legacy_values(factory, session_id):
@@ -567,16 +612,20 @@ def test_redis_cancel_flags_name_the_first_waiting_message_and_read_legacy_value
 
     client = _redis_client()
     runner, flags = CeleryTurnRunner(None, client, factory), RedisCancelFlags(client)  # type: ignore[arg-type]
-    _message(factory, session_id, "answered", status="answered")
+    answered = _message(factory, session_id, "answered", status="answered")
     # The running one first: without the ORDER BY, a scan of (session, status) could give the pending one.
     first, _second = _message(factory, session_id, "a", status="processing"), _message(factory, session_id, "b")
+    with transaction(factory) as db:
+        db.get(Message, first).answer_message_fk = answered  # its last turn's close (a message sent again)
     runner.cancel(session_id)
-    assert flags.raised_at(session_id).first_pk == first
-    client.set(cancel_key(session_id), 1764331234.5)  # as a backend of the eighth round raised it
-    legacy = flags.raised_at(session_id)
-    assert legacy == StopFlag(1764331234.5, None)
-    flags.consume(session_id, legacy)
-    assert flags.raised_at(session_id) is None
+    flag = flags.raised_at(session_id)
+    assert (flag.first_pk, flag.closed_by, flag.turn_read) == (first, answered, True)
+    for value, legacy in ((1764331234.5, StopFlag(1764331234.5, None)),  # as a backend of the eighth round raised it
+                          ("1764331234.5/42", StopFlag(1764331234.5, 42))):  # of the round before this one
+        client.set(cancel_key(session_id), value)
+        assert flags.raised_at(session_id) == legacy
+        flags.consume(session_id, legacy)
+        assert flags.raised_at(session_id) is None
 
 
 def _redis_client():  # noqa: ANN202
