@@ -23,8 +23,8 @@ Celery so it can be tested against a database alone.
   a failed message sent again keeps its error as answer_message_fk), the flag is stale (it applied,
   or came too late) and dropped; no clock decides it. A flag that names no turn (raised by a
   backend that could not read the session, or by an earlier one) is its turn's if raised since
-  the message was last sent (``Drainer.sent_at``, by the clocks of the processes that took the
-  times, assumed in sync), stale and dropped if before.
+  the message was first sent (the flag's time and the message's ``created_at``, by the clocks of
+  the backends that took them, assumed in sync: ``Drainer.sent_at``), stale and dropped if before.
   For a job with no message of its own (a tool follow-up, a session job), only a flag raised since
   the job started is its own.
 - Shutdown: between turns, ``stopping()`` ends the drain; the caller hands the rest back.
@@ -41,7 +41,7 @@ from typing import Callable, Protocol
 
 from sqlalchemy import Row, bindparam, select
 from sqlalchemy.orm import Session as DbSession
-from sqlalchemy.orm import aliased, sessionmaker
+from sqlalchemy.orm import sessionmaker
 
 from background.distributed.sweep import requeue_orphans
 from mojodex_core.db import transaction
@@ -186,7 +186,7 @@ class _Heartbeat(threading.Thread):
             return True if flag.raised >= started else None
         if not flag.turn_read:
             if self._sent is None or self._sent[0] is not job:
-                self._sent = (job, self._drainer.sent_at(job))
+                self._sent = (job, self._drainer.sent_at(message_pk))
             if self._sent[1] is not None and flag.raised < self._sent[1]:
                 return False
             if flag.first_pk is None or message_pk >= flag.first_pk:
@@ -244,21 +244,15 @@ class Drainer:
         with self.factory() as db:
             return db.execute(_LAST_TURN, {"b_pk": message_pk}).first()
 
-    def sent_at(self, job: TurnJob | SessionJob | None) -> float | None:
-        """When the message a turn answers was last sent (epoch seconds, as the cancel flag's), for a
-        turn of a message; None for other jobs. A failed message sent again keeps its ``created_at``:
-        it was sent again after the error that closed its last turn, dated by the worker that failed it."""
-        if not isinstance(job, TurnJob) or job.task_tool_execution_pk is not None:
-            return None
-        closed = aliased(Message)
+    def sent_at(self, message_pk: int) -> float | None:
+        """When the message was first sent (its ``created_at``, epoch seconds, as the cancel flag's;
+        None: gone), for a flag naming no turn. A failed message sent again keeps it: such a flag,
+        raised before the failure, still stops it (one naming its turn does not: ``_Heartbeat._is_for``)."""
         with self.factory() as db:
-            row = db.execute(
-                select(Message.created_at, closed.created_at)
-                .outerjoin(closed, closed.message_pk == Message.answer_message_fk)
-                .where(Message.message_pk == job.message_pk)
-            ).first()
-        times = [(t if t.tzinfo else t.replace(tzinfo=UTC)).timestamp() for t in row or () if t is not None]
-        return max(times) if times else None
+            created = db.scalar(select(Message.created_at).where(Message.message_pk == message_pk))
+        if created is None:
+            return None
+        return (created if created.tzinfo else created.replace(tzinfo=UTC)).timestamp()
 
     def has_pending(self, session_id: str) -> bool:
         with self.factory() as db:
