@@ -19,14 +19,17 @@ Celery so it can be tested against a database alone.
   message's last turn then (``StopFlag.closed_by``, its answer_message_fk). While that turn is
   open, the flag stops it (even one that waited for a worker) and is consumed, also when the turn
   ended before seeing it, so the turns queued behind still run; a turn of an older message (one
-  sent again, after a failure) leaves it to that turn. Once that turn closed (answered, or failed:
-  a failed message sent again keeps its error as answer_message_fk), the flag is stale (it applied,
-  or came too late) and dropped; no clock decides it. A flag that names no turn (raised by a
-  backend that could not read the session, or by an earlier one) is its turn's if raised since
-  the message was first sent (the flag's time and the message's ``created_at``, by the clocks of
-  the backends that took them, assumed in sync: ``Drainer.sent_at``), stale and dropped if before.
-  For a job with no message of its own (a tool follow-up, a session job), only a flag raised since
-  the job started is its own.
+  sent again, after a failure) leaves it to that turn. Once that turn closed with an answer or an
+  error row (``failures.record_failure``: a failed message sent again keeps its error as
+  answer_message_fk), the flag is stale (it applied, or came too late) and dropped; no clock
+  decides it. A failure through ``failures.mark_failed`` (the last resort: no error row) leaves
+  answer_message_fk as it was: a flag for that turn, if not consumed by it (set after its end),
+  still applies to that message when it is sent again, until consumed or expired (300 s). A flag
+  that names no turn (raised by a backend that could not read the session, or by an earlier one)
+  is its turn's if raised since the message was first sent (the flag's time and the message's
+  ``created_at``, by the clocks of the backends that took them, assumed in sync:
+  ``Drainer.sent_at``), stale and dropped if before. For a job with no message of its own (a tool
+  follow-up, a session job), only a flag raised since the job started is its own.
 - Shutdown: between turns, ``stopping()`` ends the drain; the caller hands the rest back.
 """
 
@@ -79,8 +82,9 @@ class StopFlag:
     """A raised cancel flag: when (epoch seconds, by the raising backend's clock), and the turn it
     is for: the first message of the session waiting for or getting an answer then (None: not
     known) and what had closed that message's last turn when the stop read it (``closed_by``: its
-    answer_message_fk, None while none had). ``turn_read`` False: only the message is known (a flag
-    of an earlier backend)."""
+    answer_message_fk, None while none had). ``turn_read`` False: the turn was not read, the flag is
+    judged by its time: a flag of an earlier backend (naming the message alone, or nothing), or one
+    whose backend could not read the session (``first_pk`` None)."""
 
     raised: float
     first_pk: int | None = None
@@ -160,7 +164,8 @@ class _Heartbeat(threading.Thread):
             return
         ours = self._is_for(job, started, flag)
         if ours is None:
-            return  # raised before this job (with no message) started: not for it
+            return  # not for it, left raised: raised before this job (with no message) started, or
+            # for another message's turn still waiting or running (this job's is an older message's)
         if not ours:
             log.info("session %s: dropping a stop not for message_pk=%s (for message_pk=%s's turn, closed since, "
                      "or raised before it was sent)", session_id, getattr(job, "message_pk", None), flag.first_pk)
@@ -176,7 +181,8 @@ class _Heartbeat(threading.Thread):
         """Whether ``flag`` is for ``job`` (module docstring): True: it is; False: stale, dropped; None:
         not this job's, left raised. For a message's turn, by the turn the flag names: stale once that
         turn closed (its message's answer_message_fk is no longer the one the stop read: the stop
-        applied to it or came too late); while it is open, its message's turn's, and left by a turn
+        applied to it or came too late; a failure by ``mark_failed`` changes none, so the flag still
+        stops that message sent again); while it is open, its message's turn's, and left by a turn
         of another message (an older one sent again after the stop). A flag naming no turn is judged
         by time: stale if raised before the message was sent (``sent_at``), else its turn's unless
         it names a newer message. For a job with no message of its own, one raised since it started

@@ -118,7 +118,10 @@ class CeleryTurnRunner:
         names that message's turn as the read saw it: what had closed its last turn then
         (answer_message_fk). A close the read did not see (committed after it, even one begun
         before it: an error row is dated when inserted, committed later) changes it, so the flag
-        is stale for the message sent again after (drain.py), whatever the clocks say."""
+        is stale for the message sent again after (drain.py), whatever the clocks say. Not a
+        failure through ``failures.mark_failed`` alone (the last resort: no error row, the
+        answer_message_fk unchanged): the flag still applies to that message sent again. When the
+        read fails, the flag names no turn (``turn_read`` False) and is judged by its time."""
         raised = time.time()
         first: int | None
         closed_by: int | None = None
