@@ -324,6 +324,36 @@ class _Flags:
             del self.raised[session_id]
 
 
+class _Redis:
+    """The backend's Redis, as far as ``CeleryTurnRunner.cancel`` uses it: the flag it sets lands in ``flags``."""
+
+    def __init__(self, flags: _Flags, session_id: str) -> None:
+        self._flags, self._session_id = flags, session_id
+
+    def set(self, key: str, value: str, ex: int) -> None:  # noqa: ARG002
+        from background.distributed.runner import decode_flag
+
+        self._flags.raised[self._session_id] = decode_flag(value)
+
+
+# The forms of a stop's flag: naming the turn it read (this version's backend), naming its message alone
+# (the previous version's), naming nothing (a backend whose read of the session failed, or of the eighth
+# round): the first is judged by the turn it names, the others by time (drain.py).
+FLAG_FORMS = pytest.mark.parametrize("form", ["turn", "message", "time"],
+                                     ids=["flag", "earlier_backend_s_flag", "flag_naming_no_turn"])
+
+
+def _stop(factory, flags: _Flags, session_id: str, form: str) -> None:  # noqa: ANN001
+    """The user presses stop: the backend raises the session's flag (``CeleryTurnRunner.cancel``), in ``form``."""
+    from background.distributed.runner import CeleryTurnRunner
+
+    CeleryTurnRunner(None, _Redis(flags, session_id), factory).cancel(session_id)  # type: ignore[arg-type]
+    flag = flags.raised[session_id]
+    assert flag.turn_read and flag.first_pk is not None  # it read a message waiting or running
+    if form != "turn":
+        flags.raised[session_id] = StopFlag(flag.raised, flag.first_pk if form == "message" else None)
+
+
 def _drained(factory, session_id: str, flags: _Flags, wait_s: float) -> dict[int, bool]:  # noqa: ANN001
     """Drains the session with turns that each wait up to ``wait_s`` for a stop (the heartbeat
     looks every 0.5 s) and answer: whether each turn, by message_pk, was stopped."""
@@ -337,25 +367,50 @@ def _drained(factory, session_id: str, flags: _Flags, wait_s: float) -> dict[int
     return stopped
 
 
-def test_a_stop_sent_while_the_turn_waits_for_a_worker_stops_it(factory, session_id):
+@FLAG_FORMS
+def test_a_stop_sent_while_the_turn_waits_for_a_worker_stops_it(factory, session_id, form):
     # Before the fix the flag counted only when raised after the job started: a stop sent while
     # every worker was busy was ignored, and the turn answered anyway.
     message_pk = _message(factory, session_id, "hi")
     flags = _Flags()
     time.sleep(0.01)
-    flags.raise_now(session_id)  # the user pressed stop; no worker has the session yet
+    _stop(factory, flags, session_id, form)  # the user pressed stop; no worker has the session yet
     # The turn looks at once (wait 0): a short one would be over before the heartbeat's next look.
     assert _drained(factory, session_id, flags, wait_s=0) == {message_pk: True}
     assert flags.raised == {}  # consumed by the turn it stopped
 
 
-def test_a_stop_is_consumed_by_one_turn_and_the_ones_queued_behind_run(factory, session_id):
+@FLAG_FORMS
+def test_a_stop_is_consumed_by_one_turn_and_the_ones_queued_behind_run(factory, session_id, form):
     first, second = _message(factory, session_id, "a"), _message(factory, session_id, "b")
     flags = _Flags()
     time.sleep(0.01)
-    flags.raise_now(session_id)
+    _stop(factory, flags, session_id, form)
     # as the in-process runner does
     assert _drained(factory, session_id, flags, wait_s=1.2) == {first: True, second: False}
+    assert flags.raised == {}
+
+
+@FLAG_FORMS
+def test_a_stop_while_a_turn_runs_stops_it_at_a_beat_and_not_the_ones_waiting_behind(factory, session_id, form):
+    # The stop is for the running turn alone (the first in the session's line), as in-process.
+    first, second, third = (_message(factory, session_id, text) for text in ("a", "b", "c"))
+    flags = _Flags()
+    stopped: dict[int, bool] = {}
+
+    def handler(job, cancel) -> None:  # noqa: ANN001
+        if job.message_pk == first:
+            with transaction(factory) as db:
+                db.get(Message, first).status = "processing"  # the turn runs
+            _stop(factory, flags, session_id, form)  # the user presses stop: the next beat sees it
+            stopped[first] = cancel.wait(1.2)
+        else:
+            stopped[job.message_pk] = cancel.wait(0.6)  # a beat's look, besides the start's
+        _answer(factory, job)
+
+    assert Drainer(factory, handler, owner="w1", lease_s=30, cancel_flags=flags).drain(session_id) == DONE
+    assert stopped == {first: True, second: False, third: False}
+    assert flags.raised == {}  # consumed by the turn it stopped
 
 
 def test_a_stop_raised_before_the_message_was_sent_is_dropped(factory, session_id):
@@ -386,7 +441,8 @@ def test_a_stop_during_a_job_with_no_message_stops_it_and_one_before_does_not(fa
     assert stopped == [True, False]
 
 
-def test_a_stop_that_comes_as_a_short_turn_ends_is_its_own_not_the_next_one_s(factory, session_id):
+@FLAG_FORMS
+def test_a_stop_that_comes_as_a_short_turn_ends_is_its_own_not_the_next_one_s(factory, session_id, form):
     # The turn ended before any beat saw the flag: its end consumes it. Before, the turn queued
     # behind (sent before the stop) was stopped instead, which the in-process runner never does.
     first, second = _message(factory, session_id, "a"), _message(factory, session_id, "b")
@@ -395,8 +451,8 @@ def test_a_stop_that_comes_as_a_short_turn_ends_is_its_own_not_the_next_one_s(fa
 
     def handler(job, cancel) -> None:  # noqa: ANN001
         if job.message_pk == first:
-            flags.raise_now(session_id)  # the user pressed stop (twice) as the first turn ended
-            flags.raise_now(session_id)
+            _stop(factory, flags, session_id, form)  # the user pressed stop (twice) as the first turn ended
+            _stop(factory, flags, session_id, form)
             stopped[first] = cancel.is_set()
         else:
             stopped[second] = cancel.wait(1.2)
@@ -523,18 +579,6 @@ def test_a_stop_its_turn_could_not_consume_does_not_stop_the_message_sent_again_
     assert stopped == [True, False], "the message sent again after the stop was answered is answered"
     assert _statuses(factory, session_id) == [("user", "answered"), ("system", "error")]
     assert flags.raised == {}  # stale: dropped
-
-
-class _Redis:
-    """The backend's Redis, as far as ``CeleryTurnRunner.cancel`` uses it: the flag it sets lands in ``flags``."""
-
-    def __init__(self, flags: _Flags, session_id: str) -> None:
-        self._flags, self._session_id = flags, session_id
-
-    def set(self, key: str, value: str, ex: int) -> None:  # noqa: ARG002
-        from background.distributed.runner import decode_flag
-
-        self._flags.raised[self._session_id] = decode_flag(value)
 
 
 def test_a_stop_whose_turn_ended_before_its_flag_was_set_does_not_stop_the_message_sent_again(factory, session_id):
