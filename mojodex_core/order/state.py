@@ -153,7 +153,26 @@ class _Updater:
             item.defaulted.remove(name)
         if old != new_value:
             self.diff.ops.append(DiffOp(op="set", path=f"items[{idx}].{name}", old=old, new=new_value))
-        return old != new_value or was_default
+        unexcluded = self._unexclude(item, idx, name, kept if fdef.multi else kept[:1])
+        return old != new_value or was_default or unexcluded
+
+    def _unexclude(self, item: ItemTask, idx: int, name: str, entries: list[Any]) -> bool:
+        """A value given takes back its exclusion: the later statement wins ("no ham" ... "add ham" is ham),
+        so a line never holds a value and its exclusion at once (``_exclude`` is the other direction)."""
+        key = f"excluded_{name}"
+        old = item.fields.get(key)
+        if not old:
+            return False
+        names = {entry_name(e) for e in entries}
+        kept = [e for e in old if entry_name(e) not in names]
+        if len(kept) == len(old):
+            return False
+        if kept:
+            item.fields[key] = kept
+        else:
+            del item.fields[key]  # as if never excluded
+        self.diff.ops.append(DiffOp(op="set", path=f"items[{idx}].{key}", old=old, new=kept or None))
+        return True
 
     def _exclude(self, item: ItemTask, idx: int, name: str, fdef: FieldDef, entries: list[Any]) -> bool:
         before = (item.fields.get(name), list(item.fields.get(f"excluded_{name}") or []))

@@ -113,3 +113,34 @@ def test_cancel_whole_order(bagel_menu):
     tree, _diff, action = step(tree, "cancel my order", bagel_menu)
     assert all(it.status == "skipped" for it in tree.items.items) and tree.status == "skipped"
     assert action.text == "No problem, I've cancelled the order. What can I get for you today?"
+
+
+def test_a_value_given_again_takes_back_its_exclusion(pizza_menu):
+    """The later statement wins: "no ham" then "add ham" is ham, never "ham and no ham"."""
+    tree, _, _ = step(new_order(pizza_menu.id), "a large pizza with ham and olives", pizza_menu)
+    exclude = ParsedInput(modifications=[
+        Modification(item_type="pizza", field="excluded_toppings", new_value=[{"name": "HAM"}, {"name": "OLIVES"}])])
+    tree, _ = update_state(tree, exclude, pizza_menu)
+    assert tree.items.items[0].fields["toppings"] == []  # excluding takes the value off (the other direction)
+    add = ParsedInput(modifications=[Modification(item_type="pizza", field="toppings", new_value=[{"name": "HAM"}])])
+    tree, diff = update_state(tree, add, pizza_menu)
+    pizza = tree.items.items[0]
+    assert pizza.fields["toppings"] == [{"name": "HAM"}]
+    assert pizza.fields["excluded_toppings"] == [{"name": "OLIVES"}]
+    assert tree.last_turn.modified == [0]
+    assert [op.path for op in diff.ops] == ["items[0].toppings", "items[0].excluded_toppings"]
+    assert get_next_action(tree, pizza_menu).text.startswith("No problem, large pizza with ham and no olives.")
+    tree, _ = update_state(tree, ParsedInput(modifications=[
+        Modification(item_type="pizza", field="toppings", new_value=[{"name": "OLIVES"}])]), pizza_menu)
+    assert tree.items.items[0].fields["toppings"] == [{"name": "HAM"}, {"name": "OLIVES"}]
+    assert "excluded_toppings" not in tree.items.items[0].fields  # as if never excluded
+
+
+def test_a_single_choice_set_takes_back_its_exclusion(bagel_menu):
+    tree, _, _ = step(new_order(bagel_menu.id), "a plain bagel, no cream cheese", bagel_menu)
+    assert tree.items.items[0].fields["excluded_spread"] == ["cream cheese"]
+    parsed = ParsedInput(modifications=[Modification(item_type="bagel", field="spread", new_value="cream cheese")])
+    tree, _ = update_state(tree, parsed, bagel_menu)
+    bagel = tree.items.items[0]
+    assert bagel.fields["spread"] == "cream cheese" and "excluded_spread" not in bagel.fields
+    assert tree.last_turn.modified == [0]
