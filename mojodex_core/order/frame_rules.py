@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .frame_parts import Attr, Frame
-from .grammar_words import NEG_ENDS
+from .grammar_words import NEG_ENDS, REPLACEMENT_TAILS
 from .lexicon import Chunk, Sense
 from .menu import Menu
 
@@ -41,6 +41,31 @@ def ends_negation(menu: Menu, chunk: Chunk, negated: set[tuple[str, str]]) -> bo
     fields = {(s.item_type, s.field) for s in chunk.senses if s.field is not None}
     return bool(negated and fields) and not fields & negated and all(
         menu.item_types[t].fields[f].kind == "bool" for t, f in fields)
+
+
+def replacement_clause(chunks: list[Chunk], start: int) -> int | None:
+    """Where the bare "instead" is when the chunks from ``start`` are values then that word closing the sentence
+    ("mushrooms instead", "i'll have mushrooms instead please"): said after a negation's values, they replace
+    them."""
+    values = 0
+    for j, ch in enumerate(chunks[start:], start):
+        if ch.kind == "menu" and not anchor_senses(ch):
+            values += 1
+        elif ch.kind == "modify" and ch.text.lower() in REPLACEMENT_TAILS:
+            return j if values and _clause_ends(chunks, j + 1) else None
+        elif ch.kind != "filler" or ch.text == ",":
+            return None
+    return None
+
+
+def _clause_ends(chunks: list[Chunk], start: int) -> bool:
+    """Only fillers until the sentence ends."""
+    for ch in chunks[start:]:
+        if ch.kind == "boundary":
+            return True
+        if ch.kind != "filler":
+            return False
+    return True
 
 
 def taken_off(menu: Menu, attr: Attr) -> bool:

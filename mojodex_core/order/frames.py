@@ -11,8 +11,9 @@ One left-to-right pass with a few rules, all general (no sentence tables):
   ("a pepperoni pizza and sausage pizza"), otherwise it is redundant ("pie with ham pizza");
 * negation ("no", "without", "hold the", "don't want"...) scopes over the following values until "but",
   "with" or "just" (once something was negated), a yes/no value after other fields' ("no spread, toasted"),
-  a number, a sentence end, or an "and" not followed by a plain value ("no onions and peppers" negates both,
-  "no ham and extra cheese" does not);
+  a number, a sentence end, a comma or dash before values closed by a bare "instead" ("no olives, mushrooms
+  instead"), or an "and" not followed by a plain value ("no onions and peppers" negates both, "no ham and extra
+  cheese" does not);
 * a quantity qualifier ("extra", "a little bit of") binds to the next value;
 * "both", "each", "all" after a list of items of one type give each of them what follows
   ("a large and a small pizza, both with ham") or, when nothing follows, what the last one got
@@ -41,7 +42,7 @@ from typing import Any
 from . import grammar_words as gw
 from .frame_counts import CountHandlers
 from .frame_parts import Attr, Frame, Segmentation, distribute, split
-from .frame_rules import anchor_senses, ends_negation, fits, types_of
+from .frame_rules import anchor_senses, ends_negation, fits, replacement_clause, types_of
 from .lexicon import Chunk, Sense
 from .menu import Menu
 
@@ -58,6 +59,7 @@ class _Segmenter(CountHandlers):
         self.neg_count = 0
         self.neg_any = False
         self.neg_fields: set[tuple[str, str]] = set()  # fields negated since the last negation word
+        self.replaced_at = -1  # the "instead" of a replacement clause ("no olives, mushrooms instead")
         self.qual: str | None = None
         self.qual_text = ""
         self.qual_counts = False
@@ -122,6 +124,17 @@ class _Segmenter(CountHandlers):
             if anchor_senses(ch):
                 return True
         return False
+
+    def _replacement_starts(self, i: int) -> bool:
+        """A comma (or, the dash dropped, a value right after a negated one) starts a replacement clause; its
+        "instead" then says what it replaces (the negated values), not a doubt (see :attr:`Segmentation.instead`)."""
+        ch = self.chunks[i]
+        glued = ch.kind == "menu" and i > 0 and self.chunks[i - 1].kind == "menu"
+        at = replacement_clause(self.chunks, i + 1) if ch.text == "," else replacement_clause(self.chunks, i) \
+            if glued else None
+        if at is not None:
+            self.replaced_at = at
+        return at is not None
 
     def _end_neg(self) -> None:
         self.neg, self.neg_count, self.neg_fields = False, 0, set()
@@ -249,6 +262,8 @@ class _Segmenter(CountHandlers):
                 self.chunks[i] = ch = ch._replace(kind=k)
             if self.neg and ends_negation(self.menu, ch, self.neg_fields):
                 self._end_neg()  # "no toppings, just cheese", "no spread, toasted": said for itself
+            if self.neg and self.neg_count and self._replacement_starts(i):
+                self._end_neg()  # "no olives, mushrooms instead": the mushrooms replace the olives
             if k == "filler":
                 self.on_amount_filler(i, ch)
             if k not in ("filler", "boundary"):
@@ -353,7 +368,7 @@ class _Segmenter(CountHandlers):
                 said = ch.text.lower().split()[-1] if nxt is None or nxt.kind != "def" else nxt.text.lower()
                 if said in ("it", "that", "them", "those") and not self.out.frames:
                     self.out.modify_current = True  # "make it a cappuccino": the current item, renamed
-                if ch.text.lower() == "instead":
+                if ch.text.lower() == "instead" and i != self.replaced_at:
                     self.out.instead = True
             elif k == "unknown":
                 self.out.unknown.append(ch.text)

@@ -129,6 +129,10 @@ SPLIT_REMOVALS: dict[str, tuple[str, ...]] = {
 # Fillers that end a negation once it negated something: "no toppings, just cheese" (cheese is not negated).
 NEG_ENDS = frozenset({"just", "only"})
 
+# A clause after a negation that ends with one of these bare words (not "instead of") names the replacement,
+# so the negation ends before it: "no olives, mushrooms instead" (mushrooms added, not negated).
+REPLACEMENT_TAILS = frozenset({"instead"})
+
 # Words said after an address that are not part of it: "deliver to 9 Pine Street instead".
 ADDRESS_TAIL = ("instead", "please", "thanks", "thank you", "actually", "now", "then", "rather")
 
