@@ -15,6 +15,7 @@ import pytest
 from backend.context import Platform
 from background.runner import ThreadTurnRunner
 from mojodex_core.execution.turn import InstructTurn
+from tests.integration._tools import JsonService, install_tool_task
 from tests.support.live import LiveServer, live_settings, serving
 
 # The tight server: provider timeouts and turn watchdog small enough to hit in a test,
@@ -69,3 +70,18 @@ def no_llm_server(database_url: str, live_server) -> Iterator[LiveServer]:
 def no_llm(no_llm_server: LiveServer) -> Iterator[LiveServer]:
     yield no_llm_server
     no_llm_server.wait_idle(10)
+
+
+@pytest.fixture(scope="module")
+def service() -> Iterator[JsonService]:
+    """The JSON HTTP service the tool task's http_json tool calls (test_tools, test_tools_retry)."""
+    svc = JsonService()
+    yield svc
+    svc.stop()
+
+
+@pytest.fixture
+def tools_live(live: LiveServer, service: JsonService) -> LiveServer:
+    """The main live server with the tool task installed, its http_json tool pointed at ``service``."""
+    install_tool_task(live, service.url)
+    return live

@@ -13,11 +13,9 @@ from mojodex_core.execution.tool_requests import NO_MORE_TOOLS
 from tests.integration._helpers import BODY, DRAFT, TITLE, new_execution, send
 from tests.integration._tools import (
     TOOL_TASK,
-    JsonService,
     ToolTurn,
     answer,
     assert_nothing_leaked,
-    install_tool_task,
     one_char,
     tag_call,
     tool_results_sent,
@@ -25,19 +23,6 @@ from tests.integration._tools import (
     trace,
 )
 from tests.support.scripted_llm import Reply, ToolCall
-
-
-@pytest.fixture(scope="module")
-def service():
-    svc = JsonService()
-    yield svc
-    svc.stop()
-
-
-@pytest.fixture
-def tools_live(live, service):
-    install_tool_task(live, service.url)
-    return live
 
 
 def test_tag_form_tool_turn_end_to_end(tools_live, llm):

@@ -15,7 +15,6 @@ from tests.integration._tools import (
     JsonService,
     ToolTurn,
     answer,
-    install_tool_task,
     tag_call,
     tool_results_sent,
     tool_rows,
@@ -25,19 +24,6 @@ from tests.support.scripted_llm import HTTPError, Reply, ToolCall
 
 # What makes a turn's LLM call fail: the first attempt and the provider's 2 retries.
 DOWN = (HTTPError(500), HTTPError(500), HTTPError(500))
-
-
-@pytest.fixture(scope="module")
-def service():
-    svc = JsonService()
-    yield svc
-    svc.stop()
-
-
-@pytest.fixture
-def tools_live(live, service):
-    install_tool_task(live, service.url)
-    return live
 
 
 def _send(turn: ToolTurn, text: str, message_id: str) -> dict:
