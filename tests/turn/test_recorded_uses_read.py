@@ -30,13 +30,19 @@ def _statements(engine, run) -> list[str]:  # noqa: ANN001
     return seen
 
 
-def test_only_a_message_with_a_recorded_use_reads_its_uses(turns, engine):
-    user = turns.user()
-    pk, session_id = turns.execution(user, "turn_prompt_tools")
+def _echo_then_the_llm_fails(turns):  # noqa: ANN001, ANN202
+    """A new message of the tool task whose turn will run turn_echo, then meet a down LLM:
+    (execution pk, session_id, message_id, the accepted message)."""
+    pk, session_id = turns.execution(turns.user(), "turn_prompt_tools")
     message_id = uuid.uuid4().hex
     accepted = accept_user_message(turns.factory, turns.events, session_id=session_id, user_task_execution_pk=pk,
                                    text="echo it", message_id=message_id)
     turns.llm.script(tool_call("turn_echo", "hi"), Step(LLMError("the LLM is down")))
+    return pk, session_id, message_id, accepted
+
+
+def test_only_a_message_with_a_recorded_use_reads_its_uses(turns, engine):
+    pk, session_id, message_id, accepted = _echo_then_the_llm_fails(turns)
     first = _statements(engine, lambda: turns.run(session_id, accepted.message_pk))
     assert not [s for s in first if s.startswith("SELECT task_tool_execution.tool_name")], first
 
@@ -58,12 +64,7 @@ def _new_question_turn(turns, engine, session_id: str, pk: int) -> list[str]:  #
 def test_a_message_failed_without_its_error_message_still_goes_on_from_its_uses(turns, monkeypatch):
     # was: the retry's prompt lacked the recorded use (here the failure's last resort, mark_failed, stores no
     # error message), and a model told nothing would ask for the tool again
-    user = turns.user()
-    pk, session_id = turns.execution(user, "turn_prompt_tools")
-    message_id = uuid.uuid4().hex
-    accepted = accept_user_message(turns.factory, turns.events, session_id=session_id, user_task_execution_pk=pk,
-                                   text="echo it", message_id=message_id)
-    turns.llm.script(tool_call("turn_echo", "hi"), Step(LLMError("the LLM is down")))
+    pk, session_id, message_id, accepted = _echo_then_the_llm_fails(turns)
 
     def storing_fails(*_args, **_kwargs) -> None:  # noqa: ANN002, ANN003
         raise RuntimeError("the database hiccuped")
