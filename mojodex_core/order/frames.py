@@ -129,9 +129,12 @@ class _Segmenter(CountHandlers):
         """A comma (or, the dash dropped, a value right after a negated one) starts a replacement clause; its
         "instead" then says what it replaces (the negated values), not a doubt (see :attr:`Segmentation.instead`)."""
         ch = self.chunks[i]
-        glued = ch.kind == "menu" and i > 0 and self.chunks[i - 1].kind == "menu"
-        at = replacement_clause(self.chunks, i + 1) if ch.text == "," else replacement_clause(self.chunks, i) \
-            if glued else None
+        if ch.text == ",":
+            at = replacement_clause(self.chunks, i + 1)
+        elif ch.kind == "menu" and i > 0 and self.chunks[i - 1].kind == "menu":
+            at = replacement_clause(self.chunks, i)
+        else:
+            return False
         if at is not None:
             self.replaced_at = at
         return at is not None
