@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..frames import segment
 from ..lexicon import get_lexicon
-from ..menu import ItemTypeDef, Menu
+from ..menu import ItemTypeDef, Menu, ValueDef
 from ..parsed_input import ParsedInput, ParsedItem
 from ..parser import parse_deterministic
 from ..references import name_field
@@ -12,7 +12,7 @@ from ..render import with_article
 from ..state import update_state
 from ..tokens import tokenize
 from ..tree import ItemTask, new_order
-from .menu_index import Mention, mentions
+from .menu_index import Mention, mention_groups, mentions
 from .resources import has_phrase, join_list, keywords, money, normalise, say
 
 MAX_VALUES = 6
@@ -166,6 +166,40 @@ def _price(menu: Menu, m: Mention, lang: str) -> tuple[str, str]:
     return "menu-price", say(lang, "menu-price", item=name, price=money(lang, tdef.base_price + extra, cur))
 
 
+def _option(menu: Menu, m: Mention) -> ValueDef | None:
+    """The value ``m`` names when it is an option of its item (a topping, a milk, a crust): not the item's name
+    or kind ("coke", "plain" bagel), not its size."""
+    tdef = menu.item_types[m.item_type]
+    if m.field is None or m.value is None or tdef.fields[m.field].names_item:
+        return None
+    if m.field in (tdef.size_field, name_field(menu, m.item_type)):
+        return None
+    return tdef.fields[m.field].value(m.value)
+
+
+def _option_price(menu: Menu, group: list[Mention], lang: str) -> tuple[str, str] | None:
+    """An option named alone ("how much is tomato?"): its surcharge, as before; no extra charge only when it has
+    no price on any item it is an option of. None when the phrase names anything else (an item, a size, a kind)
+    or is free on one item and priced on another ("cheese": free on the combo, $0.75 on the burger)."""
+    values = [_option(menu, m) for m in group]
+    if not values or any(v is None for v in values):
+        return None
+    if values[0].price:
+        return _price(menu, group[0], lang)
+    if any(v.price for v in values if v is not None):
+        return None
+    return "menu-price-option-free", say(lang, "menu-price-option-free", option=values[0].display.capitalize())
+
+
+def _option_prices(menu: Menu, text: str, lang: str) -> list[tuple[str, str]] | None:
+    """The options a price question names and nothing else, each priced; None when it names anything else."""
+    groups = list({tuple((m.item_type, m.field, m.value) for m in g): g for g in mention_groups(text, menu)}.values())
+    if len(groups) != 1:
+        return None
+    part = _option_price(menu, groups[0], lang)
+    return [part] if part else None
+
+
 def _stock(menu: Menu, m: Mention, lang: str) -> tuple[str, str]:
     tdef = menu.item_types[m.item_type]
     ok = tdef.available
@@ -223,7 +257,9 @@ def answer_menu_question(text: str, menu: Menu, lang: str) -> list[tuple[str, st
     if kinds is not None:
         return [kinds]
     if topic == "price":
-        return [_quote(text, menu, named, lang) or _price(menu, m, lang)]
+        quote = _quote(text, menu, named, lang)
+        options = None if quote or types else _option_prices(menu, text, lang)
+        return options or [quote or _price(menu, m, lang)]
     if topic == "stock":
         unknown = _unknown_item(text, menu, lang)
         if unknown is not None:

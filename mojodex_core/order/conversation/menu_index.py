@@ -81,19 +81,24 @@ def menu_phrases(menu: Menu) -> list[str]:
     return sorted((n for n in names if n), key=lambda n: (-len(n), n))
 
 
-def mentions(text: str, menu: Menu) -> list[Mention]:
-    """Menu things named in ``text`` (longest phrases first, no overlaps), in text order; a phrase naming
-    several things ("large": a pizza size and a drink size) gives all of them."""
+def mention_groups(text: str, menu: Menu) -> list[list[Mention]]:
+    """Menu things named in ``text`` (longest phrases first, no overlaps), one group per phrase said, in text
+    order; a phrase naming several things ("large": a pizza size and a drink size) groups all of them."""
     norm = f" {_key(text)} "
-    found: list[tuple[int, Mention]] = []
+    found: dict[int, list[Mention]] = {}
     for phrase, ms in index(menu).phrases:
         key = f" {phrase} "
         start = norm.find(key)
         while start >= 0:
-            found.extend((start, m) for m in ms)
+            found.setdefault(start, []).extend(ms)
             norm = norm[:start] + " " + "#" * (len(key) - 2) + " " + norm[start + len(key):]
             start = norm.find(key)
-    return [m for _, m in sorted(found, key=lambda x: x[0])]
+    return [found[start] for start in sorted(found)]
+
+
+def mentions(text: str, menu: Menu) -> list[Mention]:
+    """Menu things named in ``text``, in text order: every group of :func:`mention_groups`."""
+    return [m for group in mention_groups(text, menu) for m in group]
 
 
 def in_stock(menu: Menu, m: Mention) -> bool:
