@@ -192,12 +192,11 @@ def _option_price(menu: Menu, group: list[Mention], lang: str) -> tuple[str, str
 
 
 def _option_prices(menu: Menu, text: str, lang: str) -> list[tuple[str, str]] | None:
-    """The options a price question names and nothing else, each priced; None when it names anything else."""
+    """The options a price question names and nothing else, each priced ("how much are mushrooms and olives?":
+    both, not the first only); None when it names anything else or one of them is no option's answer."""
     groups = list({tuple((m.item_type, m.field, m.value) for m in g): g for g in mention_groups(text, menu)}.values())
-    if len(groups) != 1:
-        return None
-    part = _option_price(menu, groups[0], lang)
-    return [part] if part else None
+    parts = [_option_price(menu, g, lang) for g in groups]
+    return [p for p in parts if p is not None] if parts and None not in parts else None
 
 
 def _stock(menu: Menu, m: Mention, lang: str) -> tuple[str, str]:

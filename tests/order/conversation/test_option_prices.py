@@ -46,3 +46,22 @@ def test_the_french_text_says_no_extra_charge(drive_menu):
 def test_no_free_claim_where_the_option_is_priced_elsewhere_or_names_the_item(menu_id, question):
     [(key, text)] = answer_menu_question(question, get_menu(menu_id), "en")
     assert key != "menu-price-option-free" and "no extra charge" not in text, text
+
+
+@pytest.mark.parametrize("menu_id, question, reply", [
+    ("pizzeria", "how much are mushrooms and olives", "Mushrooms is $1.00 extra. Olives is $1.00 extra."),
+    ("pizzeria", "how much are mushrooms, olives and oregano?",
+     "Mushrooms is $1.00 extra. Olives is $1.00 extra. Oregano comes at no extra charge."),
+    ("drive_thru", "how much are tomato and bacon?", "Tomato comes at no extra charge. Bacon is $1.50 extra."),
+    ("bagel_shop", "what do lox and capers cost?", "Lox is $4.00 extra. Capers is $0.75 extra."),
+])
+def test_every_option_named_is_priced(menu_id, question, reply):
+    s = Session(get_menu(menu_id))
+    out = s.say(question)
+    assert out.reply == f"{reply} What can I get for you today?"
+    assert not s.lines()
+
+
+def test_items_priced_together_are_still_their_total(drive_menu):
+    out = Session(drive_menu).say("how much are fries and a coke")
+    assert out.reply == "Together, a fries and a coke come to $4.25. What can I get for you today?"
