@@ -12,7 +12,7 @@ from ..render import with_article
 from ..state import update_state
 from ..tokens import tokenize
 from ..tree import ItemTask, new_order
-from .menu_index import Mention, mention_groups, mentions
+from .menu_index import Mention, mention_groups, mentions, said_after
 from .resources import has_phrase, join_list, keywords, money, normalise, say
 
 MAX_VALUES = 6
@@ -177,16 +177,19 @@ def _option(menu: Menu, m: Mention) -> ValueDef | None:
     return tdef.fields[m.field].value(m.value)
 
 
-def _option_price(menu: Menu, group: list[Mention], lang: str) -> tuple[str, str] | None:
+def _option_price(menu: Menu, group: list[Mention], text: str, lang: str) -> tuple[str, str] | None:
     """An option named alone ("how much is tomato?"): its surcharge, as before; no extra charge only when it has
     no price on any item it is an option of. None when the phrase names anything else (an item, a size, a kind)
-    or is free on one item and priced on another ("cheese": free on the combo, $0.75 on the burger)."""
+    or is free on one item and priced on another ("cheese": free on the combo, $0.75 on the burger), or when it
+    is said as a thing to order ("how much is a can?": a canned drink's price, not the can's)."""
     values = [_option(menu, m) for m in group]
     if not values or any(v is None for v in values):
         return None
     if values[0].price:
         return _price(menu, group[0], lang)
     if any(v.price for v in values if v is not None):
+        return None
+    if said_after(text, menu, group[0], keywords(lang).get("order_articles", ())):
         return None
     return "menu-price-option-free", say(lang, "menu-price-option-free", option=values[0].display.capitalize())
 
@@ -195,7 +198,7 @@ def _option_prices(menu: Menu, text: str, lang: str) -> list[tuple[str, str]] | 
     """The options a price question names and nothing else, each priced ("how much are mushrooms and olives?":
     both, not the first only); None when it names anything else or one of them is no option's answer."""
     groups = list({tuple((m.item_type, m.field, m.value) for m in g): g for g in mention_groups(text, menu)}.values())
-    parts = [_option_price(menu, g, lang) for g in groups]
+    parts = [_option_price(menu, g, text, lang) for g in groups]
     return [p for p in parts if p is not None] if parts and None not in parts else None
 
 

@@ -96,6 +96,15 @@ def mention_groups(text: str, menu: Menu) -> list[list[Mention]]:
     return [found[start] for start in sorted(found)]
 
 
+def said_after(text: str, menu: Menu, m: Mention, words: tuple[str, ...]) -> bool:
+    """Whether the value ``m`` names is said right after one of ``words`` in ``text`` ("a can")."""
+    if m.field is None or m.value is None:
+        return False
+    value = menu.item_types[m.item_type].fields[m.field].value(m.value)
+    norm = f" {_key(text)} "
+    return value is not None and any(f" {_key(w)} {_key(p)} " in norm for w in words for p in _value_phrases(value))
+
+
 def mentions(text: str, menu: Menu) -> list[Mention]:
     """Menu things named in ``text``, in text order: every group of :func:`mention_groups`."""
     return [m for group in mention_groups(text, menu) for m in group]

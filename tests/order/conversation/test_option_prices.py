@@ -42,6 +42,8 @@ def test_the_french_text_says_no_extra_charge(drive_menu):
     ("drive_thru", "how much is cheese?"),  # free on the combo, $0.75 on the burger, $1.00 as the fries' style
     ("bagel_shop", "how much is plain?"),  # a kind of bagel: its price is the bagel's
     ("drive_thru", "how much is tomato on the combo?"),  # the item named: the item is priced
+    ("pizzeria", "how much is a can?"),  # a canned drink: the drink is priced, not the can
+    ("pizzeria", "how much is an 8 oz"),
 ])
 def test_no_free_claim_where_the_option_is_priced_elsewhere_or_names_the_item(menu_id, question):
     [(key, text)] = answer_menu_question(question, get_menu(menu_id), "en")
