@@ -122,10 +122,11 @@ def create_app(platform: Platform) -> tuple[Flask, SocketIO]:
 
 
 def resume_unfinished_turns(platform: Platform, retry_every_s: float = 5.0) -> None:
-    """Messages accepted before a restart but never answered are answered now, in order.
+    """Messages accepted before a restart but never answered are answered now, in order; then
+    the uploaded audio files no message names (a process killed mid-upload) are deleted once old.
 
     An unreachable database must not stop the server from starting (it has to answer
-    /health with a 503): the resumption is then retried in the background until it works.
+    /health with a 503): the resumption (and the sweep) is then retried in the background until it works.
     """
     # Only messages accepted before this process started: a late retry must not take over
     # messages this process accepted (and is answering) meanwhile.
@@ -140,11 +141,14 @@ def resume_unfinished_turns(platform: Platform, retry_every_s: float = 5.0) -> N
                 time.sleep(retry_every_s)
                 try:
                     _resume(platform, booted_at)
-                    return
                 except OperationalError:
                     continue
+                platform.sweep_audio_orphans()
+                return
 
         threading.Thread(target=retry, name="resume-turns", daemon=True).start()
+        return
+    platform.sweep_audio_orphans()
 
 
 def _resume(platform: Platform, booted_at: datetime) -> None:

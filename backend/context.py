@@ -18,6 +18,7 @@ from sqlalchemy.orm import sessionmaker
 
 from background.jobs import JobHandler, JobRunner, ThreadJobRunner
 from background.runner import ThreadTurnRunner, TurnRunner
+from mojodex_core.audio.orphans import messages_naming, sweep_orphans
 from mojodex_core.audio.store import AudioStore
 from mojodex_core.audio.transcription import AudioConfig, OpenAISpeech
 from mojodex_core.audio.transcription import OpenAITranscriber as AudioMessageTranscriber
@@ -149,6 +150,19 @@ class Platform:
         if jobs:
             log.info("resumed %d title job(s)", len(jobs))
         return len(jobs)
+
+    def sweep_audio_orphans(self) -> int:
+        """At start-up: uploaded audio files no message names, older than the grace, are deleted
+        (mojodex_core/audio/orphans.py). Never raises: a failure is logged, the start-up goes on."""
+        if self.audio_store is None:
+            return 0
+        try:
+            result = sweep_orphans(self.audio_store, messages_naming(self.session_factory),
+                                   self.settings.audio_orphan_grace_s)
+        except Exception:  # noqa: BLE001 - an orphan file is harmless; a server that does not start is not
+            log.exception("could not sweep the audio files no message names")
+            return 0
+        return result.deleted if result else 0
 
     def start_workflow_watch(self) -> None:
         """Renews the heartbeat of this process' running steps; re-runs steps of dead processes once."""

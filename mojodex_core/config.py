@@ -112,6 +112,9 @@ class Settings:
     workflow_heartbeat_lapse_s: float = 30.0
     # The largest request that may carry a file (a form start or a restart with a recording); others: 2 MB.
     upload_max_mb: int = 25
+    # Audio files no message names (a process killed between writing an upload and committing its
+    # row) are deleted at start-up once older than this, so an upload in flight is never touched.
+    audio_orphan_grace_s: float = 3600.0
 
     @property
     def distributed(self) -> bool:
@@ -304,6 +307,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         workflow_heartbeat_s=_float(env, "MOJODEX_WORKFLOW_HEARTBEAT_S", 5.0, 0.05, 600.0),
         workflow_heartbeat_lapse_s=_float(env, "MOJODEX_WORKFLOW_HEARTBEAT_LAPSE_S", 30.0, 0.2, 7200.0),
         upload_max_mb=_int(env, "MOJODEX_UPLOAD_MAX_MB", 25, 1, 1024),
+        audio_orphan_grace_s=_float(env, "MOJODEX_AUDIO_ORPHAN_GRACE_S", 3600.0, 60.0, 30 * 24 * 3600.0),
     )
 
 

@@ -13,7 +13,9 @@ Tasks:
   title jobs claimed but never finished are submitted again and unfinished POS ticket
   deliveries are run again, as a single process does at start-up (backend/app.py). Both are
   idempotent: a title job only rewrites the same fields, a ticket is skipped once delivered and
-  every delivery attempt carries the ticket's Idempotency-Key.
+  every delivery attempt carries the ticket's Idempotency-Key. Then the uploaded audio files no
+  message names (a process killed mid-upload), older than the grace, are deleted from the shared
+  folder (mojodex_core/audio/orphans.py).
 
 SIGTERM: Celery's warm shutdown lets the running task finish; the drain stops after the turn it
 is running and hands the session's remaining messages back to the queue.
@@ -72,7 +74,7 @@ def _on_beat_start(**_kwargs: object) -> None:
     except Exception as exc:  # noqa: BLE001 - the beat must still start; the next start resumes
         log.error("could not send the start-up resume task: %s", exc)
     else:
-        log.info("beat started: sent the resume of unfinished title jobs and ticket deliveries")
+        log.info("beat started: sent the resume of unfinished title jobs and ticket deliveries (and the audio sweep)")
 
 
 def worker_platform():  # noqa: ANN201
@@ -156,4 +158,5 @@ def resume_task(self) -> dict:  # noqa: ANN001
         raise self.retry(exc=exc, countdown=min(2 ** min(self.request.retries, 5), 30)) from exc
     if tickets:
         log.info("resumed the delivery of %d ticket(s)", tickets)
-    return {"title_jobs": titles, "tickets": tickets}
+    audio_orphans = platform.sweep_audio_orphans()  # never raises; a failure is logged
+    return {"title_jobs": titles, "tickets": tickets, "audio_orphans": audio_orphans}

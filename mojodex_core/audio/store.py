@@ -6,6 +6,9 @@ written under a staged dot name (``stage``), then renamed to its name (``keep``;
 its name never shows half a file. The route saves it before the message's row is committed and
 ``remove``s it when no row names it (and a recording a retry replaced, once that is committed).
 Rows stored before names had their random part (``<digest>.<ext>``) are read the same way.
+A process killed between the save and the commit (or while staging) leaves a file no row names:
+``mojodex_core.audio.orphans`` deletes such files at start-up once they are old (``files``,
+``remove_orphan``).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -51,6 +55,31 @@ class AudioStore:
 
     def remove(self, name: str) -> None:
         self._path(name).unlink(missing_ok=True)
+
+    def files(self) -> Iterator[tuple[str, float]]:
+        """The folder's files (staged ones too; not links nor subfolders) and when each was last written
+        (an upload's file keeps its staged file's time). FileNotFoundError: no folder yet."""
+        with os.scandir(self.directory) as entries:
+            for entry in entries:
+                try:
+                    if entry.is_file(follow_symlinks=False):
+                        yield entry.name, entry.stat(follow_symlinks=False).st_mtime
+                except FileNotFoundError:  # removed meanwhile
+                    continue
+
+    def remove_orphan(self, name: str) -> bool:
+        """Removes a file of the folder by its name, a staged dot name too (``files``' names); never a
+        path, a link or a subfolder (the orphans sweep). Whether it removed it."""
+        if not name or name in (".", "..") or "/" in name or "\\" in name:
+            raise FileNotFoundError(name)
+        path = self.directory / name
+        if path.is_symlink() or not path.is_file():
+            return False
+        try:
+            path.unlink()  # a link put there since is unlinked itself, never followed
+        except FileNotFoundError:
+            return False
+        return True
 
     def read(self, name: str) -> bytes:
         return self._path(name).read_bytes()

@@ -1,18 +1,21 @@
 """At start-up the distributed platform resumes what a stopped process left unfinished, once:
-title jobs claimed but never finished and POS ticket deliveries (the beat sends ``mojodex.resume``
-when it starts; a worker runs it)."""
+title jobs claimed but never finished, POS ticket deliveries and audio files no message names (the
+beat sends ``mojodex.resume`` when it starts; a worker runs it)."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import uuid
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
-from mojodex_core.db.models import OrderTicket, UserTaskExecution
+from mojodex_core.audio.store import AudioStore
+from mojodex_core.db.models import Message, OrderTicket, UserTaskExecution
 from mojodex_core.order_runtime.tickets import IDEMPOTENCY_HEADER
 from tests.distributed.conftest import answer_for
 from tests.distributed.test_cluster import _answers, _send, _session
@@ -83,3 +86,26 @@ def test_a_beat_start_resumes_unfinished_title_jobs_and_ticket_deliveries(cluste
         assert (ticket.delivery_attempts, ticket.delivered_at is not None) == (1, True)
     time.sleep(1.0)  # resumed once: no second delivery comes later
     assert received == [key]
+
+
+def test_a_beat_start_deletes_the_audio_files_no_message_names_once_old(cluster, backends):
+    # The cluster's processes share one var dir (as backends and workers share the uploads' folder).
+    live = backends[0]
+    client, pk, session_id = _session(live)
+    store = AudioStore(Path(cluster.env["MOJODEX_VAR_DIR"]) / "audio")
+    named, orphan, fresh = (AudioStore.new_name(session_id, m, "wav") for m in ("named", "orphan", "fresh"))
+    for name in (named, orphan, fresh):
+        store.save(name, b"RIFF....WAVE")
+    staged = store.stage(b"RIFF").name
+    with live.db() as db:
+        db.add(Message(session_id=session_id, user_task_execution_fk=pk, sender="user", message_id="named",
+                       event_name="user_message", text="spoken", status="answered",
+                       data={"audio": {"file": named, "mime": "audio/wav", "transcription": "done"}}))
+    old = time.time() - 2 * 3600
+    for name in (named, orphan, staged):
+        os.utime(store.directory / name, (old, old))
+    beat = next(r for r in cluster.roles if r.name == "beat" and r.alive())
+    cluster.kill(beat)
+    cluster.start_beat()
+    _wait(lambda: not (store.directory / orphan).exists() and not (store.directory / staged).exists())
+    assert (store.directory / named).exists() and (store.directory / fresh).exists()

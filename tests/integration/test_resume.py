@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import time
 from datetime import UTC, datetime, timedelta
 
 from backend.app import _resume, resume_unfinished_turns
+from mojodex_core.audio.store import AudioStore
 from mojodex_core.db.models import Message
 from tests.integration._helpers import QUESTION, QUESTION_TEXT, message, new_execution
 from tests.integration.test_audio import wav_bytes
@@ -129,3 +132,33 @@ def test_an_audio_message_left_pending_is_transcribed_at_start_up(live, llm):
     stored = message(live, message_pk)
     assert (stored.text, stored.status) == ("spoken before the restart", "answered")
     assert stored.data["audio"]["transcription"] == "done"
+
+
+def test_audio_files_no_message_names_are_deleted_at_start_up_once_older_than_the_grace(live, llm, caplog):
+    # A process killed between writing an upload's file and committing its row (or while staging it)
+    # left files no message names: before, they stayed forever.
+    client = live.new_user()
+    pk, session_id = new_execution(client)
+    store = live.platform.audio_store
+    named, orphan, fresh = (AudioStore.new_name(session_id, m, "wav") for m in ("voice-named", "orphan", "fresh"))
+    for name in (named, orphan, fresh):
+        store.save(name, wav_bytes(0.2))
+    staged = store.stage(wav_bytes(0.2)).name  # a save killed before its rename
+    voice = f"voice_{named[:40]}.mp3"  # a voice reply: no row names it either, kept to be read again
+    store.save(voice, b"ID3")
+    with live.db() as db:
+        db.add(Message(session_id=session_id, user_task_execution_fk=pk, sender="user", message_id="voice-named",
+                       event_name="user_message", text="spoken", status="answered",
+                       data={"audio": {"file": named, "mime": "audio/wav", "transcription": "done"}}))
+    old = time.time() - 2 * 3600  # older than the default grace (1 h); `fresh` is an upload in flight
+    for name in (named, orphan, staged, voice):
+        os.utime(store.directory / name, (old, old))
+    llm.responder = _answer_all
+    with caplog.at_level("INFO", logger="mojodex.audio"):
+        resume_unfinished_turns(live.platform)
+    live.wait_idle()
+    left = set(os.listdir(store.directory))
+    assert {named, fresh, voice} <= left and not {orphan, staged} & left
+    assert store.read(named) == wav_bytes(0.2)
+    [line] = [r.getMessage() for r in caplog.records if "orphan(s) deleted" in r.getMessage()]
+    assert ", 2 orphan(s) deleted," in line
