@@ -11,9 +11,9 @@ One left-to-right pass with a few rules, all general (no sentence tables):
   ("a pepperoni pizza and sausage pizza"), otherwise it is redundant ("pie with ham pizza");
 * negation ("no", "without", "hold the", "don't want"...) scopes over the following values until "but",
   "with" or "just" (once something was negated), a yes/no value after other fields' ("no spread, toasted"),
-  a number, a sentence end, a comma or dash before values closed by a bare "instead" ("no olives, mushrooms
-  instead"), or an "and" not followed by a plain value ("no onions and peppers" negates both, "no ham and extra
-  cheese" does not);
+  a number, a sentence end, a comma, dash or bare "and" before values closed by a bare "instead" ("no olives,
+  mushrooms instead", "no olives and mushrooms instead"), or an "and" not followed by a plain value ("no onions
+  and peppers" negates both, "no ham and extra cheese" does not);
 * a quantity qualifier ("extra", "a little bit of") binds to the next value;
 * "both", "each", "all" after a list of items of one type give each of them what follows
   ("a large and a small pizza, both with ham") or, when nothing follows, what the last one got
@@ -126,10 +126,10 @@ class _Segmenter(CountHandlers):
         return False
 
     def _replacement_starts(self, i: int) -> bool:
-        """A comma (or, the dash dropped, a value right after a negated one) starts a replacement clause; its
-        "instead" then says what it replaces (the negated values), not a doubt (see :attr:`Segmentation.instead`)."""
+        """A comma, a bare "and" (or, the dash dropped, a value right after a negated one) opens a replacement clause;
+        its "instead" then says what it replaces (the negated values), not a doubt (:attr:`Segmentation.instead`)."""
         ch = self.chunks[i]
-        if ch.text == ",":
+        if ch.text.lower() in gw.REPLACEMENT_OPENERS:
             at = replacement_clause(self.chunks, i + 1)
         elif ch.kind == "menu" and i > 0 and self.chunks[i - 1].kind == "menu":
             at = replacement_clause(self.chunks, i)

@@ -133,6 +133,10 @@ NEG_ENDS = frozenset({"just", "only"})
 # so the negation ends before it: "no olives, mushrooms instead" (mushrooms added, not negated).
 REPLACEMENT_TAILS = frozenset({"instead"})
 
+# What may open that clause right after the negated values: a comma, or a bare "and" ("no olives and mushrooms
+# instead"). Not "plus", "and then", or "and no ..." ("no olives and no mushrooms" negates both).
+REPLACEMENT_OPENERS = frozenset({",", "and"})
+
 # Words said after an address that are not part of it: "deliver to 9 Pine Street instead".
 ADDRESS_TAIL = ("instead", "please", "thanks", "thank you", "actually", "now", "then", "rather")
 

@@ -1,8 +1,8 @@
 """"no olives, mushrooms instead": the clause closed by a bare "instead" replaces the negated value.
 
-The negation ends at the comma (or dash); the values after it are added, as "mushrooms instead of olives"
-already reads. Without that closing "instead" (or with "instead of" naming another value) the negation
-keeps its scope, as before.
+The negation ends at the comma (or dash, or a bare "and": "no olives and mushrooms instead"); the values after
+it are added, as "mushrooms instead of olives" already reads. Without that closing "instead" (or with
+"instead of" naming another value) the negation keeps its scope, as before.
 """
 
 from __future__ import annotations
@@ -64,7 +64,6 @@ def test_no_pickles_onions_instead_swaps_the_burger_topping(drive_menu):
 # near misses: the negation keeps its scope, as before
 @pytest.mark.parametrize("said", [
     "no olives, mushrooms",  # no "instead": both negated
-    "no olives and mushrooms instead",  # no comma or dash: "and" keeps the list negated
     "no olives, mushrooms instead of ham",  # "instead of" names what the mushrooms replace
     "no olives, mushrooms instead and a coke",  # the clause goes on past "instead"
 ])
@@ -73,4 +72,68 @@ def test_without_a_clause_closed_by_instead_mushrooms_stay_negated(pizza_menu, s
     s.run("a large pizza with olives", said)
     pizza = s.lines()[0]
     assert pizza[0] == "pizza" and pizza[1]["toppings"] == []
+    assert {"name": "MUSHROOMS"} in pizza[1]["excluded_toppings"]
+
+
+# the same clause after a bare "and": "no olives and mushrooms instead" is mushrooms instead of olives
+@pytest.mark.parametrize("said", [
+    "no olives and mushrooms instead",
+    "no olives and mushrooms instead please",
+    "hold the olives and mushrooms instead",
+    "no olives & mushrooms instead",
+])
+def test_no_olives_and_mushrooms_instead_swaps_the_topping(pizza_menu, said):
+    s = Session(pizza_menu)
+    out = s.run("a large pizza with olives", said)
+    assert s.lines() == [("pizza", PIZZA | {"toppings": [{"name": "MUSHROOMS"}],
+                                            "excluded_toppings": [{"name": "OLIVES"}]})]
+    assert out.reply == "No problem, large pizza with mushrooms and no olives. Is this for pickup or delivery?"
+
+
+def test_the_and_swap_keeps_the_other_items_and_toppings(pizza_menu):
+    s = Session(pizza_menu)
+    s.run("a large pepperoni pizza with olives and a coke", "no olives and mushrooms instead")
+    assert s.lines()[0] == ("pizza", PIZZA | {"toppings": [{"name": "PEPPERONI"}, {"name": "MUSHROOMS"}],
+                                              "excluded_toppings": [{"name": "OLIVES"}]})
+    assert [kind for kind, _ in s.lines()] == ["pizza", "drink"]
+
+
+def test_the_and_swap_said_with_the_pizza(pizza_menu):
+    s = Session(pizza_menu)
+    out = s.run("a large pizza no olives and mushrooms instead")
+    assert s.lines() == [("pizza", PIZZA | {"toppings": [{"name": "MUSHROOMS"}],
+                                            "excluded_toppings": [{"name": "OLIVES"}]})]
+    assert out.reply.startswith("Got it, a large pizza with mushrooms and no olives.")
+
+
+def test_no_butter_and_jam_instead_swaps_the_spread(bagel_menu):
+    s = Session(bagel_menu)
+    out = s.run("a plain bagel with butter", "no butter and jam instead")
+    assert s.lines() == [("bagel", {"bagel_type": "plain", "quantity": 1, "toasted": None, "spread": "jam",
+                                    "extras": [], "excluded_spread": ["butter"]})]
+    assert out.reply == "No problem, plain bagel with jam and no butter. Would you like the plain bagel toasted?"
+
+
+def test_no_pickles_and_onions_instead_swaps_the_burger_topping(drive_menu):
+    s = Session(drive_menu)
+    out = s.run("a hamburger with pickles", "no pickles and onions instead")
+    assert s.lines() == [("burger", {"burger_type": "hamburger", "quantity": 1, "toppings": [{"name": "onion"}],
+                                     "excluded_toppings": [{"name": "pickles"}]})]
+    assert out.reply == "No problem, hamburger with onion and no pickles. Is this for pickup or delivery?"
+
+
+# near misses with "and": the negation keeps its scope over both, as before
+@pytest.mark.parametrize("said", [
+    "no olives and mushrooms",  # no "instead"
+    "no olives and no mushrooms",  # each negated
+    "no olives and no mushrooms instead",  # the second value negated itself
+    "no olives and mushrooms instead of ham",  # "instead of" names what the mushrooms replace
+    "no olives and mushrooms instead and a coke",  # the clause goes on past "instead"
+])
+def test_without_an_and_clause_closed_by_instead_mushrooms_stay_negated(pizza_menu, said):
+    s = Session(pizza_menu)
+    s.run("a large pizza with olives", said)
+    pizza = s.lines()[0]
+    assert pizza[0] == "pizza" and pizza[1]["toppings"] == []
+    assert {"name": "OLIVES"} in pizza[1]["excluded_toppings"]
     assert {"name": "MUSHROOMS"} in pizza[1]["excluded_toppings"]
