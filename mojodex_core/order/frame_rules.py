@@ -43,6 +43,21 @@ def ends_negation(menu: Menu, chunk: Chunk, negated: set[tuple[str, str]]) -> bo
         menu.item_types[t].fields[f].kind == "bool" for t, f in fields)
 
 
+def noun_follows(chunks: list[Chunk], i: int) -> bool:
+    """Only values and filler, then the noun or "one", after chunk ``i``: "the large, thin crust pizza", "the
+    large uh thin crust pizza" - the description goes on."""
+    for ch in chunks[i + 1:]:
+        if ch.kind == "filler":
+            continue
+        if ch.kind == "num":
+            return ch.text.lower() in ("one", "1")
+        if ch.kind != "menu":
+            return False
+        if anchor_senses(ch):
+            return True
+    return False
+
+
 def replacement_clause(chunks: list[Chunk], start: int) -> int | None:
     """Where the bare "instead" is when the chunks from ``start`` are values then that word closing the sentence
     ("mushrooms instead", "i'll have mushrooms instead please"): said after a negation's values, they replace

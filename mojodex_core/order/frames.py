@@ -42,7 +42,7 @@ from typing import Any
 from . import grammar_words as gw
 from .frame_counts import CountHandlers
 from .frame_parts import Attr, Frame, Segmentation, distribute, split
-from .frame_rules import anchor_senses, ends_negation, fits, replacement_clause, types_of
+from .frame_rules import anchor_senses, ends_negation, fits, noun_follows, replacement_clause, types_of
 from .lexicon import Chunk, Sense
 from .menu import Menu
 
@@ -110,20 +110,6 @@ class _Segmenter(CountHandlers):
         nxt = self._new_frame()
         nxt.attrs.extend(tail)
         return nxt
-
-    def _noun_follows(self, i: int) -> bool:
-        """Only values and filler, then the noun or "one", after chunk ``i``: "the large, thin crust pizza", "the
-        large uh thin crust pizza" - the description goes on."""
-        for ch in self.chunks[i + 1:]:
-            if ch.kind == "filler":
-                continue
-            if ch.kind == "num":
-                return ch.text.lower() in ("one", "1")
-            if ch.kind != "menu":
-                return False
-            if anchor_senses(ch):
-                return True
-        return False
 
     def _replacement_starts(self, i: int) -> bool:
         """A comma, a bare "and" (or, the dash dropped, a value right after a negated one) opens a replacement clause;
@@ -272,7 +258,7 @@ class _Segmenter(CountHandlers):
             if k not in ("filler", "boundary"):
                 self.out.content += 1
             if k != "menu" and self.cur is not None and self.cur.described_end is None \
-                    and self.cur.described_at is not None and not (k == "filler" and self._noun_follows(i)):
+                    and self.cur.described_at is not None and not (k == "filler" and noun_follows(self.chunks, i)):
                 self.cur.described_end = len(self.cur.attrs)  # "the small one", "the large, and ...": said
             if (k in ("and", "boundary") or ch.text == ",") and self.cur is not None:
                 self.cur.clause_at = len(self.cur.attrs)
