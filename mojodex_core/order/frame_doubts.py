@@ -40,7 +40,7 @@ class DoubtHandlers(ChunkRules):
         nxt = self._next(i)
         if ch.text.lower().startswith("hold") and nxt is not None and nxt.kind == "menu":
             if not self.neg:
-                self.neg, self.neg_count = True, 0
+                self.neg, self.neg_count, self.neg_word = True, 0, ch.text.lower()
             return
         self._end_neg()
         if not self.out.frames and ch.text.lower().split()[-1] == "no" and nxt is not None and nxt.kind == "menu" \
@@ -49,7 +49,7 @@ class DoubtHandlers(ChunkRules):
             # "actually no olives on the small pizza" opening a message: "actually" is a discourse word, the "no"
             # negates the line "the ..." names (after an item, "a pizza with ham actually no olives" stays a
             # correction)
-            self.neg, self.neg_count = True, 0
+            self.neg, self.neg_count, self.neg_word = True, 0, ch.text.lower()
             return
         if self.out.frames:
             self.correcting = True

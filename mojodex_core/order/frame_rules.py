@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .frame_parts import Attr, Frame
-from .grammar_words import NEG_ENDS, REPLACEMENT_TAILS
+from .grammar_words import AND_REPLACEMENT_NEGATIONS, NEG_ENDS, REPLACEMENT_TAILS
 from .lexicon import Chunk, Sense
 from .menu import Menu
 
@@ -71,6 +71,16 @@ def replacement_clause(chunks: list[Chunk], start: int) -> int | None:
         elif ch.kind != "filler" or ch.text == ",":
             return None
     return None
+
+
+def and_replacement(chunks: list[Chunk], start: int, neg_word: str, negated: int) -> int | None:
+    """Where the bare "instead" is when the "and" before ``start`` opens a replacement clause: ``negated`` is one
+    value, negated by a word of ``AND_REPLACEMENT_NEGATIONS`` (``neg_word``), and one value follows ("no olives and
+    mushrooms instead", "no olives and i'll have mushrooms instead")."""
+    if negated != 1 or neg_word not in AND_REPLACEMENT_NEGATIONS:
+        return None
+    at = replacement_clause(chunks, start)
+    return at if at is not None and sum(ch.kind == "menu" for ch in chunks[start:at]) == 1 else None
 
 
 def _clause_ends(chunks: list[Chunk], start: int) -> bool:

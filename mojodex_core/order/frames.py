@@ -11,9 +11,9 @@ One left-to-right pass with a few rules, all general (no sentence tables):
   ("a pepperoni pizza and sausage pizza"), otherwise it is redundant ("pie with ham pizza");
 * negation ("no", "without", "hold the", "don't want"...) scopes over the following values until "but",
   "with" or "just" (once something was negated), a yes/no value after other fields' ("no spread, toasted"),
-  a number, a sentence end, a comma, dash or bare "and" before values closed by a bare "instead" ("no olives,
-  mushrooms instead", "no olives and mushrooms instead"), or an "and" not followed by a plain value ("no onions
-  and peppers" negates both, "no ham and extra cheese" does not);
+  a number, a sentence end, a comma or dash before values closed by a bare "instead" ("no olives, mushrooms
+  instead"; a bare "and" only in "no olives and mushrooms instead"), or an "and" not followed by a plain value
+  ("no onions and peppers" negates both, "no ham and extra cheese" does not);
 * a quantity qualifier ("extra", "a little bit of") binds to the next value;
 * "both", "each", "all" after a list of items of one type give each of them what follows
   ("a large and a small pizza, both with ham") or, when nothing follows, what the last one got
@@ -42,7 +42,7 @@ from typing import Any
 from . import grammar_words as gw
 from .frame_counts import CountHandlers
 from .frame_parts import Attr, Frame, Segmentation, distribute, split
-from .frame_rules import anchor_senses, ends_negation, fits, noun_follows, replacement_clause, types_of
+from .frame_rules import anchor_senses, and_replacement, ends_negation, fits, noun_follows, replacement_clause, types_of
 from .lexicon import Chunk, Sense
 from .menu import Menu
 
@@ -55,7 +55,7 @@ class _Segmenter(CountHandlers):
         self.menu = menu
         self.out = Segmentation()
         self.cur: Frame | None = None
-        self.neg = False
+        self.neg, self.neg_word = False, ""  # the negation, and the word that opened it ("no", "without", "remove")
         self.neg_count = 0
         self.neg_any = False
         self.neg_fields: set[tuple[str, str]] = set()  # fields negated since the last negation word
@@ -112,11 +112,13 @@ class _Segmenter(CountHandlers):
         return nxt
 
     def _replacement_starts(self, i: int) -> bool:
-        """A comma, a bare "and" (or, the dash dropped, a value right after a negated one) opens a replacement clause;
-        its "instead" then says what it replaces (the negated values), not a doubt (:attr:`Segmentation.instead`)."""
+        """A comma, a bare "and" after "no" + one value (or, the dash dropped, a value right after a negated one) opens
+        a replacement clause; its "instead" then says what it replaces, not a doubt (:attr:`Segmentation.instead`)."""
         ch = self.chunks[i]
-        if ch.text.lower() in gw.REPLACEMENT_OPENERS:
+        if ch.text in gw.REPLACEMENT_OPENERS:
             at = replacement_clause(self.chunks, i + 1)
+        elif ch.kind == "and" and ch.text.lower() == "and":
+            at = and_replacement(self.chunks, i + 1, self.neg_word, self.neg_count)
         elif ch.kind == "menu" and i > 0 and self.chunks[i - 1].kind == "menu":
             at = replacement_clause(self.chunks, i)
         else:
@@ -149,7 +151,8 @@ class _Segmenter(CountHandlers):
             return
         if self.cancel_next:  # "remove the onions": a value, not an item, is being taken off
             negated, self.cancel_next = True, False
-            self.neg, self.neg_count = True, 0  # and the values listed with it ("remove the ham and olives")
+            # and the values listed with it ("remove the ham and olives": both off, see frame_rules.and_replacement)
+            self.neg, self.neg_count, self.neg_word = True, 0, self.cancel_text
         if cur is not None and cur is self.cross_dist:
             pass  # "..., both large": the value goes to every item of the list (see :meth:`on_dist`)
         elif cur is not None and cur.anchor and not any(s.item_type == cur.anchor for s in values):
@@ -297,6 +300,7 @@ class _Segmenter(CountHandlers):
             elif k == "neg":
                 # a new negation word ("no spread, not toasted": the "not" negates toasted)
                 self.neg, self.neg_count, self.neg_fields = True, self.neg_count if self.neg else 0, set()
+                self.neg_word = ch.text.lower()
                 self.on_dangling_neg(i, ch)
             elif k == "wait":
                 self.on_wait(i, ch)

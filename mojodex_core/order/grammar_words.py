@@ -133,9 +133,15 @@ NEG_ENDS = frozenset({"just", "only"})
 # so the negation ends before it: "no olives, mushrooms instead" (mushrooms added, not negated).
 REPLACEMENT_TAILS = frozenset({"instead"})
 
-# What may open that clause right after the negated values: a comma, or a bare "and" ("no olives and mushrooms
-# instead"). Not "plus", "and then", or "and no ..." ("no olives and no mushrooms" negates both).
-REPLACEMENT_OPENERS = frozenset({",", "and"})
+# What may open that clause right after the negated values, whatever the negation: a comma ("no olives, mushrooms
+# instead", "remove the olives, mushrooms instead").
+REPLACEMENT_OPENERS = frozenset({","})
+
+# A bare "and" opens it only between ONE value negated by one of these words and ONE value ("no olives and mushrooms
+# instead"). "remove the / hold the / without olives and mushrooms instead" take both off (instead of what was said
+# before), "no olives and ham and mushrooms instead" negates all three, "no olives and mushrooms ham instead" is a
+# dropped comma (ham instead of both); "plus", "and then", "and no ..." never open it.
+AND_REPLACEMENT_NEGATIONS = frozenset({"no"})
 
 # Words said after an address that are not part of it: "deliver to 9 Pine Street instead".
 ADDRESS_TAIL = ("instead", "please", "thanks", "thank you", "actually", "now", "then", "rather")

@@ -1,8 +1,9 @@
 """"no olives, mushrooms instead": the clause closed by a bare "instead" replaces the negated value.
 
-The negation ends at the comma (or dash, or a bare "and": "no olives and mushrooms instead"); the values after
-it are added, as "mushrooms instead of olives" already reads. Without that closing "instead" (or with
-"instead of" naming another value) the negation keeps its scope, as before.
+The negation ends at the comma (or dash); the values after it are added, as "mushrooms instead of olives"
+already reads. Without that closing "instead" (or with "instead of" naming another value) the negation keeps
+its scope, as before. A bare "and" ends it only after ONE value negated by a plain "no" ("no olives and
+mushrooms instead"): "remove the olives and mushrooms instead" takes both off, as before.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ PIZZA = {"quantity": 1, "size": "LARGE", "style": []}
     "no olives, i'll have mushrooms instead",
     "not olives, mushrooms instead",
     "mushrooms instead of olives",
+    "remove the olives, mushrooms instead",
+    "hold the olives, mushrooms instead",
+    "without olives, mushrooms instead",
 ])
 def test_no_olives_mushrooms_instead_swaps_the_topping(pizza_menu, said):
     s = Session(pizza_menu)
@@ -79,8 +83,9 @@ def test_without_a_clause_closed_by_instead_mushrooms_stay_negated(pizza_menu, s
 @pytest.mark.parametrize("said", [
     "no olives and mushrooms instead",
     "no olives and mushrooms instead please",
-    "hold the olives and mushrooms instead",
     "no olives & mushrooms instead",
+    "can i get no olives and mushrooms instead",
+    "no olives and i'll have mushrooms instead",
 ])
 def test_no_olives_and_mushrooms_instead_swaps_the_topping(pizza_menu, said):
     s = Session(pizza_menu)
@@ -129,6 +134,17 @@ def test_no_pickles_and_onions_instead_swaps_the_burger_topping(drive_menu):
     "no olives and no mushrooms instead",  # the second value negated itself
     "no olives and mushrooms instead of ham",  # "instead of" names what the mushrooms replace
     "no olives and mushrooms instead and a coke",  # the clause goes on past "instead"
+    # not a plain "no": take both off, instead of what was said before
+    "remove the olives and mushrooms instead",
+    "hold the olives and mushrooms instead",
+    "hold on olives and mushrooms instead",
+    "without olives and mushrooms instead",
+    "no more olives and mushrooms instead",
+    "not olives and mushrooms instead",
+    "don't want olives and mushrooms instead",
+    # more than one value negated before the "and": the list goes on
+    "no olives and ham and mushrooms instead",
+    "no olives and mushrooms and ham instead",
 ])
 def test_without_an_and_clause_closed_by_instead_mushrooms_stay_negated(pizza_menu, said):
     s = Session(pizza_menu)
@@ -137,3 +153,11 @@ def test_without_an_and_clause_closed_by_instead_mushrooms_stay_negated(pizza_me
     assert pizza[0] == "pizza" and pizza[1]["toppings"] == []
     assert {"name": "OLIVES"} in pizza[1]["excluded_toppings"]
     assert {"name": "MUSHROOMS"} in pizza[1]["excluded_toppings"]
+
+
+def test_two_values_after_the_and_read_as_a_dropped_comma(pizza_menu):
+    # "no olives and mushrooms ham instead": the ham replaces both, as before (not "mushrooms and ham instead")
+    s = Session(pizza_menu)
+    s.run("a large pizza with olives", "no olives and mushrooms ham instead")
+    assert s.lines() == [("pizza", PIZZA | {"toppings": [{"name": "HAM"}],
+                                            "excluded_toppings": [{"name": "OLIVES"}, {"name": "MUSHROOMS"}]})]
