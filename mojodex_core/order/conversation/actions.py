@@ -17,7 +17,7 @@ from .menu_index import closest, example_answer, example_order, suggestions
 from .offers import apply_proposal, drop_declined_line, propose_alternative
 from .resources import join_list, money, say
 from .steps import next_step, options_question, question_text, step_example
-from .views import item_text, reprice
+from .views import item_text, named_text, reprice
 
 # -- actions ------------------------------------------------------------------------------------------
 
@@ -113,11 +113,7 @@ def _offer_new_item(ctx: Ctx, offer: dict) -> None:
 
 def _offered_text(it: ItemTask) -> str:
     """An item offered with the values said, its name left to ask: "a coffee with honey", "a toasted bagel"."""
-    text = it.summary or ""
-    if it.label not in text.split():
-        head, sep, tail = text.partition("with ")
-        text = f"{head.strip()} {it.label} {sep}{tail}".strip()
-    return with_article(" ".join(text.split()), it.quantity)
+    return with_article(named_text(it), it.quantity)
 
 
 def summarize(ctx: Ctx) -> None:

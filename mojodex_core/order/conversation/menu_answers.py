@@ -14,6 +14,7 @@ from ..tokens import tokenize
 from ..tree import ItemTask, new_order
 from .menu_index import Mention, mention_groups, mentions, said_after
 from .resources import has_phrase, join_list, keywords, money, normalise, say
+from .views import named_text
 
 MAX_VALUES = 6
 
@@ -117,7 +118,9 @@ def _quote(text: str, menu: Menu, named: list[Mention], lang: str) -> tuple[str,
     size = tdef.size_field
     cur = menu.currency
     if size is None or size in said.fields or not tdef.size_prices:
-        return "menu-price", say(lang, "menu-price", item=whole.summary, price=money(lang, whole.line_total, cur))
+        kind = name_field(menu, said.item_type)  # not said: "with tomato" names no burger, "burger with tomato" does
+        name = named_text(whole) if kind is not None and whole.fields.get(kind) is None else whole.summary
+        return "menu-price", say(lang, "menu-price", item=name, price=money(lang, whole.line_total, cur))
     parts = []
     for s in tdef.size_prices:
         vdef = tdef.fields[size].value(s)

@@ -155,6 +155,16 @@ def affected_by(conversation: Conversation, item_type: str, field: str | None, v
     return False
 
 
+def named_text(it: ItemTask) -> str:
+    """An item whose name is still to ask, named by its label where its summary has none (the value naming the item
+    is the name): "with honey" -> "coffee with honey", "small" -> "small coffee"."""
+    text = it.summary or ""
+    if it.label not in text.split():
+        head, sep, tail = text.partition("with ")
+        text = f"{head.strip()} {it.label} {sep}{tail}".strip()
+    return " ".join(text.split())
+
+
 def item_text(it: ItemTask, article: bool = True) -> str:
     """How the conversation names an item: its summary, or "2 x coffee" while it is incomplete."""
     text = it.summary or it.label
