@@ -8,6 +8,7 @@ from ..render import lower_first
 from ..state import plural
 from ..tree import OrderError, OrderTask
 from .context import Ctx
+from .menu_answers import order_price
 from .menu_index import closest
 from .resources import join_list, normalise, only_phrases, say
 from .steps import Step, next_step, options_question, question_text
@@ -88,6 +89,12 @@ def acknowledge(ctx: Ctx, *, skip: tuple[str, ...] = ()) -> None:
         ctx.say("ack-added", say(ctx.lang, "ack-added", items=names))
     if any(op["path"] == "delivery_method.order_type" for op in ctx.ops) and not done:
         ctx.say("ack-order-type", say(ctx.lang, "ack-order-type", order_type=_fulfilment(tree, ctx.lang)))
+    if ctx.price_asked and (notes.added or notes.modified):  # "add mushrooms, how much is that?"
+        ctx.price_asked = False
+        price = order_price(tree, ctx.menu, ctx.lang)
+        ctx.rule("price_tail", "the order's price said" if price else "a line's price is still open: not said")
+        if price is not None:
+            ctx.say(*price)
 
 
 def _keywords_only(ctx: Ctx, words: str) -> bool:

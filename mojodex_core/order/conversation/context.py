@@ -44,6 +44,7 @@ class Ctx:
     repair_unclear: bool = False  # a reference the parser output could not represent
     pending_reference: dict | None = None  # the change that reference asked for, kept for "which one?"
     proposed: bool = False  # this turn's reply asked about a proposal ("which one?", "a coffee with honey?")
+    price_asked: bool = False  # the message ended with "how much is that?": the order's price, once changed
 
     @property
     def lang(self) -> str:

@@ -13,7 +13,7 @@ from time import perf_counter
 
 from ..llm_parser import needs_llm, parse_with_llm
 from ..menu import Menu
-from ..parsed_input import OrderParseError
+from ..parsed_input import OrderParseError, ParsedInput
 from ..parser import parse_deterministic
 from ..tree import new_order
 from .actions import ACTIONS
@@ -21,7 +21,7 @@ from .context import GUARDS, Ctx, apply_parsed
 from .events import detect
 from .model import Conversation, ConversationEnded, TurnInput, TurnOutcome
 from .repair import repair
-from .resources import after_opening_pause, normalise, say
+from .resources import after_opening_pause, before_price_tail, normalise, say
 from .supervisor import bounded, classify
 from .table import lookup, next_state
 
@@ -59,6 +59,8 @@ def _parse(ctx: Ctx) -> None:
     ctx.conv.unclear_turns = ctx.conv.unclear_turns + 1 if decision.unclear else 0
     ctx.timings["supervisor"] += _ms(start)
     ctx.trace.append(ctx.decision.trace)
+    if ctx.decision.intent == "order_entry":
+        text, parsed = _without_price_tail(ctx, text, parsed)
     if ctx.decision.intent == "order_entry" and ctx.llm is not None \
             and needs_llm(parsed, ctx.threshold, ctx.lang) and not (
             parsed.repeat_last and not parsed.unparsed):  # "same again" alone: repair repeats the last line
@@ -76,6 +78,26 @@ def _parse(ctx: Ctx) -> None:
     else:
         ctx.rule("parser", f"deterministic, confidence {parsed.confidence:.2f}")
     ctx.parsed = parsed
+
+
+def _without_price_tail(ctx: Ctx, text: str, parsed: ParsedInput) -> tuple[str, ParsedInput]:
+    """"add mushrooms, how much is that?": an order ending with a price question that refers back (set off by a
+    comma, a period or "and") is read without it, and the order's price is said once the order is changed - only
+    when what comes before it orders something; else the message is read whole, as before."""
+    head = before_price_tail(text, ctx.lang)
+    if head is None:
+        return text, parsed
+    start = perf_counter()
+    ordered = parse_deterministic(head, ctx.menu, ctx.conv.order)
+    ctx.timings["parse"] += _ms(start)
+    if not (ordered.new_items or ordered.modifications):
+        return text, parsed
+    tail = text[len(head):]
+    whole = ctx.turn.text or ""
+    ctx.text, ctx.norm = head, normalise(whole[:len(whole) - len(tail)])  # ctx.text ends the turn's text
+    ctx.price_asked = True
+    ctx.rule("price_tail", f"{tail.strip(' ,.')!r} asks the order's price: said once the order is changed")
+    return head, ordered
 
 
 def _understand(ctx: Ctx) -> None:

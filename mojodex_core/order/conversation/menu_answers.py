@@ -11,7 +11,7 @@ from ..references import name_field
 from ..render import with_article
 from ..state import update_state
 from ..tokens import tokenize
-from ..tree import ItemTask, new_order
+from ..tree import ItemTask, OrderTask, new_order
 from .menu_index import Mention, mention_groups, mentions, said_after
 from .resources import has_phrase, join_list, keywords, money, normalise, say
 from .views import named_text
@@ -118,9 +118,7 @@ def _quote(text: str, menu: Menu, named: list[Mention], lang: str) -> tuple[str,
     size = tdef.size_field
     cur = menu.currency
     if size is None or size in said.fields or not tdef.size_prices:
-        kind = name_field(menu, said.item_type)  # not said: "with tomato" names no burger, "burger with tomato" does
-        name = named_text(whole) if kind is not None and whole.fields.get(kind) is None else whole.summary
-        return "menu-price", say(lang, "menu-price", item=name, price=money(lang, whole.line_total, cur))
+        return lines_price([whole], menu, lang)
     parts = []
     for s in tdef.size_prices:
         vdef = tdef.fields[size].value(s)
@@ -137,10 +135,41 @@ def _quote_all(items: list[ParsedItem], menu: Menu, lang: str) -> tuple[str, str
     lines = [_as_ordered(menu, item) for item in items]
     if any(line is None or line.get_missing_fields() for line in lines):
         return None  # "a pizza and a coke": the pizza's size decides its price - not said, not guessed
-    total = round(sum(line.line_total for line in lines if line is not None), 2)
-    names = join_list(lang, [with_article(line.summary or line.label, line.quantity) if lang == "en"
-                             else line.summary or line.label for line in lines if line is not None])
+    return lines_price([line for line in lines if line is not None], menu, lang)
+
+
+def _line_name(line: ItemTask, menu: Menu) -> str:
+    """The line's summary; its label said in it while the value naming the item is not said: "with tomato" names
+    no burger, "burger with tomato" does."""
+    kind = name_field(menu, line.item_type)
+    return named_text(line) if kind is not None and line.fields.get(kind) is None else line.summary or line.label
+
+
+def lines_price(lines: list[ItemTask], menu: Menu, lang: str) -> tuple[str, str]:
+    """Lines priced as the order prices them: one line's price, several lines' total."""
+    if len(lines) == 1:
+        return "menu-price", say(lang, "menu-price", item=_line_name(lines[0], menu),
+                                 price=money(lang, lines[0].line_total, menu.currency))
+    total = round(sum(line.line_total for line in lines), 2)
+    names = join_list(lang, [with_article(_line_name(line, menu), line.quantity) if lang == "en"
+                             else _line_name(line, menu) for line in lines])
     return "menu-price-total", say(lang, "menu-price-total", items=names, price=money(lang, total, menu.currency))
+
+
+def _price_open(line: ItemTask, menu: Menu) -> bool:
+    """A field the line misses would change its price: a size priced per size, a kind or an option with a price
+    (the burger's kind; not the coffee's "iced or hot?")."""
+    tdef = menu.item_types[line.item_type]
+    return any((f == tdef.size_field and tdef.size_prices) or any(v.price for v in tdef.fields[f].values)
+               for f in line.get_missing_fields() if f in tdef.fields)
+
+
+def order_price(tree: OrderTask, menu: Menu, lang: str) -> tuple[str, str] | None:
+    """The order's price ("add mushrooms, how much is that?"): its lines priced; None while one's price is open."""
+    lines = [it for _, it in tree.items.active()]
+    if not lines or any(_price_open(line, menu) for line in lines):
+        return None
+    return lines_price(lines, menu, lang)
 
 
 def _price(menu: Menu, m: Mention, lang: str) -> tuple[str, str]:

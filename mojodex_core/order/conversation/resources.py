@@ -169,3 +169,20 @@ def _squeeze(text: str) -> str:
 def hesitation_only(norm_text: str, phrases: tuple[str, ...]) -> bool:
     """The text is nothing but hesitation words ("hmm", "umm... errr"), however long they are drawn out."""
     return only_phrases(_squeeze(norm_text), tuple(_squeeze(p) for p in phrases))
+
+
+def before_price_tail(text: str, language: str) -> str | None:
+    """``text`` without a price question referring back at its end, set off by a comma, a period or a join word
+    ("add mushrooms, how much is that?" -> "add mushrooms"; the ``price_tail`` lists: asks, then ends such as
+    "now"); None when it has none, or nothing before it."""
+    shape = keywords(language).get("price_tail")
+    if not shape:
+        return None
+    joins = "|".join(r"\s+".join(map(re.escape, p.split())) for p in shape.get("joins", ()) if p)
+    asks, ends = set(shape.get("asks", ())), set(shape.get("ends", ()))
+    for sep in re.finditer(rf"\s*[,.]+\s*(?:(?:{joins})\s+)?|\s+(?:{joins})\s+", text, re.IGNORECASE):
+        head, tail = text[:sep.start()], normalise(text[sep.end():])
+        last = tail.rsplit(" ", 1)
+        if normalise(head) and (tail in asks or (len(last) == 2 and last[0] in asks and last[1] in ends)):
+            return head
+    return None
