@@ -48,7 +48,8 @@ from mojodex_core.order_runtime.store import LiveStateStore, build_store
 from mojodex_core.order_runtime.tickets import TicketDelivery
 from mojodex_core.order_runtime.turn import OrderTurn
 from mojodex_core.push.notifiers import build_notifier, push_config
-from mojodex_core.push.presence import Presence
+from mojodex_core.push.presence import LocalPresence, Presence
+from mojodex_core.push.redis_presence import RedisPresence
 from mojodex_core.push.service import PushOnFinalReplies
 from mojodex_core.text_edit.turn import EVENT_NAME as TEXT_EDIT_EVENT
 from mojodex_core.text_edit.turn import TextEditTurn
@@ -256,8 +257,11 @@ def build_platform(
 
         redis_client = redis.Redis.from_url(settings.redis_url, socket_timeout=10, socket_connect_timeout=5)
         events = RedisSessionEventLog(factory, redis_client, token_ttl_s=settings.token_stream_ttl_s)
+        # Backends hold the sockets, workers publish the final replies: who is online is shared.
+        presence: Presence = RedisPresence.from_url(settings.redis_url, ttl_s=settings.presence_ttl_s)
     else:
         events = SessionEventLog(factory)
+        presence = LocalPresence()
     # Built with or without an LLM: its first act replays the spool files of stopped processes.
     llm_calls = SpooledLLMCallRecorder(engine, llm_call_spool_dir(settings.var_dir, settings.database_url))
     llm = build_llm(settings, factory, local_model, recorder=llm_calls, **(llm_overrides or {}))
@@ -335,7 +339,7 @@ def build_platform(
         jobs=jobs, turn_handler=handler, job_handlers=handlers, heartbeat=heartbeat, audio=audio,
         audio_store=audio_store, transcribing=transcribing,
         speech=OpenAISpeech(audio) if audio.speech_model else None,
-        push=PushOnFinalReplies(factory, Presence(), build_notifier(push_config(settings.extra, os.environ))),
+        push=PushOnFinalReplies(factory, presence, build_notifier(push_config(settings.extra, os.environ))),
         llm_calls=llm_calls, stopping=stopping,
     )
     # Executions started by home chat routing, and tasks' audio messages once transcribed, get named too.

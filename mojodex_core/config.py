@@ -96,6 +96,9 @@ class Settings:
     turn_lease_s: float = 30.0
     sweep_interval_s: float = 5.0
     token_stream_ttl_s: int = 3600
+    # Push notifications' shared presence: a backend's sockets stop counting this long after its
+    # last renewal (it renews every third of it), e.g. once killed (mojodex_core/push/redis_presence.py).
+    presence_ttl_s: float = 30.0
     # Connections each process may open to the database (pool, then overflow): several processes
     # share the server's max_connections (Postgres: 100 by default). No overflow by default: an
     # overflow connection is closed when it is returned to a full pool, so a load that goes above
@@ -299,6 +302,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         turn_lease_s=_float(env, "MOJODEX_TURN_LEASE_S", 30.0, 1.0, 3600.0),
         sweep_interval_s=_float(env, "MOJODEX_SWEEP_INTERVAL_S", 5.0, 0.2, 3600.0),
         token_stream_ttl_s=_int(env, "MOJODEX_TOKEN_STREAM_TTL_S", 3600, 10, 7 * 24 * 3600),
+        presence_ttl_s=_float(env, "MOJODEX_PRESENCE_TTL_S", 30.0, 3.0, 3600.0),
         db_pool_size=_int(env, "MOJODEX_DB_POOL_SIZE", 60, 1, 500),
         db_max_overflow=_int(env, "MOJODEX_DB_MAX_OVERFLOW", 0, 0, 1000),
         transcription_base_url=_url(env, "MOJODEX_TRANSCRIPTION_BASE_URL", ("http", "https")),

@@ -1,11 +1,30 @@
-"""Open sockets per user, as this process sees them (Socket.IO connect/disconnect)."""
+"""Which users have an open Socket.IO connection: the ``Presence`` interface and the in-process one.
+
+The process holding a socket reports it (``connected`` / ``disconnected``, backend/socket_events.py);
+the process publishing a final reply asks ``online`` (push/service.py). In one process both are the
+same process (``LocalPresence``); in distributed mode backends hold the sockets and workers publish,
+so they share ``RedisPresence`` (push/redis_presence.py), chosen by backend/context.py.
+"""
 
 from __future__ import annotations
 
 import threading
+from typing import Protocol
 
 
-class Presence:
+class Presence(Protocol):
+    def connected(self, sid: str, user_id: str) -> None: ...
+
+    def disconnected(self, sid: str) -> None: ...
+
+    def online(self, user_id: str) -> bool: ...
+
+    def close(self) -> None: ...
+
+
+class LocalPresence:
+    """Open sockets per user, as this process sees them."""
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._user_by_sid: dict[str, str] = {}
@@ -32,3 +51,6 @@ class Presence:
     def online(self, user_id: str) -> bool:
         with self._lock:
             return self._count.get(user_id, 0) > 0
+
+    def close(self) -> None:
+        return None

@@ -103,3 +103,4 @@ class PushOnFinalReplies:
 
     def shutdown(self) -> None:
         self._pool.shutdown(wait=False)
+        self.presence.close()

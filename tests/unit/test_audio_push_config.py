@@ -11,7 +11,7 @@ from mojodex_core.audio.transcription import AudioConfig
 from mojodex_core.audio.upload import AudioRejected, check_audio, sniff, wav_duration
 from mojodex_core.config import ConfigError
 from mojodex_core.push.notifiers import LogNotifier, WebhookNotifier, build_notifier, push_config
-from mojodex_core.push.presence import Presence
+from mojodex_core.push.presence import LocalPresence
 
 SETTINGS = SimpleNamespace(llm=SimpleNamespace(base_url="http://llm/v1", api_key="k"), var_dir=Path("/tmp/v"),
                            extra={})
@@ -43,7 +43,7 @@ def test_push_config_and_notifiers():
 
 
 def test_presence_counts_sockets_per_user():
-    presence = Presence()
+    presence = LocalPresence()
     presence.connected("a", "u")
     presence.connected("b", "u")
     presence.disconnected("a")

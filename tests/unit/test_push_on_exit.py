@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 from mojodex_core.push.notifiers import Notification
-from mojodex_core.push.presence import Presence
+from mojodex_core.push.presence import LocalPresence
 from mojodex_core.push.service import PushOnFinalReplies
 
 
@@ -27,7 +27,7 @@ def test_a_reply_finished_after_the_pool_shut_down_is_still_notified():
     # was: the pool's RuntimeError ("cannot schedule new futures after shutdown") reached the event
     # transport, logged as an ERROR with its traceback, and the user offline was never told
     notifier = _Recorder()
-    push = PushOnFinalReplies(factory=None, presence=Presence(), notifier=notifier)  # type: ignore[arg-type]
+    push = PushOnFinalReplies(factory=None, presence=LocalPresence(), notifier=notifier)  # type: ignore[arg-type]
     push._users["s1"] = "u1"  # the session's user, known already
     push.shutdown()
     assert push.on_final_reply("s1", "mojo_message", {"message_pk": 7, "text": "Done.", "user_task_execution_pk": 3})
