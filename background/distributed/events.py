@@ -138,10 +138,12 @@ class RedisSessionEventLog:
         self._queued_token_script = redis_client.register_script(_QUEUED_TOKEN_SCRIPT)
 
     def set_transport(self, transport: Transport | None) -> None:
-        """Where events go once published. A ``SocketQueue`` (a worker's) also takes token events
-        in one round trip (``_publish_queued``)."""
+        """Where events go once published. A ``SocketQueue`` (a worker's), also wrapped (as
+        ``__wrapped__``: the push of final replies), takes token events in one round trip
+        (``_publish_queued``), which bypasses the wrapper: it only ever sees final events."""
         self._transport = transport
-        self._queue = transport if isinstance(transport, SocketQueue) else None
+        queue = getattr(transport, "__wrapped__", transport)
+        self._queue = queue if isinstance(queue, SocketQueue) else None
 
     def set_floors(self, floors: ReplayAwareRedisManager | None) -> None:
         self._floors = floors

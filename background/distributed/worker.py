@@ -2,7 +2,8 @@
 
 Reads the same environment as the backend (MOJODEX_RUNNER=celery, REDIS_URL, DATABASE_URL,
 the LLM settings). Each worker process builds the platform once, on its first task (after any
-fork), with a write-only Socket.IO emitter on the backends' Redis message queue.
+fork), with a write-only Socket.IO emitter on the backends' Redis message queue; it pushes the
+final replies it publishes to users no backend holds a socket of (mojodex_core/push/redis_presence.py).
 
 Tasks:
 - ``mojodex.drain_session(session_id, jobs)``: answers the session's pending messages in order
@@ -87,7 +88,10 @@ def worker_platform():  # noqa: ANN201
             configure_logging(settings.log_level)
             platform = build_platform(settings)
             platform.start_workflow_watch()  # renews the heartbeat of the workflow steps this worker runs
-            platform.events.set_transport(SocketQueue(settings.redis_url, socketio_channel(settings.redis_url)))
+            # The worker publishes the final replies: it decides their push notifications too, from
+            # the presence the backends share through Redis.
+            queue = SocketQueue(settings.redis_url, socketio_channel(settings.redis_url))
+            platform.events.set_transport(platform.push.wrap(queue) if platform.push is not None else queue)
             owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
             _state.update(
                 pid=os.getpid(),

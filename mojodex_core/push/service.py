@@ -49,11 +49,14 @@ class PushOnFinalReplies:
         self.failed = 0
 
     def wrap(self, transport: Transport) -> Transport:
+        """``transport``, then the push decision for final replies. The wrapped transport stays
+        reachable as ``__wrapped__`` (a worker's event log sends token events through it directly)."""
         def send(session_id: str, event_name: str, payload: dict[str, Any]) -> None:
             transport(session_id, event_name, payload)
             if event_name in FINAL_REPLY_EVENTS:
                 self.on_final_reply(session_id, event_name, payload)
 
+        send.__wrapped__ = transport  # type: ignore[attr-defined]
         return send
 
     def _user_of(self, session_id: str) -> str | None:

@@ -32,6 +32,8 @@ REDIS_URL = os.environ.get("TEST_REDIS_URL")
 DATABASE_URL = os.environ.get("TEST_DATABASE_URL")
 LEASE_S = 2.0
 CHUNK_DELAY_S = 0.05
+# A backend's Redis presence entries expire this long after its last renewal (test_presence.py).
+PRESENCE_TTL_S = 6
 
 
 
@@ -88,6 +90,7 @@ def cluster(database_url: str, cluster_llm: ScriptedLLMServer, tmp_path_factory)
         "MOJODEX_SECRET_KEY": "test-secret-key-0123456789",
         "MOJODEX_TURN_LEASE_S": str(LEASE_S),
         "MOJODEX_SWEEP_INTERVAL_S": "0.5",
+        "MOJODEX_PRESENCE_TTL_S": str(PRESENCE_TTL_S),
         "MOJODEX_TURN_TIMEOUT_S": "30",
         "MOJODEX_LOG_LEVEL": "INFO",
         # 5 processes share the machine's Postgres (max_connections 100) with other suites.

@@ -13,6 +13,7 @@ import pytest
 import redis
 
 from backend.cluster import free_port
+from background.distributed.events import RedisSessionEventLog, SocketQueue, socketio_channel
 from mojodex_core.push.notifiers import Notification
 from mojodex_core.push.redis_presence import RedisPresence
 from mojodex_core.push.service import PushOnFinalReplies
@@ -150,3 +151,11 @@ def test_a_final_reply_is_pushed_when_redis_cannot_say():
     finally:
         push.shutdown()
 
+
+def test_a_worker_s_wrapped_socket_queue_still_sends_token_events_in_one_round_trip(client):
+    queue = SocketQueue(REDIS_URL, socketio_channel(REDIS_URL))
+    push = PushOnFinalReplies(factory=None, presence=RedisPresence(client), notifier=_Recorder())  # type: ignore[arg-type]
+    events = RedisSessionEventLog(None, client)  # type: ignore[arg-type]
+    events.set_transport(push.wrap(queue))
+    assert events._queue is queue
+    push.shutdown()
