@@ -143,6 +143,14 @@ REPLACEMENT_OPENERS = frozenset({","})
 # dropped comma (ham instead of both); "plus", "and then", "and no ..." never open it.
 AND_REPLACEMENT_NEGATIONS = frozenset({"no"})
 
+# A whole message swapping one value of a line for another (substitution.py, only in this shape):
+# [please] VERB [the] X LINK [a|an|the] Y [please|thanks|thank you] - "change the pepperoni to sausage",
+# "replace pickles with onions", "swap the coke for a sprite please".
+SUBSTITUTION_VERBS = frozenset({"change", "replace", "swap", "switch"})
+SUBSTITUTION_LINKS = frozenset({"to", "with", "for"})
+SUBSTITUTION_ARTICLES = frozenset({"a", "an", "the"})  # before Y; before X only "the"
+SUBSTITUTION_POLITE = ("please", "thanks", "thank you")
+
 # Words said after an address that are not part of it: "deliver to 9 Pine Street instead".
 ADDRESS_TAIL = ("instead", "please", "thanks", "thank you", "actually", "now", "then", "rather")
 

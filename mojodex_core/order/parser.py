@@ -22,6 +22,7 @@ from .parse_refs import ORDINAL_TEXT, ReferenceRules
 from .parsed_input import Modification, ParsedInput, ParsedItem, ReferenceDoubt
 from .references import clears_only, current_item, diff_fields, find_item, fitting_types, live_items, positive, said_as
 from .resolve import name_conflicts, resolve_frame
+from .substitution import substitution
 from .tokens import extract_contacts, tokenize
 from .tree import OrderTask
 
@@ -302,6 +303,9 @@ def parse_deterministic(text: str, menu: Menu, tree: OrderTask | None = None) ->
     name, clean = name_said(clean, lex)
     address, clean = address_said(clean)
     chunks = lex.chunk(tokenize(clean))
+    swap = substitution(clean, chunks, menu, tree) if not (contacts or name or address) else None
+    if swap:  # "change the pepperoni to sausage", and nothing else: what "sausage instead of pepperoni" does
+        return ParsedInput(modifications=swap)
     seg = segment(chunks, menu)
     builder = _Builder(menu, tree, seg, chunks)
     if not answers_the_name(chunks, tree, menu):

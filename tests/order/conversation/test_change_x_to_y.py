@@ -1,0 +1,161 @@
+""""change the pepperoni to sausage": a whole message swapping a value held on one line for another of its field.
+
+Read only in its narrowest shape (see ``mojodex_core/order/substitution.py``); the change is the one "sausage
+instead of pepperoni" makes on that line. Any other shape reads as before.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from mojodex_core.order.lexicon import get_lexicon
+from mojodex_core.order.substitution import substitution
+from mojodex_core.order.tokens import tokenize
+
+from .conftest import Session
+
+PIZZA = {"quantity": 1, "size": "LARGE", "style": []}
+SWAPPED = PIZZA | {"toppings": [{"name": "SAUSAGE"}], "excluded_toppings": [{"name": "PEPPERONI"}]}
+
+
+@pytest.mark.parametrize("said", [
+    "change the pepperoni to sausage",
+    "replace pepperoni with sausage",
+    "swap the pepperoni for sausage please",
+    "switch pepperoni to sausage, thanks",
+    "Please change the pepperoni to sausage.",
+    "replace the pepperoni with the sausage thank you",
+])
+def test_the_topping_is_swapped_as_y_instead_of_x(pizza_menu, said):
+    s = Session(pizza_menu)
+    out = s.run("a large pepperoni pizza", said)
+    assert s.lines() == [("pizza", SWAPPED)]
+    assert out.reply == "No problem, large pizza with sausage and no pepperoni. Is this for pickup or delivery?"
+    same = Session(pizza_menu)
+    same.run("a large pepperoni pizza", "sausage instead of pepperoni")
+    assert same.lines() == s.lines()
+
+
+def test_the_other_toppings_stay(pizza_menu):
+    s = Session(pizza_menu)
+    s.run("a large pizza with ham and pepperoni", "change the pepperoni to sausage")
+    assert s.lines() == [("pizza", PIZZA | {"toppings": [{"name": "HAM"}, {"name": "SAUSAGE"}],
+                                            "excluded_toppings": [{"name": "PEPPERONI"}]})]
+
+
+def test_a_single_choice_is_replaced(pizza_menu):
+    s = Session(pizza_menu)
+    out = s.run("a large pepperoni pizza", "change the large to a medium")
+    assert s.lines() == [("pizza", PIZZA | {"size": "MEDIUM", "toppings": [{"name": "PEPPERONI"}]})]
+    assert out.reply.startswith("No problem, medium pizza with pepperoni.")
+
+
+def test_the_line_holding_x_is_changed(pizza_menu):
+    s = Session(pizza_menu)
+    s.run("a large pepperoni pizza and a small pizza with ham", "swap the pepperoni for sausage")
+    assert [fields.get("toppings") for _, fields in s.lines()] == [[{"name": "SAUSAGE"}], [{"name": "HAM"}]]
+
+
+def test_the_spread_is_swapped(bagel_menu):
+    s = Session(bagel_menu)
+    out = s.run("a plain bagel with butter", "change butter to cream cheese")
+    # a single choice: set, which replaces the butter (no "and no butter")
+    assert s.lines() == [("bagel", {"bagel_type": "plain", "quantity": 1, "toasted": None, "spread": "cream cheese",
+                                    "extras": []})]
+    # the question that was next is still asked
+    assert out.reply == "No problem, plain bagel with cream cheese. Would you like the plain bagel toasted?"
+
+
+def test_the_combo_drink_is_swapped_no_drink_added(drive_menu):
+    s = Session(drive_menu)
+    out = s.run("a number 1 combo medium with a coke", "change the coke to a sprite")
+    assert s.lines() == [("combo", {"combo": "number 1", "quantity": 1, "size": "medium", "combo_drink": "sprite",
+                                    "toppings": []})]
+    assert out.reply.startswith("No problem, medium number 1 classic burger combo with sprite.")
+
+
+def test_a_required_question_is_still_asked(pizza_menu):
+    s = Session(pizza_menu)
+    s.run("a pepperoni pizza")
+    out = s.say("change the pepperoni to sausage")
+    assert s.lines()[0][1]["toppings"] == [{"name": "SAUSAGE"}]
+    assert s.conv.order.pending is not None and s.conv.order.pending.field == "size"
+    out = s.say("large")
+    assert s.lines() == [("pizza", SWAPPED)]
+    assert "pickup or delivery" in out.reply
+
+
+# not the shape: read as before (the frame grammar), never as a swap
+@pytest.mark.parametrize("said", [
+    "make that sausage",
+    "make that sausage too",
+    "don't change the pepperoni to sausage",
+    "change the pepperoni to sausage and add ham",
+    "change the pepperoni to sausage too",
+    "change the pepperoni to sausage as well",
+    "change the size to large",
+    "change 2 pepperoni to 3 pepperoni",
+    "change the pepperoni to extra pepperoni",
+    "change the pepperoni to extra sausage",
+    "change it to sausage",
+    "change my mind",
+    "change the pepperoni to sausage?",
+    "can you change the pepperoni to sausage",
+    "change the pepperoni on the large pizza to sausage",
+    "change the pepperoni to sausage and ham",
+    "change the pepperoni to sausage, and a coke",
+    "change the ham to sausage",  # not on the order
+    "change the pepperoni to pepperoni",
+    "change the pepperoni to large",  # another field
+    "change the pepperoni to a coke",  # another item
+])
+def test_other_shapes_are_not_a_swap(pizza_menu, said):
+    s = Session(pizza_menu)
+    s.run("a large pepperoni pizza with olives")
+    assert _swap(pizza_menu, s, said) is None
+
+
+@pytest.mark.parametrize("turns, said", [
+    (("a large pepperoni pizza and a small pepperoni pizza",), "swap the pepperoni for sausage"),  # two lines
+    (("a large pizza with pepperoni and sausage",), "change the pepperoni to sausage"),  # Y already there
+    (("a large pizza with extra pepperoni",), "change the pepperoni to sausage"),  # an amount: not guessed
+])
+def test_an_unclear_line_is_not_a_swap(pizza_menu, turns, said):
+    s = Session(pizza_menu)
+    s.run(*turns)
+    assert _swap(pizza_menu, s, said) is None
+
+
+def test_an_out_of_stock_y_is_not_a_swap(bagel_menu):
+    s = Session(bagel_menu)
+    s.run("a plain bagel with butter")
+    assert _swap(bagel_menu, s, "change the plain to blueberry") is None
+    assert _swap(bagel_menu, s, "change the plain to sesame") is not None
+
+
+def _swap(menu, s, said):
+    return substitution(said, get_lexicon(menu).chunk(tokenize(said)), menu, s.conv.order)
+
+
+def test_the_bagel_holding_x_is_changed_when_another_holds_y(bagel_menu):
+    s = Session(bagel_menu)
+    s.run("a plain bagel with butter and a sesame bagel with cream cheese", "change the butter to cream cheese")
+    assert [(f["bagel_type"], f["spread"]) for _, f in s.lines()] == [("plain", "cream cheese"),
+                                                                      ("sesame", "cream cheese")]
+
+
+def test_a_swap_said_twice_comes_back(pizza_menu):
+    s = Session(pizza_menu)
+    out = s.run("a large pepperoni pizza", "change the pepperoni to sausage", "change the sausage to pepperoni")
+    assert s.lines() == [("pizza", PIZZA | {"toppings": [{"name": "PEPPERONI"}],
+                                            "excluded_toppings": [{"name": "SAUSAGE"}]})]
+    assert out.reply.startswith("No problem, large pizza with pepperoni and no sausage.")
+
+
+def test_the_size_of_the_one_line_holding_it_changes(pizza_menu):
+    s = Session(pizza_menu)
+    s.run("a small pepperoni pizza and a large coke", "change the large to a medium")
+    assert [f["size"] for _, f in s.lines()] == ["SMALL", "MEDIUM"]
+    s = Session(pizza_menu)
+    s.run("a large pepperoni pizza and a large coke")
+    assert _swap(pizza_menu, s, "change the large to a medium") is None  # two lines: which one? not guessed
