@@ -8,9 +8,10 @@ being ``grammar_words.SUBSTITUTION_*`` - and only when:
   guessed), in a choice field (a list such as toppings, or a single choice such as size, spread, drink);
 * Y is a value of that same field of that line's item, in stock, and not on that line yet.
 
-The change is the one "Y instead of X" makes on that line (the same frame resolved: ``resolve.resolve_frame``): in
-a list Y is added and X taken off (excluded: "sausage and no pepperoni"); a single choice is set to Y, which
-replaces X ("change the butter to jam" is jam, not jam and no butter). Anything else
+Y is resolved as said on that line's item (``resolve.resolve_frame``). In a list X is taken off and Y added, X
+not excluded ("change the cheese to ham" on a cheese pizza is "small pizza with ham", not "with ham and no cheese":
+unlike "ham instead of cheese", the swap says what the pizza gets, not what it must not have); a single choice is set
+to Y, which replaces X ("change the butter to jam" is jam, not jam and no butter). Anything else
 (a negation, "too", a second clause or item, a number or an amount, "it", X on no line or on two, Y already there,
 a question) is not this shape: ``substitution`` returns None and the frame grammar reads the message as before.
 """
@@ -44,7 +45,8 @@ def substitution(text: str, chunks: list[Chunk], menu: Menu, tree: OrderTask | N
     idx, item, xs = held[0]
     fdef = menu.item_types[item.item_type].fields[xs.field]
     entry = _entry(item.fields.get(xs.field), xs.value)
-    if fdef.kind != "choice" or (fdef.multi and not fdef.negatable) or isinstance(entry, dict) and entry.get(
+    # a list is emptied and set again (below): one that may not be emptied is not swapped this way
+    if fdef.kind != "choice" or (fdef.multi and fdef.required) or isinstance(entry, dict) and entry.get(
             "quantity"):
         return None
     ys = [s for s in y.senses if s.item_type == item.item_type and s.field == xs.field]
@@ -55,14 +57,18 @@ def substitution(text: str, chunks: list[Chunk], menu: Menu, tree: OrderTask | N
     value = fdef.value(str(ys[0].value)) if fdef.values else None
     if value is None or not value.in_stock:
         return None
-    attrs = [Attr((ys[0],), False, None, y.text)]
-    if fdef.multi:  # a list keeps its other values: X is taken off by name ("no pepperoni")
-        attrs.append(Attr((xs,), True, None, x.text, neg_direct=True))
-    swap = Frame(anchor=item.item_type, attrs=attrs)
+    swap = Frame(anchor=item.item_type, attrs=[Attr((ys[0],), False, None, y.text)])
     _type, fields, left = resolve_frame(swap, menu)
     if left or not fields:
         return None
-    return [Modification(item_index=idx, field=k, new_value=v) for k, v in fields.items()]
+    mods = [Modification(item_index=idx, field=k, new_value=v) for k, v in fields.items()]
+    if fdef.multi and isinstance(fields.get(xs.field), list):
+        # a list value is appended and an exclusion stays in the read-back ("with ham and no cheese"): the list is
+        # emptied and set again without X, so X is off the line but not excluded ("small pizza with ham")
+        kept = [e for e in item.fields.get(xs.field) or [] if entry_name(e) != xs.value]
+        mods = [Modification(item_index=idx, field=xs.field, new_value=None)] + [
+            m.model_copy(update={"new_value": kept + m.new_value}) if m.field == xs.field else m for m in mods]
+    return mods
 
 
 def _shape(chunks: list[Chunk]) -> tuple[Chunk, Chunk] | None:

@@ -1,7 +1,7 @@
 """"change the pepperoni to sausage": a whole message swapping a value held on one line for another of its field.
 
-Read only in its narrowest shape (see ``mojodex_core/order/substitution.py``); the change is the one "sausage
-instead of pepperoni" makes on that line. Any other shape reads as before.
+Read only in its narrowest shape (see ``mojodex_core/order/substitution.py``): X comes off that line and Y goes on
+(in a list X is taken off, not excluded: the read-back says what is on the pizza). Any other shape reads as before.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from mojodex_core.order.tokens import tokenize
 from .conftest import Session
 
 PIZZA = {"quantity": 1, "size": "LARGE", "style": []}
-SWAPPED = PIZZA | {"toppings": [{"name": "SAUSAGE"}], "excluded_toppings": [{"name": "PEPPERONI"}]}
+SWAPPED = PIZZA | {"toppings": [{"name": "SAUSAGE"}]}  # no "no pepperoni": the read-back says what is on it
 
 
 @pytest.mark.parametrize("said", [
@@ -26,21 +26,37 @@ SWAPPED = PIZZA | {"toppings": [{"name": "SAUSAGE"}], "excluded_toppings": [{"na
     "Please change the pepperoni to sausage.",
     "replace the pepperoni with the sausage thank you",
 ])
-def test_the_topping_is_swapped_as_y_instead_of_x(pizza_menu, said):
+def test_the_topping_is_swapped_not_excluded(pizza_menu, said):
     s = Session(pizza_menu)
     out = s.run("a large pepperoni pizza", said)
     assert s.lines() == [("pizza", SWAPPED)]
-    assert out.reply == "No problem, large pizza with sausage and no pepperoni. Is this for pickup or delivery?"
-    same = Session(pizza_menu)
-    same.run("a large pepperoni pizza", "sausage instead of pepperoni")
-    assert same.lines() == s.lines()
+    assert out.reply == "No problem, large pizza with sausage. Is this for pickup or delivery?"
+
+
+def test_the_cheese_of_a_cheese_pizza_is_swapped(pizza_menu):
+    s = Session(pizza_menu)
+    out = s.run("a small cheese pizza", "change the cheese to ham")
+    assert s.lines() == [("pizza", {"quantity": 1, "size": "SMALL", "style": [], "toppings": [{"name": "HAM"}]})]
+    assert out.reply == "No problem, small pizza with ham. Is this for pickup or delivery?"
+
+
+def test_the_crust_is_swapped_not_excluded(pizza_menu):
+    s = Session(pizza_menu)
+    out = s.run("a large thin crust bacon pizza", "swap the thin crust for a stuffed crust")
+    assert s.lines() == [("pizza", PIZZA | {"style": ["STUFFED_CRUST"], "toppings": [{"name": "BACON"}]})]
+    assert out.reply == "No problem, large stuffed crust pizza with bacon. Is this for pickup or delivery?"
 
 
 def test_the_other_toppings_stay(pizza_menu):
     s = Session(pizza_menu)
-    s.run("a large pizza with ham and pepperoni", "change the pepperoni to sausage")
-    assert s.lines() == [("pizza", PIZZA | {"toppings": [{"name": "HAM"}, {"name": "SAUSAGE"}],
-                                            "excluded_toppings": [{"name": "PEPPERONI"}]})]
+    s.run("a large pizza with extra ham and pepperoni", "change the pepperoni to sausage")
+    assert s.lines() == [("pizza", PIZZA | {"toppings": [{"name": "HAM", "quantity": "EXTRA"}, {"name": "SAUSAGE"}]})]
+
+
+def test_a_value_excluded_before_comes_back_as_y(pizza_menu):
+    s = Session(pizza_menu)
+    s.run("a large pepperoni pizza with no olives", "change the pepperoni to olives")
+    assert s.lines() == [("pizza", PIZZA | {"toppings": [{"name": "OLIVES"}]})]
 
 
 def test_a_single_choice_is_replaced(pizza_menu):
@@ -144,12 +160,11 @@ def test_the_bagel_holding_x_is_changed_when_another_holds_y(bagel_menu):
                                                                       ("sesame", "cream cheese")]
 
 
-def test_a_swap_said_twice_comes_back(pizza_menu):
+def test_a_swap_back_comes_back(pizza_menu):
     s = Session(pizza_menu)
     out = s.run("a large pepperoni pizza", "change the pepperoni to sausage", "change the sausage to pepperoni")
-    assert s.lines() == [("pizza", PIZZA | {"toppings": [{"name": "PEPPERONI"}],
-                                            "excluded_toppings": [{"name": "SAUSAGE"}]})]
-    assert out.reply.startswith("No problem, large pizza with pepperoni and no sausage.")
+    assert s.lines() == [("pizza", PIZZA | {"toppings": [{"name": "PEPPERONI"}]})]
+    assert out.reply.startswith("No problem, large pizza with pepperoni.")
 
 
 def test_the_size_of_the_one_line_holding_it_changes(pizza_menu):
