@@ -11,9 +11,13 @@ being ``grammar_words.SUBSTITUTION_*`` - and only when:
 Y is resolved as said on that line's item (``resolve.resolve_frame``). In a list X is taken off and Y added, X
 not excluded ("change the cheese to ham" on a cheese pizza is "small pizza with ham", not "with ham and no cheese":
 unlike "ham instead of cheese", the swap says what the pizza gets, not what it must not have); a single choice is set
-to Y, which replaces X ("change the butter to jam" is jam, not jam and no butter). Anything else
-(a negation, "too", a second clause or item, a number or an amount, "it", X on no line or on two, Y already there,
-a question) is not this shape: ``substitution`` returns None and the frame grammar reads the message as before.
+to Y, which replaces X ("change the butter to jam" is jam, not jam and no butter).
+
+The same swap said again is already made: X on no line and Y held on exactly one line, in the field X would be in.
+It changes nothing (the field set to what it holds) rather than being read by the frame grammar, which put X back or
+added a line. Anything else (a negation, "too", a second clause or item, a number or an amount, "it", X on two lines,
+X on no line and Y on none or on two, Y already on X's line, a question) is not this shape: ``substitution``
+returns None and the frame grammar reads the message as before.
 """
 
 from __future__ import annotations
@@ -40,7 +44,9 @@ def substitution(text: str, chunks: list[Chunk], menu: Menu, tree: OrderTask | N
     held = [(i, item, s) for i, item in tree.items.active() for s in x.senses
             if s.field is not None and s.item_type == item.item_type
             and _entry(item.fields.get(s.field), s.value) is not None]
-    if len(held) != 1:  # on no line, or on two: which one? Not guessed
+    if not held:  # said again once done ("change the butter to jam" twice): nothing to change
+        return _done_already(x, y, tree, menu)
+    if len(held) != 1:  # on two lines: which one? Not guessed
         return None
     idx, item, xs = held[0]
     fdef = menu.item_types[item.item_type].fields[xs.field]
@@ -69,6 +75,24 @@ def substitution(text: str, chunks: list[Chunk], menu: Menu, tree: OrderTask | N
         mods = [Modification(item_index=idx, field=xs.field, new_value=None)] + [
             m.model_copy(update={"new_value": kept + m.new_value}) if m.field == xs.field else m for m in mods]
     return mods
+
+
+def _done_already(x: Chunk, y: Chunk, tree: OrderTask, menu: Menu) -> list[Modification] | None:
+    """X on no line and Y held on exactly one line, in the field X would be in (the same item type and field as one
+    of X's senses): the swap is already made. The field set to what it holds: a no-op the conversation takes as
+    understood (not the frame grammar's reading, which put X back or added a line), else None."""
+    fields = {(s.item_type, s.field) for s in x.senses if s.field is not None}
+    held = {(i, ys.field) for i, item in tree.items.active() for ys in y.senses
+            if (item.item_type, ys.field) in fields and ys.item_type == item.item_type
+            and _entry(item.fields.get(ys.field), ys.value) is not None}
+    if len(held) != 1:
+        return None
+    idx, name = next(iter(held))
+    item = tree.items.items[idx]
+    fdef = menu.item_types[item.item_type].fields[name]
+    if fdef.kind != "choice":
+        return None
+    return [Modification(item_index=idx, field=name, new_value=item.fields.get(name))]
 
 
 def _shape(chunks: list[Chunk]) -> tuple[Chunk, Chunk] | None:

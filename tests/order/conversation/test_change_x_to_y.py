@@ -174,3 +174,38 @@ def test_the_size_of_the_one_line_holding_it_changes(pizza_menu):
     s = Session(pizza_menu)
     s.run("a large pepperoni pizza and a large coke")
     assert _swap(pizza_menu, s, "change the large to a medium") is None  # two lines: which one? not guessed
+
+
+@pytest.mark.parametrize("menu, order, said, question", [
+    ("bagel_menu", "a plain bagel with butter", "change the butter to jam", "Would you like the plain bagel toasted?"),
+    ("pizza_menu", "a large pepperoni pizza", "change the pepperoni to sausage", "Is this for pickup or delivery?"),
+    ("pizza_menu", "a small cheese pizza", "change the cheese to ham", "Is this for pickup or delivery?"),
+    ("pizza_menu", "a large thin crust pizza with ham", "swap the thin crust for a stuffed crust",
+     "Is this for pickup or delivery?"),
+    ("pizza_menu", "a large pepperoni pizza and a coke", "change the large to a medium",
+     "Is this for pickup or delivery?"),
+    ("drive_menu", "a number 1 combo medium with a coke", "change the coke to a sprite",
+     "Is this for pickup or delivery?"),
+])
+def test_a_swap_said_again_is_done_already(request, menu, order, said, question):
+    menu = request.getfixturevalue(menu)
+    s = Session(menu)
+    s.run(order, said)
+    swapped = s.lines()
+    mods = _swap(menu, s, said)
+    assert mods is not None and len(mods) == 1  # the field set to what it holds: nothing changes
+    assert s.conv.order.items.items[mods[0].item_index].fields[mods[0].field] == mods[0].new_value
+    out = s.say(said)
+    assert s.lines() == swapped  # not X put back, no line added
+    assert out.reply == question  # understood: the conversation goes on, as after "make it large" on a large one
+
+
+@pytest.mark.parametrize("turns, said", [
+    (("a large sausage pizza and a small sausage pizza",), "change the pepperoni to sausage"),  # Y on two lines
+    (("a large pizza with ham",), "change the pepperoni to sausage"),  # neither held
+    (("a large pepperoni pizza", "change the pepperoni to sausage"), "change the pepperoni to large"),  # not X's field
+])
+def test_a_swap_not_held_is_not_done_already(pizza_menu, turns, said):
+    s = Session(pizza_menu)
+    s.run(*turns)
+    assert _swap(pizza_menu, s, said) is None
