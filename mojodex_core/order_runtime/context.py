@@ -56,6 +56,8 @@ class OrderTurnContext:
     begin_ms: float = 0.0
 
 
-def live_state(turn: int, conversation: Conversation) -> str:
-    """What the live store keeps: the conversation and the platform's turn counter it belongs to."""
-    return json.dumps({"turn": turn, "conversation": json.loads(conversation.to_json())})
+def live_state(user_task_execution_pk: int, turn: int, conversation: Conversation) -> str:
+    """What the live store keeps: the conversation, the execution and the platform's turn counter it
+    belongs to. The key names the session, which a home chat shares between the orders it routed to."""
+    return json.dumps({"execution": user_task_execution_pk, "turn": turn,
+                       "conversation": json.loads(conversation.to_json())})

@@ -60,7 +60,8 @@ def open_order(
         conversation={**conversation.model_dump(mode="json"), "greeting": greeting},
     ))
     db.flush()
-    store.save(state_key(location, lane, execution.session_id), live_state(0, conversation))
+    key = state_key(location, lane, execution.session_id)
+    store.save(key, live_state(execution.user_task_execution_pk, 0, conversation))
     return {"order": order_view(conversation, menu), "greeting": greeting, "state": conversation.state}
 
 

@@ -325,7 +325,8 @@ class OrderTurn:
 
     def _conversation(self, db: DbSession, context: OrderTurnContext) -> Conversation:
         """The latest turn's conversation: this process's own copy, else the live store's, else the
-        durable record. A copy is only used when its turn counter is the database's."""
+        durable record. A copy is only used when it is this execution's (a home chat's orders share
+        its session, so their key) and its turn counter is the database's."""
         recent = self._recent.get(context.user_task_execution_pk)
         if recent is not None and recent[0] == context.turn:
             return recent[1]  # never mutated: converse returns a new conversation
@@ -333,7 +334,7 @@ class OrderTurn:
         if live is not None:
             try:
                 data = json.loads(live)
-                if data.get("turn") == context.turn:
+                if data.get("execution") == context.user_task_execution_pk and data.get("turn") == context.turn:
                     return Conversation.from_json(data["conversation"])
             except (ValueError, KeyError, TypeError, AttributeError):
                 log.warning("unreadable live state under %s: using the database", context.key)
@@ -354,4 +355,4 @@ class OrderTurn:
                 self._recent.clear()
             self._recent[context.user_task_execution_pk] = (context.turn + 1, conversation)
             if self.store.name != "database":  # that store keeps nothing: don't serialise for it
-                self.store.save(context.key, live_state(context.turn + 1, conversation))
+                self.store.save(context.key, live_state(context.user_task_execution_pk, context.turn + 1, conversation))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 
@@ -78,3 +79,59 @@ def test_menu_validation_reports_paths_and_rules():
     with pytest.raises(MenuInvalid) as info:
         validate_menu([1, 2])
     assert info.value.errors[0]["path"] == "<root>"
+
+
+class _MemoryStore:
+    """A live store that keeps what it is given, as Redis does."""
+
+    name = "memory"
+
+    def __init__(self) -> None:
+        self.values: dict[str, str] = {}
+
+    def load(self, key: str) -> str | None:
+        return self.values.get(key)
+
+    def save(self, key: str, data: str) -> None:
+        self.values[key] = data
+
+    def drop(self, key: str) -> None:
+        self.values.pop(key, None)
+
+
+class _StoredConversation:
+    """The database's side of OrderTurn._conversation: the durable record of one execution."""
+
+    def __init__(self, conversation) -> None:  # noqa: ANN001
+        self.conversation = conversation
+
+    def scalar(self, _query) -> dict:  # noqa: ANN001
+        return json.loads(self.conversation.to_json())
+
+
+def test_a_live_copy_of_another_execution_under_the_same_key_is_not_trusted():
+    # Two orders in one session (a home chat's hosts every order it routes to) share the live key:
+    # trusted on its turn count alone, the other order's copy ran this turn on the other's conversation
+    from pathlib import Path
+
+    from mojodex_core.order.conversation import TurnInput, converse, start_conversation
+    from mojodex_core.order.menu import load_menu
+    from mojodex_core.order_runtime.context import OrderTurnContext
+    from mojodex_core.order_runtime.turn import OrderTurn
+
+    menu = load_menu(Path(__file__).resolve().parents[2] / "tasks_config" / "menus" / "pizzeria.json")
+    empty, _ = start_conversation(menu, "en")
+    mine = converse(empty, TurnInput(text="a large pepperoni pizza"), menu, llm=None).conversation
+    theirs = converse(empty, TurnInput(text="a small cola"), menu, llm=None).conversation
+    store = _MemoryStore()
+    turn = OrderTurn(None, None, None, store, None, None)  # only its _conversation is called
+    key = state_key("order_pizzeria", "0", "the-home-chat-session")
+    context = OrderTurnContext(session_id="the-home-chat-session", message_pk=1, message_id="m",
+                               user_task_execution_pk=1, user_id="u", output_text_type_fk=None, webhook_url=None,
+                               key=key, conversation=None, turn=1, menu=menu, turn_input=None)
+    # the second execution's copy, at turn 1 too
+    store.save(key, json.dumps({"execution": 2, "turn": 1, "conversation": json.loads(theirs.to_json())}))
+    assert turn._conversation(_StoredConversation(mine), context).to_json() == mine.to_json()
+    # its own copy is used (the database is not read)
+    store.save(key, json.dumps({"execution": 1, "turn": 1, "conversation": json.loads(mine.to_json())}))
+    assert turn._conversation(None, context).to_json() == mine.to_json()
