@@ -25,8 +25,13 @@ from mojodex_core.execution.session_claims import answered_by_runner
 from mojodex_core.task_view import displayed_data_for
 from mojodex_core.timestamps import iso_utc
 
-# Only instruct tasks are routed to: their turn runs on any message, with no form to fill first.
-ROUTABLE_TYPES = ("instruct",)
+# The task types the chat's prompt offers. Instruct and order tasks start in the chat: their turn runs
+# on any message, with no form to fill first (an order's conversation is opened when it is routed to).
+# A workflow needs its form (inputs, files): routed to, the chat answers how to start it.
+ROUTABLE_TYPES = ("instruct", "order", "workflow")
+STARTED_IN_CHAT = ("instruct", "order")
+# How a task the chat does not start itself is started: the client creates its execution.
+START_WITH = "PUT /user_task_execution"
 # What the routing list of the chat's prompt says of each task: enough to choose one. A spec's definition
 # may be long (it is the task's own prompt), and every message of every user granted the task would carry it.
 ROUTING_DEFINITION_CHARS = 600
@@ -46,6 +51,17 @@ class RoutableTask:
     name_for_user: str
     definition: str
     user_task_pk: int
+    task_pk: int
+    task_type: str
+
+    @property
+    def started_in_chat(self) -> bool:
+        return self.task_type in STARTED_IN_CHAT
+
+    def start_view(self) -> dict[str, Any]:
+        """What the client needs to start a task the chat does not start itself (``start_task``)."""
+        return {"user_task_pk": self.user_task_pk, "name_for_system": self.name, "name_for_user": self.name_for_user,
+                "task_type": self.task_type, "start_with": START_WITH}
 
 
 def available_tasks(db: DbSession, user_id: str, language: str) -> list[RoutableTask]:
@@ -65,6 +81,8 @@ def available_tasks(db: DbSession, user_id: str, language: str) -> list[Routable
             name_for_user=displayed.name_for_user if displayed else task.name_for_system,
             definition=routing_definition(task.definition_for_system),
             user_task_pk=user_task.user_task_pk,
+            task_pk=task.task_pk,
+            task_type=task.type,
         ))
     return tasks
 

@@ -1,13 +1,17 @@
 """The turn that answers a home chat message.
 
-* The chat runs a task (it was routed to one that has not produced its result yet): the task's
-  own turn answers, with the task's prompt; once the result is produced the chat is free again.
+* The chat runs a task (it was routed to one that has not produced its result yet): the turn of
+  the task's type answers (an instruct task's with its prompt, an order's through the order
+  engine); once the result is produced (an order: once finished) the chat is free again.
 * Free chat: the home chat prompt (knowledge, the user's tasks, how to route) is sent with the
   conversation. The model answers itself, or routes: ``<route_to_task>NAME</route_to_task>`` or
-  a ``route_to_task`` function call. A route to one of the user's tasks creates its execution in
-  this session, records the decision in its reasoning trace, and the task's turn regenerates the
-  reply for the same message (it emits ``user_task_execution_start``). A route to any other
-  task is refused: nothing is created, the user gets an answer saying so.
+  a ``route_to_task`` function call. A route to one of the user's instruct or order tasks creates
+  its execution in this session (an order's conversation too), records the decision in its
+  reasoning trace, and the task's turn answers the same message (it emits
+  ``user_task_execution_start``; an order parses it as the first utterance). A route to one of the
+  user's workflows creates nothing: the answer says how to start it (``start_task``). A route to
+  any other task is refused: nothing is created, the user gets an answer saying so. The chat's own
+  answers are texts of ``tasks_config/home_chat/`` (``replies``).
 
 ``HomeChatRouter`` sends each runner job to this turn when the message is in a home chat
 session and to the platform's usual dispatch otherwise.
@@ -18,15 +22,16 @@ from __future__ import annotations
 import logging
 import threading
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
 from mojodex_core.db import transaction
-from mojodex_core.db.models import HomeChat, Message, Session, User, UserProfile, UserTaskExecution
+from mojodex_core.db.models import HomeChat, Message, Session, Task, User, UserProfile, UserTask, UserTaskExecution
 from mojodex_core.execution.coalescer import TokenCoalescer
+from mojodex_core.execution.dispatch import UnsupportedTaskType
 from mojodex_core.execution.events import EventPublisher
 from mojodex_core.execution.failures import fail_or_mark, failure_reason
 from mojodex_core.execution.history import read_home_chat_conversation
@@ -35,6 +40,7 @@ from mojodex_core.execution.prompt import render
 from mojodex_core.execution.reasoning import append_trace, trace_entry
 from mojodex_core.execution.scheduler import Scheduled, scheduler
 from mojodex_core.execution.tool_loop import ToolSettings, describes_tags, offers_native
+from mojodex_core.home_chat.replies import home_chat_reply
 from mojodex_core.home_chat.routing import ROUTE_FUNCTION, RoutingDecision, route_tool, routing_decision
 from mojodex_core.home_chat.service import RoutableTask, available_tasks, home_chat_for_session
 from mojodex_core.knowledge import DEFAULT_KNOWLEDGE_TOKENS, knowledge_block, prompt_knowledge
@@ -44,15 +50,20 @@ from mojodex_core.tags import ParsedReply, TagStreamParser
 log = logging.getLogger("mojodex.home_chat")
 
 Handler = Callable[[TurnJob, threading.Event], None]
+# Prepares an execution just created by routing, in its transaction (an order: its conversation). Raises
+# TaskUnavailable when what the task needs is gone (an order's menu): nothing is created, the user is told.
+Opener = Callable[[DbSession, UserTaskExecution, Task, str], object]
 LABEL = "HOME_CHAT"
 TRACE_SOURCE = "HOME_CHAT_ROUTING"
-# Said when the model routes to a task the user cannot run and wrote nothing else.
-NOT_YOUR_TASK = "I can't start that task for you: it is not one of your tasks. What else can I do for you?"
 EMPTY_ANSWER = "The assistant returned an empty answer. Please retry."
 
 
 class HomeChatFailed(Exception):
     """A home chat turn that cannot answer; the message is shown to the user."""
+
+
+class TaskUnavailable(Exception):
+    """Raised by an opener: the routed task cannot start now (e.g. its order's menu is gone)."""
 
 
 class HomeChatTurn:
@@ -61,8 +72,9 @@ class HomeChatTurn:
         factory: sessionmaker[DbSession],
         events: EventPublisher,
         llm: LLMProvider | None,
-        task_turn: Handler,
+        task_turns: Callable[[str], Handler | None],
         *,
+        openers: Mapping[str, Opener] | None = None,
         tools: ToolSettings | None = None,
         coalesce_ms: int = 30,
         context_tokens: int = 12000,
@@ -75,7 +87,8 @@ class HomeChatTurn:
         self._factory = factory
         self._events = events
         self._llm = llm
-        self._task_turn = task_turn
+        self._task_turns = task_turns  # the turn of a task type (the dispatcher's handler)
+        self._openers = dict(openers or {})
         self._tools = tools or ToolSettings()
         self._coalesce_ms = coalesce_ms
         self._context_tokens = context_tokens
@@ -94,7 +107,7 @@ class HomeChatTurn:
             return
         self._free_chat(job, cancel)
 
-    # --- the chat runs a task: its own turn answers
+    # --- the chat runs a task: the turn of its type answers
     def _running_execution(self, job: TurnJob) -> int | None:
         """The execution that answers this message, attaching the message to it; None for free chat."""
         with transaction(self._factory) as db:
@@ -117,7 +130,22 @@ class HomeChatTurn:
             return running
 
     def _run_task(self, job: TurnJob, cancel: threading.Event, execution_pk: int) -> None:
-        self._task_turn(job, cancel)
+        with self._factory() as db:
+            task_type = db.scalar(
+                select(Task.type)
+                .join(UserTask, UserTask.task_fk == Task.task_pk)
+                .join(UserTaskExecution, UserTaskExecution.user_task_fk == UserTask.user_task_pk)
+                .where(UserTaskExecution.user_task_execution_pk == execution_pk)
+            )
+            message_id = db.scalar(select(Message.message_id).where(Message.message_pk == job.message_pk))
+        # An execution gone (no type): the instruct turn finds nothing and fails the message, as elsewhere.
+        handler = self._task_turns(task_type or "instruct")
+        if handler is None:  # a type this process cannot run (never routed to): as the dispatcher fails it
+            fail_or_mark(self._factory, self._events, session_id=job.session_id, message_pk=job.message_pk,
+                         message_id=message_id, user_task_execution_pk=execution_pk,
+                         reason=str(UnsupportedTaskType(task_type)), retryable=False)
+            return
+        handler(job, cancel)
         with transaction(self._factory) as db:
             execution = db.get(UserTaskExecution, execution_pk)
             home_chat = home_chat_for_session(db, job.session_id, lock=True)
@@ -144,7 +172,7 @@ class HomeChatTurn:
                 if message is None or message.status != "pending":
                     return  # answered already: never answer twice
                 message_id = message.message_id
-                llm_messages, tasks, user_id = self._prompt(db, job.session_id, message.message_pk)
+                llm_messages, tasks, user_id, language = self._prompt(db, job.session_id, message.message_pk)
                 message.status = "processing"
             watchdog = scheduler.call_later(self._turn_timeout_s, on_timeout)
             if self._llm is None:
@@ -152,12 +180,21 @@ class HomeChatTurn:
             reply, calls = self._generate(job, llm_messages, tasks, cancel)
             decision = routing_decision(reply, calls)
             reasoning = " ".join(reply.captured.get("reasoning", [])) or None
-            if decision is not None and decision.task_name in tasks:
-                routed_pk = self._route(job, decision, tasks[decision.task_name], reasoning, reply)
+            language = reply.language or language  # the chat answers in the language the user writes in
+            task = tasks.get(decision.task_name) if decision is not None else None
+            if task is not None and task.started_in_chat:
+                routed_pk = self._route(job, decision, task, reasoning, reply, language)
+                if routed_pk is None:
+                    self._answer(job, self._say(language, "task_unavailable", task=task.name_for_user), reply)
+            elif task is not None:
+                log.info("home chat session=%s: %s task %r is started with its form, said how", job.session_id,
+                         task.task_type, task.name)
+                self._answer(job, self._say(language, "start_from_its_page", task=task.name_for_user), reply,
+                             start_task=task.start_view())
             elif decision is not None:
                 log.warning("home chat session=%s: refused a route to %r, not one of user %s's tasks",
                             job.session_id, decision.task_name, user_id)
-                self._answer(job, reply.text.strip() or NOT_YOUR_TASK, reply)
+                self._answer(job, reply.text.strip() or self._say(language, "not_your_task"), reply)
             else:
                 log.info("home chat session=%s answered in free chat: %s", job.session_id,
                          trace_entry(reasoning, [], reply.text)[:200])
@@ -188,7 +225,10 @@ class HomeChatTurn:
         except Exception:  # naming the execution must never fail the user's turn
             log.exception("could not request the title of execution %s", execution_pk)
 
-    def _prompt(self, db: DbSession, session_id: str, upto_pk: int) -> tuple[list[dict], dict, str]:
+    def _say(self, language: str, key: str, **values: str) -> str:
+        return home_chat_reply(language, key, tasks_config_dir=self._tasks_config_dir, **values)
+
+    def _prompt(self, db: DbSession, session_id: str, upto_pk: int) -> tuple[list[dict], dict, str, str]:
         session = db.get(Session, session_id)
         user = db.get(User, session.user_id)
         language = session.language or user.language_code
@@ -207,7 +247,7 @@ class HomeChatTurn:
         windowed = read_home_chat_conversation(db, session_id, upto_pk, self._context_tokens)
         messages = [{"role": "system", "content": system}] + [{"role": m.role, "content": m.content}
                                                               for m in windowed]
-        return messages, tasks, user.user_id
+        return messages, tasks, user.user_id, language
 
     def _generate(
         self, job: TurnJob, messages: list[dict], tasks: dict, cancel: threading.Event
@@ -244,29 +284,39 @@ class HomeChatTurn:
         return reply, calls
 
     def _route(self, job: TurnJob, decision: RoutingDecision, task: RoutableTask, reasoning: str | None,
-               reply: ParsedReply) -> int:
-        with transaction(self._factory) as db:
-            home_chat: HomeChat = home_chat_for_session(db, job.session_id, lock=True)
-            message = db.get(Message, job.message_pk)
-            execution = UserTaskExecution(user_task_fk=task.user_task_pk, session_id=job.session_id,
-                                          json_input_values={}, status="created")
-            db.add(execution)
-            db.flush()
-            home_chat.running_user_task_execution_fk = execution.user_task_execution_pk
-            message.user_task_execution_fk = execution.user_task_execution_pk
-            message.status = "pending"  # the task's turn answers it
-            if reply.language:
-                db.get(Session, job.session_id).language = reply.language[:8]
-            call = {"name": ROUTE_FUNCTION, "arguments": {"task_name": decision.task_name}}
-            entry = trace_entry(reasoning, [call], reply.text)
-            append_trace(db, execution.user_task_execution_pk, [f"{entry} (routed by {decision.form})"], TRACE_SOURCE)
-            execution_pk = execution.user_task_execution_pk
-            home_chat_pk = home_chat.home_chat_pk
+               reply: ParsedReply, language: str) -> int | None:
+        """The execution created for the routed task; None when its opener found what it needs gone."""
+        try:
+            with transaction(self._factory) as db:
+                home_chat: HomeChat = home_chat_for_session(db, job.session_id, lock=True)
+                message = db.get(Message, job.message_pk)
+                execution = UserTaskExecution(user_task_fk=task.user_task_pk, session_id=job.session_id,
+                                              json_input_values={}, status="created")
+                db.add(execution)
+                db.flush()
+                opener = self._openers.get(task.task_type)
+                if opener is not None:  # an order: its conversation, in the user's language
+                    opener(db, execution, db.get(Task, task.task_pk), language)
+                home_chat.running_user_task_execution_fk = execution.user_task_execution_pk
+                message.user_task_execution_fk = execution.user_task_execution_pk
+                message.status = "pending"  # the task's turn answers it
+                if reply.language:
+                    db.get(Session, job.session_id).language = reply.language[:8]
+                call = {"name": ROUTE_FUNCTION, "arguments": {"task_name": decision.task_name}}
+                entry = trace_entry(reasoning, [call], reply.text)
+                append_trace(db, execution.user_task_execution_pk, [f"{entry} (routed by {decision.form})"],
+                             TRACE_SOURCE)
+                execution_pk = execution.user_task_execution_pk
+                home_chat_pk = home_chat.home_chat_pk
+        except TaskUnavailable as exc:  # rolled back: nothing created, the user is told
+            log.warning("home chat session=%s: task %r cannot start: %s", job.session_id, task.name, exc)
+            return None
         log.info("home chat %s routed message %s to task %s: execution %s", home_chat_pk,
                  job.message_pk, decision.task_name, execution_pk)
         return execution_pk
 
-    def _answer(self, job: TurnJob, text: str, reply: ParsedReply) -> None:
+    def _answer(self, job: TurnJob, text: str, reply: ParsedReply, *, start_task: dict[str, Any] | None = None) -> None:
+        extra = {"start_task": start_task} if start_task is not None else {}
         with self._events.publishing(job.session_id) as publication, transaction(self._factory) as db:
             user_message = db.get(Message, job.message_pk)
             user_message.status = "answered"
@@ -274,13 +324,13 @@ class HomeChatTurn:
                 db.get(Session, job.session_id).language = reply.language[:8]
             answer = Message(session_id=job.session_id, user_task_execution_fk=None, sender="assistant",
                              event_name="mojo_message", text=text, text_with_tags=reply.text_with_tags,
-                             status="final", data={"home_chat": True})
+                             status="final", data={"home_chat": True, **extra})
             db.add(answer)
             db.flush()
             user_message.answer_message_fk = answer.message_pk
             answer.seq = publication.add(db, "mojo_message", {
                 "text": text, "message_pk": answer.message_pk, "session_id": job.session_id,
-                "user_task_execution_pk": None, "user_message_pk": job.message_pk, "home_chat": True,
+                "user_task_execution_pk": None, "user_message_pk": job.message_pk, "home_chat": True, **extra,
             })
 
 

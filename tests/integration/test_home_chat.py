@@ -12,8 +12,8 @@ import requests
 from sqlalchemy import select
 
 from mojodex_core.db.models import Message, UserTask, UserTaskExecution
+from mojodex_core.home_chat.replies import home_chat_reply
 from mojodex_core.home_chat.service import another_turn_in_line, home_chat_for_session
-from mojodex_core.home_chat.turn import NOT_YOUR_TASK
 from mojodex_core.task_loader import store_spec
 from mojodex_core.task_spec import validate_spec
 from tests.integration._helpers import DRAFT, QUESTION, QUESTION_TEXT, message
@@ -234,7 +234,7 @@ def test_a_task_the_user_lacks_is_never_routed_to(live, llm):
     finally:
         socket.close()
         live.wait_idle()
-    assert first["text"] == NOT_YOUR_TASK and second["text"] == NOT_YOUR_TASK
+    assert first["text"] == second["text"] == home_chat_reply("en", "not_your_task")
     assert _executions(live, session_id) == [] and socket.named("user_task_execution_start") == []
     prompt = llm.requests[0]["messages"][0]["content"]
     assert "test_secret_task" not in prompt and "test_email" not in prompt and "has no task" in prompt

@@ -301,7 +301,7 @@ def test_the_home_chat_view_of_a_long_session_is_the_one_read_whole(turns, engin
     event.listen(engine, "before_cursor_execute", record)
     try:
         with turns.factory() as db:
-            messages, _tasks, _user = turn._prompt(db, session_id, current)
+            messages, _tasks, _user, _language = turn._prompt(db, session_id, current)
     finally:
         event.remove(engine, "before_cursor_execute", record)
     assert [m["content"] for m in messages[1:]] == [m.content for m in new]

@@ -1,0 +1,33 @@
+"""What the home chat says itself, not the model: texts of ``tasks_config/home_chat/<language>.json``.
+
+A language with no file, or a key missing from its file, falls back to ``en``; ``pt-BR`` reads
+``pt-BR.json``, else ``pt.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from mojodex_core.config import PROJECT_ROOT
+
+REPLIES_DIR = "home_chat"
+FALLBACK = "en"
+
+
+@lru_cache(maxsize=32)
+def _table(tasks_config_dir: Path, language: str) -> dict[str, str]:
+    folder = tasks_config_dir / REPLIES_DIR
+    table = json.loads((folder / f"{FALLBACK}.json").read_text(encoding="utf-8"))
+    for name in dict.fromkeys([language.split("-")[0], language]):  # the base language, then the regional one
+        path = folder / f"{name}.json"
+        if name != FALLBACK and path.is_file():
+            table = table | json.loads(path.read_text(encoding="utf-8"))
+    return table
+
+
+def home_chat_reply(language: str | None, key: str, *, tasks_config_dir: Path | None = None, **values: str) -> str:
+    """The text of ``key`` in ``language``, its ``{placeholders}`` filled with ``values``."""
+    table = _table(tasks_config_dir or PROJECT_ROOT / "tasks_config", language or FALLBACK)
+    return table[key].format(**values)
