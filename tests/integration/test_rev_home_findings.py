@@ -1,0 +1,218 @@
+"""Reviewer's probes of fix_homeorder: home chat -> order, on the live store the deployment uses (Redis)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import select
+
+from mojodex_core.db.models import OrderSession, UserTask, UserTaskExecution
+from mojodex_core.order_runtime.store import state_key
+from tests.order_platform.conftest import load_order_specs, order_settings
+from tests.support.live import LiveServer, serving
+from tests.support.scripted_llm import Reply
+
+PIZZA = "<reasoning>they want to order a pizza</reasoning><route_to_task>order_pizzeria</route_to_task>"
+needs_redis = pytest.mark.skipif(not os.environ.get("TEST_REDIS_URL"), reason="needs TEST_REDIS_URL")
+
+
+@pytest.fixture(scope="module")
+def shop_server(database_url: str, scripted_llm, live_server) -> Iterator[LiveServer]:  # noqa: ANN001
+    """An LLM (the home chat needs one) and the live store the deployment uses (TEST_REDIS_URL)."""
+    with serving(order_settings(database_url, scripted_llm.base_url), configure=load_order_specs) as live:
+        yield live
+
+
+@pytest.fixture
+def shop(shop_server: LiveServer, llm) -> Iterator[LiveServer]:  # noqa: ANN001
+    yield shop_server
+    shop_server.wait_idle(10)
+
+
+def _say(client, session_id: str, text: str) -> dict:  # noqa: ANN001
+    return client.ok("PUT", "/user_message", json={
+        "origin": "home_chat", "session_id": session_id, "text": text, "message_id": uuid.uuid4().hex})
+
+
+def _answer(socket, message_pk: int) -> dict:  # noqa: ANN001
+    def answered(events: list) -> bool:
+        final = [d for e, d in events if e in ("mojo_message", "error") and d.get("user_message_pk") == message_pk]
+        if not final or "error" in final[0] or final[0].get("user_task_execution_pk") is None:
+            return bool(final)
+        return any(e == "order_state" and d["seq"] > final[0]["seq"] for e, d in events)
+
+    events = socket.wait_for(answered)
+    return next(d for e, d in events if e in ("mojo_message", "error") and d.get("user_message_pk") == message_pk)
+
+
+def _forget_recent(shop: LiveServer) -> None:
+    """As if the next turn ran on another worker: no in-process copy, the live store's is read."""
+    shop.platform.dispatcher.handler("order")._recent.clear()
+
+
+def _key(shop: LiveServer, pk: int) -> str:
+    with shop.db() as db:
+        row = db.get(OrderSession, pk)
+        return state_key(row.location, row.lane, db.get(UserTaskExecution, pk).session_id)
+
+
+@needs_redis
+def test_redis_two_orders_in_one_home_chat_each_keep_their_conversation(shop, llm):
+    client = shop.new_user(tasks=["order_pizzeria"])
+    session_id = client.ok("PUT", "/home_chat")["session_id"]
+    socket = client.socket(session_id)
+    try:
+        assert shop.platform.order_store.name == "redis"
+        llm.script(Reply(PIZZA), Reply(PIZZA))
+        first = _answer(socket, _say(client, session_id, "I'd like to order a large pizza")["message_pk"])
+        client.ok("PUT", "/home_chat", json={"leave_task": True})
+        second = _answer(socket, _say(client, session_id, "a small coke please")["message_pk"])
+        a, b = first["user_task_execution_pk"], second["user_task_execution_pk"]
+        assert a != b
+        _forget_recent(shop)  # A's next turn on another worker: the key holds B's copy, at the same turn
+        sent = client.ok("PUT", "/user_message", json={
+            "session_id": session_id, "user_task_execution_pk": a, "text": "pepperoni", "message_id": uuid.uuid4().hex})
+        reply = _answer(socket, sent["message_pk"])
+    finally:
+        socket.close()
+        shop.wait_idle()
+    assert reply["text"].startswith("Got it, a large pizza with pepperoni."), reply["text"]
+    order_a = client.ok("GET", "/order", params={"user_task_execution_pk": a})["order"]
+    order_b = client.ok("GET", "/order", params={"user_task_execution_pk": b})["order"]
+    assert [i["item_type"] for i in order_a["items"]] == ["pizza"]
+    assert [i["item_type"] for i in order_b["items"]] == ["drink"]
+
+
+@needs_redis
+def test_redis_a_live_copy_written_before_the_change_is_ignored(shop, llm):
+    # a deploy mid-order: the value has no "execution"; a turn reads the database instead
+    client = shop.new_user(tasks=["order_pizzeria"])
+    session_id = client.ok("PUT", "/home_chat")["session_id"]
+    socket = client.socket(session_id)
+    try:
+        llm.script(Reply(PIZZA))
+        a = _answer(socket, _say(client, session_id, "I'd like to order a large pizza")["message_pk"])[
+            "user_task_execution_pk"]
+        key = _key(shop, a)
+        stored = json.loads(shop.platform.order_store.load(key))
+        assert stored["execution"] == a and stored["turn"] == 1
+        # an old-format copy at the same turn, of another conversation (a small coke)
+        from mojodex_core.order.conversation import TurnInput, converse, start_conversation
+        with shop.db() as db:
+            row = db.get(OrderSession, a)
+            menu = shop.platform.menus.resolve(db, row.menu_ref)
+        empty, _ = start_conversation(menu, "en")
+        other = converse(empty, TurnInput(text="a small coke"), menu, llm=None).conversation
+        shop.platform.order_store.save(key, json.dumps({"turn": 1, "conversation": json.loads(other.to_json())}))
+        _forget_recent(shop)
+        reply = _answer(socket, _say(client, session_id, "pepperoni")["message_pk"])
+    finally:
+        socket.close()
+        shop.wait_idle()
+    assert reply["text"].startswith("Got it, a large pizza with pepperoni."), reply["text"]
+
+
+def test_a_cancelled_order_frees_the_home_chat(shop, llm):
+    # docs: "The chat's messages go to it until it is finished (Idle: placed, or cancelled)"
+    client = shop.new_user(tasks=["order_pizzeria"])
+    session_id = client.ok("PUT", "/home_chat")["session_id"]
+    socket = client.socket(session_id)
+    try:
+        llm.script(Reply(PIZZA))
+        pk = _answer(socket, _say(client, session_id, "I'd like to order a large pizza")["message_pk"])[
+            "user_task_execution_pk"]
+        print(_answer(socket, _say(client, session_id, "cancel the order")["message_pk"])["text"])
+        print(_answer(socket, _say(client, session_id, "yes")["message_pk"])["text"])
+        llm.script(Reply("<user_language>en</user_language>Here is a draft for Bob."))
+        reply = _answer(socket, _say(client, session_id, "write an email to Bob")["message_pk"])
+        state = client.ok("GET", "/order", params={"user_task_execution_pk": pk})["state"]
+        running = client.ok("PUT", "/home_chat")["running_user_task_execution_pk"]
+    finally:
+        socket.close()
+        shop.wait_idle()
+    assert (reply["text"], reply["user_task_execution_pk"], running) == ("Here is a draft for Bob.", None, None), (
+        reply["text"], state, running)
+
+
+@pytest.mark.parametrize("text", ["I want to place an order", "I want to order from the pizzeria"])
+def test_a_routing_message_without_items_is_not_answered_with_we_dont_have(shop, llm, text):
+    client = shop.new_user(tasks=["order_pizzeria"])
+    session_id = client.ok("PUT", "/home_chat")["session_id"]
+    socket = client.socket(session_id)
+    try:
+        llm.script(Reply(PIZZA))
+        reply = _answer(socket, _say(client, session_id, text)["message_pk"])
+    finally:
+        socket.close()
+        shop.wait_idle()
+    assert reply["user_task_execution_pk"] is not None
+    assert "we don't have" not in reply["text"], reply["text"]
+
+
+def test_a_barge_in_of_a_left_order_leaves_the_free_chat_reply_running(shop, llm):
+    # POST /user_task_execution_stop and DELETE leave another's turn running in a home chat's session
+    # (another_turn_in_line); POST /order_event barge_in cancels the session's turn, whichever it is
+    client = shop.new_user(tasks=["order_pizzeria"])
+    session_id = client.ok("PUT", "/home_chat")["session_id"]
+    socket = client.socket(session_id)
+    try:
+        llm.script(Reply(PIZZA))
+        pk = _answer(socket, _say(client, session_id, "I'd like to order a large pizza")["message_pk"])[
+            "user_task_execution_pk"]
+        client.ok("PUT", "/home_chat", json={"leave_task": True})
+        llm.script(Reply(chunks=["Hello! ", "How can ", "I help?"], delay_s=0.3))
+        tokens = len(socket.named("mojo_token"))
+        sent = _say(client, session_id, "never mind, how are you?")
+        socket.wait_event("mojo_token", tokens + 1)  # the free chat's reply is streaming
+        client.ok("POST", "/order_event", json={"user_task_execution_pk": pk, "event": "barge_in"})
+        answer = _answer(socket, sent["message_pk"])
+    finally:
+        socket.close()
+        shop.wait_idle()
+    assert answer.get("text") == "Hello! How can I help?", answer
+
+
+def test_a_task_disabled_while_the_model_routes_is_not_started(shop, llm):
+    client = shop.new_user(tasks=["order_pizzeria"])
+    session_id = client.ok("PUT", "/home_chat")["session_id"]
+    socket = client.socket(session_id)
+    try:
+        llm.script(Reply(chunks=["<reasoning>they want a pizza</reasoning>", " ",
+                                 "<route_to_task>order_pizzeria</route_to_task>"], delay_s=0.5))
+        sent = _say(client, session_id, "I'd like to order a large pizza")
+        time.sleep(0.6)  # the routing call is streaming: the admin disables the task now
+        with shop.db() as db:
+            db.scalar(select(UserTask).where(UserTask.user_id == client.user_id)).enabled = False
+        reply = _answer(socket, sent["message_pk"])
+    finally:
+        socket.close()
+        shop.wait_idle()
+    with shop.db() as db:
+        created = db.scalars(select(UserTaskExecution).where(UserTaskExecution.session_id == session_id)).all()
+    assert created == [], (reply.get("text"), [e.status for e in created])
+
+
+def test_the_model_s_language_tag_is_not_a_path_for_the_routed_order(shop, llm, tmp_path):
+    # the order is opened in reply.language, the model's <user_language> as written: it names the
+    # responses file (tasks_config/responses/<language>.json) every later turn of the order reads
+    leak = tmp_path / "leak.json"
+    from mojodex_core.order.conversation.resources import RESPONSES_DIR
+    leak.write_text(json.dumps(dict.fromkeys(json.loads((RESPONSES_DIR / "en.json").read_text()), "LEAKED")))
+    language = "/".join([".."] * len(RESPONSES_DIR.parts)) + str(tmp_path / "leak")
+    client = shop.new_user(tasks=["order_pizzeria"])
+    session_id = client.ok("PUT", "/home_chat")["session_id"]
+    socket = client.socket(session_id)
+    try:
+        llm.script(Reply(f"<user_language>{language}</user_language>{PIZZA}"))
+        reply = _answer(socket, _say(client, session_id, "I'd like to order a large pizza")["message_pk"])
+    finally:
+        socket.close()
+        shop.wait_idle()
+    with shop.db() as db:
+        stored = db.get(OrderSession, reply["user_task_execution_pk"]).conversation["language"]
+    assert (reply["text"], stored) == ("Any toppings on the large pizza?", "en")
