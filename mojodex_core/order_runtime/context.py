@@ -50,6 +50,7 @@ class OrderTurnContext:
     turn_input: TurnInput | None
     utterance: str | None = None
     event: str | None = None
+    routed: bool = False  # started by the home chat's routing (order_runtime.routed)
     setup_error: str | None = None
     setup_final: bool = False  # no retry can answer it (the order finished, its execution gone)
     started_now: bool = False

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.orm import sessionmaker
 
 from mojodex_core.db import transaction
-from mojodex_core.db.models import Message, OrderSession, Task, UserTask, UserTaskExecution
+from mojodex_core.db.models import HomeChat, Message, OrderSession, Task, UserTask, UserTaskExecution
 from mojodex_core.execution.events import EventPublisher
 from mojodex_core.execution.failures import EXECUTION_DELETED, fail_or_mark, failure_reason, mark_failed
 from mojodex_core.execution.jobs import TurnJob
@@ -39,6 +39,7 @@ from mojodex_core.order_runtime.context import BoundLLM, OrderClosed, OrderTurnC
 from mojodex_core.order_runtime.intake import OrderFinished, accept_event
 from mojodex_core.order_runtime.menus import MenuCatalog, MenuNotFound
 from mojodex_core.order_runtime.record import NotClaimed, TurnRecord, store_turn
+from mojodex_core.order_runtime.routed import ended_by_cancel
 from mojodex_core.order_runtime.store import LiveStateStore, state_key
 from mojodex_core.order_runtime.tickets import TicketDelivery
 
@@ -52,12 +53,14 @@ _CONTEXT = (
         UserTaskExecution.session_id, UserTaskExecution.status, UserTaskExecution.start_date,
         UserTask.user_id, Task.output_text_type_fk, Task.spec,
         OrderSession.menu_ref, OrderSession.location, OrderSession.lane, OrderSession.state, OrderSession.turn,
+        HomeChat.home_chat_pk,
     )
     .select_from(Message)
     .outerjoin(UserTaskExecution, UserTaskExecution.user_task_execution_pk == Message.user_task_execution_fk)
     .outerjoin(UserTask, UserTask.user_task_pk == UserTaskExecution.user_task_fk)
     .outerjoin(Task, Task.task_pk == UserTask.task_fk)
     .outerjoin(OrderSession, OrderSession.user_task_execution_fk == UserTaskExecution.user_task_execution_pk)
+    .outerjoin(HomeChat, HomeChat.session_id == UserTaskExecution.session_id)
     .where(Message.message_pk == bindparam("b_pk"))
 )
 _CLAIM_PROCESSING = (
@@ -119,6 +122,8 @@ class OrderTurn:
             raise TurnFailed(f"This cannot be handled in the current state of the order ({exc}).") from exc
         if cancel.is_set():
             raise LLMCancelled("cancelled")
+        if context.routed:
+            outcome = ended_by_cancel(outcome)
         return outcome
 
     def _fail(self, context: OrderTurnContext, exc: Exception) -> None:
@@ -294,6 +299,7 @@ class OrderTurn:
             turn=found.turn if has_row else 0,
             menu=None,
             turn_input=None,
+            routed=found.home_chat_pk is not None,  # only the home chat's routing puts an order in its session
         )
         if found.event_name == ORDER_EVENT:
             data = found.data or {}

@@ -124,6 +124,31 @@ def test_a_finished_order_frees_the_home_chat(shop, llm):
         shop.wait_idle()
 
 
+def test_a_cancelled_order_frees_the_home_chat(shop, llm):
+    # an order the chat routed to, cancelled (confirmed), is finished: the next request goes to the free chat
+    client = shop.new_user(tasks=["order_pizzeria"])
+    session_id = _home(client)
+    socket = client.socket(session_id)
+    try:
+        llm.script(Reply(PIZZA))
+        pk = _answer(socket, _say(client, session_id, "I'd like to order a large pizza")["message_pk"])[
+            "user_task_execution_pk"]
+        _answer(socket, _say(client, session_id, "cancel the order")["message_pk"])
+        cancelled = _answer(socket, _say(client, session_id, "yes")["message_pk"])
+        assert cancelled["text"] == "No problem, I've cancelled the order."
+        shop.wait_idle()
+        assert client.ok("GET", "/order", params={"user_task_execution_pk": pk})["state"] == "Idle"
+        assert client.ok("PUT", "/home_chat")["running_user_task_execution_pk"] is None
+        llm.script(Reply("<user_language>en</user_language>Here is a draft for Bob."))
+        reply = _answer(socket, _say(client, session_id, "write an email to Bob")["message_pk"])
+        assert (reply["text"], reply["user_task_execution_pk"]) == ("Here is a draft for Bob.", None)
+        with shop.db() as db:
+            assert db.get(UserTaskExecution, pk).status == "completed"
+    finally:
+        socket.close()
+        shop.wait_idle()
+
+
 def test_a_left_order_goes_on_by_its_pk_beside_the_next_one(shop, llm):
     # the orders a home chat routed to share its session: each goes on with its own conversation
     client = shop.new_user(tasks=["order_pizzeria"])

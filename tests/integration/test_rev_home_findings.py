@@ -117,28 +117,6 @@ def test_redis_a_live_copy_written_before_the_change_is_ignored(shop, llm):
     assert reply["text"].startswith("Got it, a large pizza with pepperoni."), reply["text"]
 
 
-def test_a_cancelled_order_frees_the_home_chat(shop, llm):
-    # docs: "The chat's messages go to it until it is finished (Idle: placed, or cancelled)"
-    client = shop.new_user(tasks=["order_pizzeria"])
-    session_id = client.ok("PUT", "/home_chat")["session_id"]
-    socket = client.socket(session_id)
-    try:
-        llm.script(Reply(PIZZA))
-        pk = _answer(socket, _say(client, session_id, "I'd like to order a large pizza")["message_pk"])[
-            "user_task_execution_pk"]
-        print(_answer(socket, _say(client, session_id, "cancel the order")["message_pk"])["text"])
-        print(_answer(socket, _say(client, session_id, "yes")["message_pk"])["text"])
-        llm.script(Reply("<user_language>en</user_language>Here is a draft for Bob."))
-        reply = _answer(socket, _say(client, session_id, "write an email to Bob")["message_pk"])
-        state = client.ok("GET", "/order", params={"user_task_execution_pk": pk})["state"]
-        running = client.ok("PUT", "/home_chat")["running_user_task_execution_pk"]
-    finally:
-        socket.close()
-        shop.wait_idle()
-    assert (reply["text"], reply["user_task_execution_pk"], running) == ("Here is a draft for Bob.", None, None), (
-        reply["text"], state, running)
-
-
 @pytest.mark.parametrize("text", ["I want to place an order", "I want to order from the pizzeria"])
 def test_a_routing_message_without_items_is_not_answered_with_we_dont_have(shop, llm, text):
     client = shop.new_user(tasks=["order_pizzeria"])
