@@ -44,6 +44,7 @@ from mojodex_core.home_chat.turn import HomeChatRouter, HomeChatTurn, TaskUnavai
 from mojodex_core.knowledge import DEFAULT_KNOWLEDGE_TOKENS
 from mojodex_core.llm import LLMProvider, LLMSettings, ServerGuard
 from mojodex_core.llm.provider import Recorder
+from mojodex_core.order.conversation.resources import supported_language
 from mojodex_core.order_runtime.menus import MenuCatalog, MenuNotFound
 from mojodex_core.order_runtime.service import open_order
 from mojodex_core.order_runtime.store import LiveStateStore, build_store
@@ -305,8 +306,8 @@ def build_platform(
 
     def open_routed_order(db: DbSession, execution: UserTaskExecution, task: Task, language: str) -> None:
         """An order the home chat routed to: its conversation, as PUT /user_task_execution opens it."""
-        try:
-            open_order(db, execution, task, menus, store, language)
+        try:  # in the user's language when the order has its texts, else English
+            open_order(db, execution, task, menus, store, supported_language(language) or "en")
         except MenuNotFound as exc:  # PUT /user_task_execution's 409
             raise TaskUnavailable(f"the menu of this order task is not available: {exc}") from exc
 

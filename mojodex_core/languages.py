@@ -8,6 +8,8 @@ changes once in years does not justify a dependency. A code may carry a region
 
 from __future__ import annotations
 
+import re
+
 ISO_639_1: frozenset[str] = frozenset("""
     aa ab ae af ak am an ar as av ay az ba be bg bh bi bm bn bo br bs ca ce ch co cr cs cu cv cy da
     de dv dz ee el en eo es et eu fa ff fi fj fo fr fy ga gd gl gn gu gv ha he hi ho hr ht hu hy hz
@@ -25,3 +27,16 @@ def unknown_language(code: str) -> str | None:
     if language in ISO_639_1:
         return None
     return f"unknown language code {language!r} (an ISO 639-1 code like 'en' or 'fr')"
+
+
+_CODE = re.compile(r"([a-z]{2})(?:-([a-z]{2}))?", re.IGNORECASE)
+
+
+def language_code(value: str | None) -> str | None:
+    """``value`` as a language code (``xx`` or ``xx-YY``), None when it is not one: what names a
+    resource file (``<code>.json``) must be such a code, never a path a model or a client wrote."""
+    match = _CODE.fullmatch((value or "").strip())
+    if match is None:
+        return None
+    language, region = match.groups()
+    return f"{language.lower()}-{region.upper()}" if region else language.lower()

@@ -1,7 +1,7 @@
 """What the home chat says itself, not the model: texts of ``tasks_config/home_chat/<language>.json``.
 
 A language with no file, or a key missing from its file, falls back to ``en``; ``pt-BR`` reads
-``pt-BR.json``, else ``pt.json``.
+``pt-BR.json``, else ``pt.json``. What is not a language code (``xx``, ``xx-YY``) reads ``en``.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from mojodex_core.config import PROJECT_ROOT
+from mojodex_core.languages import language_code
 
 REPLIES_DIR = "home_chat"
 FALLBACK = "en"
@@ -29,5 +30,5 @@ def _table(tasks_config_dir: Path, language: str) -> dict[str, str]:
 
 def home_chat_reply(language: str | None, key: str, *, tasks_config_dir: Path | None = None, **values: str) -> str:
     """The text of ``key`` in ``language``, its ``{placeholders}`` filled with ``values``."""
-    table = _table(tasks_config_dir or PROJECT_ROOT / "tasks_config", language or FALLBACK)
+    table = _table(tasks_config_dir or PROJECT_ROOT / "tasks_config", language_code(language) or FALLBACK)
     return table[key].format(**values)

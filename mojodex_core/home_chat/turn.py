@@ -44,6 +44,7 @@ from mojodex_core.home_chat.replies import home_chat_reply
 from mojodex_core.home_chat.routing import ROUTE_FUNCTION, RoutingDecision, route_tool, routing_decision
 from mojodex_core.home_chat.service import RoutableTask, available_tasks, home_chat_for_session
 from mojodex_core.knowledge import DEFAULT_KNOWLEDGE_TOKENS, knowledge_block, prompt_knowledge
+from mojodex_core.languages import language_code
 from mojodex_core.llm import LLMNotConfigured, LLMProvider
 from mojodex_core.tags import ParsedReply, TagStreamParser
 
@@ -180,27 +181,29 @@ class HomeChatTurn:
             reply, calls = self._generate(job, llm_messages, tasks, cancel)
             decision = routing_decision(reply, calls)
             reasoning = " ".join(reply.captured.get("reasoning", [])) or None
-            language = reply.language or language  # the chat answers in the language the user writes in
+            # The chat answers in the language the user writes in: the model's tag, when it is a language code.
+            spoken = language_code(reply.language)
+            language = spoken or language
             task = tasks.get(decision.task_name) if decision is not None else None
             if task is not None and task.started_in_chat:
-                routed_pk = self._route(job, decision, task, reasoning, reply, language)
+                routed_pk = self._route(job, decision, task, reasoning, reply, spoken, language)
                 if routed_pk is None:
-                    self._answer(job, self._say(language, "task_unavailable", task=task.name_for_user), reply)
+                    self._answer(job, self._say(language, "task_unavailable", task=task.name_for_user), reply, spoken)
             elif task is not None:
                 log.info("home chat session=%s: %s task %r is started with its form, said how", job.session_id,
                          task.task_type, task.name)
                 self._answer(job, self._say(language, "start_from_its_page", task=task.name_for_user), reply,
-                             start_task=task.start_view())
+                             spoken, start_task=task.start_view())
             elif decision is not None:
                 log.warning("home chat session=%s: refused a route to %r, not one of user %s's tasks",
                             job.session_id, decision.task_name, user_id)
-                self._answer(job, reply.text.strip() or self._say(language, "not_your_task"), reply)
+                self._answer(job, reply.text.strip() or self._say(language, "not_your_task"), reply, spoken)
             else:
                 log.info("home chat session=%s answered in free chat: %s", job.session_id,
                          trace_entry(reasoning, [], reply.text)[:200])
                 if not reply.text.strip():
                     raise HomeChatFailed(EMPTY_ANSWER)
-                self._answer(job, reply.text.strip(), reply)
+                self._answer(job, reply.text.strip(), reply, spoken)
         except Exception as exc:  # every failure ends the turn the same visible way
             if timed_out.is_set():
                 reason = f"The assistant took too long to answer (over {self._turn_timeout_s:.0f} s). Please retry."
@@ -284,7 +287,7 @@ class HomeChatTurn:
         return reply, calls
 
     def _route(self, job: TurnJob, decision: RoutingDecision, task: RoutableTask, reasoning: str | None,
-               reply: ParsedReply, language: str) -> int | None:
+               reply: ParsedReply, spoken: str | None, language: str) -> int | None:
         """The execution created for the routed task; None when its opener found what it needs gone."""
         try:
             with transaction(self._factory) as db:
@@ -300,8 +303,8 @@ class HomeChatTurn:
                 home_chat.running_user_task_execution_fk = execution.user_task_execution_pk
                 message.user_task_execution_fk = execution.user_task_execution_pk
                 message.status = "pending"  # the task's turn answers it
-                if reply.language:
-                    db.get(Session, job.session_id).language = reply.language[:8]
+                if spoken:
+                    db.get(Session, job.session_id).language = spoken
                 call = {"name": ROUTE_FUNCTION, "arguments": {"task_name": decision.task_name}}
                 entry = trace_entry(reasoning, [call], reply.text)
                 append_trace(db, execution.user_task_execution_pk, [f"{entry} (routed by {decision.form})"],
@@ -315,13 +318,14 @@ class HomeChatTurn:
                  job.message_pk, decision.task_name, execution_pk)
         return execution_pk
 
-    def _answer(self, job: TurnJob, text: str, reply: ParsedReply, *, start_task: dict[str, Any] | None = None) -> None:
+    def _answer(self, job: TurnJob, text: str, reply: ParsedReply, spoken: str | None = None, *,
+                start_task: dict[str, Any] | None = None) -> None:
         extra = {"start_task": start_task} if start_task is not None else {}
         with self._events.publishing(job.session_id) as publication, transaction(self._factory) as db:
             user_message = db.get(Message, job.message_pk)
             user_message.status = "answered"
-            if reply.language:
-                db.get(Session, job.session_id).language = reply.language[:8]
+            if spoken:
+                db.get(Session, job.session_id).language = spoken
             answer = Message(session_id=job.session_id, user_task_execution_fk=None, sender="assistant",
                              event_name="mojo_message", text=text, text_with_tags=reply.text_with_tags,
                              status="final", data={"home_chat": True, **extra})

@@ -24,6 +24,8 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
+from mojodex_core.languages import language_code
+
 from .grammar_words import GRAMMAR
 from .menu import Menu
 from .parsed_input import OrderParseError, ParsedInput
@@ -38,7 +40,7 @@ def _discourse_words(lang: str = "en") -> frozenset[str]:
     """The discourse phrases of the conversation's language ("actually", "en fait"), kept whole: no content of
     their own. (Split into words, "en fait" would make the pronoun "en" one.)"""
     path = INTENTS_DIR / f"{lang}.json"
-    if not path.is_file():
+    if language_code(lang) != lang or not path.is_file():  # never a path a model or a client wrote
         return frozenset()
     return frozenset(p.lower() for p in json.loads(path.read_text(encoding="utf-8")).get("discourse", ()))
 

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import select
 
 from mojodex_core.db import transaction
-from mojodex_core.db.models import Task, UserTask, UserTaskExecution
+from mojodex_core.db.models import OrderSession, Session, Task, UserTask, UserTaskExecution
 from mojodex_core.home_chat.replies import home_chat_reply
 from mojodex_core.task_loader import store_spec
 from mojodex_core.task_spec import load_spec_file
@@ -147,6 +147,28 @@ def test_a_cancelled_order_frees_the_home_chat(shop, llm):
     finally:
         socket.close()
         shop.wait_idle()
+
+
+def test_the_model_s_language_tag_is_not_a_path_for_the_routed_order(shop, llm, tmp_path):
+    # the order is opened in the model's <user_language>: it names the responses file every later turn reads
+    from mojodex_core.order.conversation.resources import RESPONSES_DIR
+    english = json.loads((RESPONSES_DIR / "en.json").read_text())
+    (tmp_path / "leak.json").write_text(json.dumps(dict.fromkeys(english, "LEAKED")))
+    language = "/".join([".."] * len(RESPONSES_DIR.parts)) + str(tmp_path / "leak")
+    client = shop.new_user(tasks=["order_pizzeria"])
+    session_id = _home(client)
+    socket = client.socket(session_id)
+    try:
+        llm.script(Reply(f"<user_language>{language}</user_language>{PIZZA}"))
+        reply = _answer(socket, _say(client, session_id, "I'd like to order a large pizza")["message_pk"])
+    finally:
+        socket.close()
+        shop.wait_idle()
+    with shop.db() as db:
+        stored = db.get(OrderSession, reply["user_task_execution_pk"]).conversation["language"]
+        session_language = db.get(Session, session_id).language
+    assert (reply["text"], stored) == (FIRST_REPLY, "en")
+    assert session_language == "en"
 
 
 def test_a_left_order_goes_on_by_its_pk_beside_the_next_one(shop, llm):

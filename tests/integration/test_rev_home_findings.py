@@ -173,24 +173,3 @@ def test_a_task_disabled_while_the_model_routes_is_not_started(shop, llm):
     with shop.db() as db:
         created = db.scalars(select(UserTaskExecution).where(UserTaskExecution.session_id == session_id)).all()
     assert created == [], (reply.get("text"), [e.status for e in created])
-
-
-def test_the_model_s_language_tag_is_not_a_path_for_the_routed_order(shop, llm, tmp_path):
-    # the order is opened in reply.language, the model's <user_language> as written: it names the
-    # responses file (tasks_config/responses/<language>.json) every later turn of the order reads
-    leak = tmp_path / "leak.json"
-    from mojodex_core.order.conversation.resources import RESPONSES_DIR
-    leak.write_text(json.dumps(dict.fromkeys(json.loads((RESPONSES_DIR / "en.json").read_text()), "LEAKED")))
-    language = "/".join([".."] * len(RESPONSES_DIR.parts)) + str(tmp_path / "leak")
-    client = shop.new_user(tasks=["order_pizzeria"])
-    session_id = client.ok("PUT", "/home_chat")["session_id"]
-    socket = client.socket(session_id)
-    try:
-        llm.script(Reply(f"<user_language>{language}</user_language>{PIZZA}"))
-        reply = _answer(socket, _say(client, session_id, "I'd like to order a large pizza")["message_pk"])
-    finally:
-        socket.close()
-        shop.wait_idle()
-    with shop.db() as db:
-        stored = db.get(OrderSession, reply["user_task_execution_pk"]).conversation["language"]
-    assert (reply["text"], stored) == ("Any toppings on the large pizza?", "en")

@@ -29,3 +29,11 @@ def test_the_shipped_files_have_every_text_with_its_placeholders(language):
         text = home_chat_reply(language, key, task="Pizzeria order")
         assert text and "{" not in text
     assert "Pizzeria order" in home_chat_reply(language, "start_from_its_page", task="Pizzeria order")
+
+
+def test_a_language_that_is_not_a_code_reads_english_never_a_path(tmp_path):
+    folder = tmp_path / "home_chat"
+    folder.mkdir()
+    (folder / "en.json").write_text(json.dumps({"a": "English."}))
+    (tmp_path / "leak.json").write_text(json.dumps({"a": "LEAKED"}))
+    assert home_chat_reply("../leak", "a", tasks_config_dir=tmp_path) == "English."

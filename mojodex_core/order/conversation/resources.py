@@ -16,6 +16,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from mojodex_core.languages import language_code
+
 CONFIG_DIR = Path(__file__).resolve().parents[3] / "tasks_config"
 RESPONSES_DIR = CONFIG_DIR / "responses"
 INTENTS_DIR = CONFIG_DIR / "intents"
@@ -30,16 +32,26 @@ class _Blank(dict):
 
 @lru_cache(maxsize=16)
 def responses(language: str) -> dict[str, str]:
-    """The response table of ``language`` (keys missing there come from ``en``)."""
+    """The response table of ``language`` (keys missing there come from ``en``; not a language code: ``en``)."""
     base = json.loads((RESPONSES_DIR / f"{FALLBACK}.json").read_text(encoding="utf-8"))
     path = RESPONSES_DIR / f"{language}.json"
-    if language != FALLBACK and path.is_file():
+    if language != FALLBACK and language_code(language) == language and path.is_file():
         base = base | json.loads(path.read_text(encoding="utf-8"))
     return base
 
 
 def languages() -> list[str]:
     return sorted(p.stem for p in RESPONSES_DIR.glob("*.json"))
+
+
+def supported_language(value: str | None) -> str | None:
+    """The language of ``value`` that has responses: the code itself, else its base language
+    (``fr-CA``: ``fr``); None when ``value`` is no language code or neither has a file."""
+    code = language_code(value)
+    if code is None:
+        return None
+    shipped = languages()
+    return next((c for c in (code, code.split("-")[0]) if c in shipped), None)
 
 
 def say(language: str, key: str, **values: Any) -> str:
@@ -73,6 +85,8 @@ def normalise(text: str) -> str:
 
 @lru_cache(maxsize=16)
 def _raw_intents(language: str) -> dict[str, Any]:
+    if language_code(language) != language:  # never a path: English alone (keywords merges it)
+        return {}
     path = INTENTS_DIR / f"{language}.json"
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
