@@ -25,6 +25,7 @@ from backend.routes._submit import submit_turn
 from backend.validation import ADMIN, USER, api
 from mojodex_core.db.models import OrderSession
 from mojodex_core.execution.jobs import TurnJob
+from mojodex_core.home_chat.service import another_turn_in_line
 from mojodex_core.order_runtime import service
 from mojodex_core.order_runtime.intake import CLIENT_EVENTS, OrderFinished, accept_event
 from mojodex_core.order_runtime.menus import (
@@ -200,8 +201,11 @@ class OrderEventResource(Resource):
                     raise ApiError(409, f"the menu of this order is not available: {exc}") from exc
                 except StockError as exc:
                     raise bad_request(str(exc), field=f"item.{exc.field}") from exc
-        if event == "barge_in":
-            current.runner.cancel(session_id)  # the reply being produced is dropped
+            # The reply being produced is dropped, when it is this order's: in a home chat's session the
+            # turn in line may be the free chat's or another task's (as POST /user_task_execution_stop).
+            barge_in = event == "barge_in" and not another_turn_in_line(db, session_id, pk)
+        if barge_in:
+            current.runner.cancel(session_id)
         try:
             message_pk = accept_event(
                 current.session_factory, current.events, session_id=session_id, user_task_execution_pk=pk,

@@ -171,6 +171,28 @@ def test_the_model_s_language_tag_is_not_a_path_for_the_routed_order(shop, llm, 
     assert session_language == "en"
 
 
+def test_a_barge_in_of_a_left_order_leaves_the_free_chat_reply_running(shop, llm):
+    # as POST /user_task_execution_stop: a barge-in cancels the session's turn only when it is this order's
+    client = shop.new_user(tasks=["order_pizzeria"])
+    session_id = _home(client)
+    socket = client.socket(session_id)
+    try:
+        llm.script(Reply(PIZZA))
+        pk = _answer(socket, _say(client, session_id, "I'd like to order a large pizza")["message_pk"])[
+            "user_task_execution_pk"]
+        client.ok("PUT", "/home_chat", json={"leave_task": True})
+        llm.script(Reply(chunks=["Hello! ", "How can ", "I help?"], delay_s=0.3))
+        tokens = len(socket.named("mojo_token"))
+        sent = _say(client, session_id, "never mind, how are you?")
+        socket.wait_event("mojo_token", tokens + 1)  # the free chat's reply is streaming
+        client.ok("POST", "/order_event", json={"user_task_execution_pk": pk, "event": "barge_in"})
+        answer = _answer(socket, sent["message_pk"])
+    finally:
+        socket.close()
+        shop.wait_idle()
+    assert answer.get("text") == "Hello! How can I help?", answer
+
+
 def test_a_left_order_goes_on_by_its_pk_beside_the_next_one(shop, llm):
     # the orders a home chat routed to share its session: each goes on with its own conversation
     client = shop.new_user(tasks=["order_pizzeria"])

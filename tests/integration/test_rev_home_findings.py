@@ -132,29 +132,6 @@ def test_a_routing_message_without_items_is_not_answered_with_we_dont_have(shop,
     assert "we don't have" not in reply["text"], reply["text"]
 
 
-def test_a_barge_in_of_a_left_order_leaves_the_free_chat_reply_running(shop, llm):
-    # POST /user_task_execution_stop and DELETE leave another's turn running in a home chat's session
-    # (another_turn_in_line); POST /order_event barge_in cancels the session's turn, whichever it is
-    client = shop.new_user(tasks=["order_pizzeria"])
-    session_id = client.ok("PUT", "/home_chat")["session_id"]
-    socket = client.socket(session_id)
-    try:
-        llm.script(Reply(PIZZA))
-        pk = _answer(socket, _say(client, session_id, "I'd like to order a large pizza")["message_pk"])[
-            "user_task_execution_pk"]
-        client.ok("PUT", "/home_chat", json={"leave_task": True})
-        llm.script(Reply(chunks=["Hello! ", "How can ", "I help?"], delay_s=0.3))
-        tokens = len(socket.named("mojo_token"))
-        sent = _say(client, session_id, "never mind, how are you?")
-        socket.wait_event("mojo_token", tokens + 1)  # the free chat's reply is streaming
-        client.ok("POST", "/order_event", json={"user_task_execution_pk": pk, "event": "barge_in"})
-        answer = _answer(socket, sent["message_pk"])
-    finally:
-        socket.close()
-        shop.wait_idle()
-    assert answer.get("text") == "Hello! How can I help?", answer
-
-
 def test_a_task_disabled_while_the_model_routes_is_not_started(shop, llm):
     client = shop.new_user(tasks=["order_pizzeria"])
     session_id = client.ok("PUT", "/home_chat")["session_id"]
