@@ -39,7 +39,7 @@ from mojodex_core.order_runtime.context import BoundLLM, OrderClosed, OrderTurnC
 from mojodex_core.order_runtime.intake import OrderFinished, accept_event
 from mojodex_core.order_runtime.menus import MenuCatalog, MenuNotFound
 from mojodex_core.order_runtime.record import NotClaimed, TurnRecord, store_turn
-from mojodex_core.order_runtime.routed import ended_by_cancel
+from mojodex_core.order_runtime.routed import ended_by_cancel, greeted_instead
 from mojodex_core.order_runtime.store import LiveStateStore, state_key
 from mojodex_core.order_runtime.tickets import TicketDelivery
 
@@ -123,6 +123,8 @@ class OrderTurn:
         if cancel.is_set():
             raise LLMCancelled("cancelled")
         if context.routed:
+            if context.turn == 0 and context.utterance is not None:
+                outcome = greeted_instead(context.conversation, outcome, context.menu)
             outcome = ended_by_cancel(outcome)
         return outcome
 

@@ -193,6 +193,24 @@ def test_a_barge_in_of_a_left_order_leaves_the_free_chat_reply_running(shop, llm
     assert answer.get("text") == "Hello! How can I help?", answer
 
 
+@pytest.mark.parametrize("text", ["I want to place an order", "I want to order from the pizzeria"])
+def test_a_routing_message_naming_no_item_is_greeted(shop, llm, text):
+    # not 'Sorry, we don't have "pizzeria"': the order's greeting, and the order goes on from there
+    client = shop.new_user(tasks=["order_pizzeria"])
+    session_id = _home(client)
+    socket = client.socket(session_id)
+    try:
+        llm.script(Reply(PIZZA))
+        reply = _answer(socket, _say(client, session_id, text)["message_pk"])
+        then = _answer(socket, _say(client, session_id, "a large pizza")["message_pk"])
+    finally:
+        socket.close()
+        shop.wait_idle()
+    assert reply["user_task_execution_pk"] is not None
+    assert reply["text"] == "Hi, welcome to Corner Slice Pizzeria! What can I get for you today?"
+    assert then["text"] == FIRST_REPLY
+
+
 def test_a_left_order_goes_on_by_its_pk_beside_the_next_one(shop, llm):
     # the orders a home chat routed to share its session: each goes on with its own conversation
     client = shop.new_user(tasks=["order_pizzeria"])

@@ -117,21 +117,6 @@ def test_redis_a_live_copy_written_before_the_change_is_ignored(shop, llm):
     assert reply["text"].startswith("Got it, a large pizza with pepperoni."), reply["text"]
 
 
-@pytest.mark.parametrize("text", ["I want to place an order", "I want to order from the pizzeria"])
-def test_a_routing_message_without_items_is_not_answered_with_we_dont_have(shop, llm, text):
-    client = shop.new_user(tasks=["order_pizzeria"])
-    session_id = client.ok("PUT", "/home_chat")["session_id"]
-    socket = client.socket(session_id)
-    try:
-        llm.script(Reply(PIZZA))
-        reply = _answer(socket, _say(client, session_id, text)["message_pk"])
-    finally:
-        socket.close()
-        shop.wait_idle()
-    assert reply["user_task_execution_pk"] is not None
-    assert "we don't have" not in reply["text"], reply["text"]
-
-
 def test_a_task_disabled_while_the_model_routes_is_not_started(shop, llm):
     client = shop.new_user(tasks=["order_pizzeria"])
     session_id = client.ok("PUT", "/home_chat")["session_id"]
