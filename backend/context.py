@@ -25,7 +25,6 @@ from mojodex_core.audio.transcription import OpenAITranscriber as AudioMessageTr
 from mojodex_core.audio.turn import TranscribingHandler
 from mojodex_core.config import Settings, webhook_secret
 from mojodex_core.db import make_engine, make_session_factory, transaction
-from mojodex_core.db.models import Task, UserTaskExecution
 from mojodex_core.execution.dispatch import TurnDispatcher
 from mojodex_core.execution.events import SessionEventLog
 from mojodex_core.execution.jobs import SessionJob, SessionJobs
@@ -40,13 +39,12 @@ from mojodex_core.execution.title_summary import (
 )
 from mojodex_core.execution.tool_loop import ToolSettings
 from mojodex_core.execution.turn import InstructTurn, no_llm_message
-from mojodex_core.home_chat.turn import HomeChatRouter, HomeChatTurn, TaskUnavailable
+from mojodex_core.home_chat.order_opener import order_opener
+from mojodex_core.home_chat.turn import HomeChatRouter, HomeChatTurn
 from mojodex_core.knowledge import DEFAULT_KNOWLEDGE_TOKENS
 from mojodex_core.llm import LLMProvider, LLMSettings, ServerGuard
 from mojodex_core.llm.provider import Recorder
-from mojodex_core.order.conversation.resources import supported_language
-from mojodex_core.order_runtime.menus import MenuCatalog, MenuNotFound
-from mojodex_core.order_runtime.service import open_order
+from mojodex_core.order_runtime.menus import MenuCatalog
 from mojodex_core.order_runtime.store import LiveStateStore, build_store
 from mojodex_core.order_runtime.tickets import TicketDelivery
 from mojodex_core.order_runtime.turn import OrderTurn
@@ -304,18 +302,10 @@ def build_platform(
         max_tokens=settings.extra.get("max_tokens"),
     )
 
-    def open_routed_order(db: DbSession, execution: UserTaskExecution, task: Task, language: str) -> None:
-        """An order the home chat routed to: its conversation, as PUT /user_task_execution opens it."""
-        try:  # in the user's language when the order has its texts, else English
-            open_order(db, execution, task, menus, store, supported_language(language) or "en")
-        except MenuNotFound as exc:  # PUT /user_task_execution's 409
-            raise TaskUnavailable(f"the menu of this order task is not available: {exc}") from exc
-
-    # Text edits answer user messages too, on the same per-session runner as turns; every other
-    # message goes to its task type's turn.
-    # Home chat sessions' messages go to the home chat turn first (free chat, routing, the task it runs).
+    # Text edits answer user messages too, on the same per-session runner as turns; every other message goes
+    # to its task type's turn, a home chat session's to the home chat turn first (free chat, routing, its task).
     home_chat = HomeChatTurn(
-        factory, events, llm, dispatcher.handler, openers={"order": open_routed_order},
+        factory, events, llm, dispatcher.handler, openers={"order": order_opener(menus, store)},
         tools=ToolSettings(mode=settings.tool_mode), coalesce_ms=settings.token_coalesce_ms,
         knowledge_tokens=settings.extra.get("knowledge_tokens", DEFAULT_KNOWLEDGE_TOKENS),
         tasks_config_dir=settings.tasks_config_dir, turn_timeout_s=settings.turn_timeout_s,
