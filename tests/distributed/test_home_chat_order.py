@@ -1,4 +1,4 @@
-"""Reviewer's probe: a home chat message routed to an order task, answered on Celery workers (Redis live store)."""
+"""A home chat message routed to an order task, answered on Celery workers (Redis live store)."""
 
 from __future__ import annotations
 
@@ -80,6 +80,29 @@ def test_a_home_chat_order_runs_on_celery_workers(backends, cluster_llm):
             running = db.scalar(select(HomeChat.running_user_task_execution_fk)
                                 .where(HomeChat.session_id == session_id))
         assert running == pk_b
+    finally:
+        cluster_llm.responder = _responder
+        socket.close()
+
+
+def test_a_cancelled_home_chat_order_frees_the_chat_on_celery_workers(backends, cluster_llm):
+    a, _ = backends
+    store_order_specs(a.platform.session_factory)
+    client = a.new_user(tasks=["order_pizzeria"])
+    session_id = client.ok("PUT", "/home_chat")["session_id"]
+    socket = client.socket(session_id)
+    cluster_llm.responder = _route_or_answer
+    try:
+        pk = _answer(socket, _say(client, session_id, "I'd like to order a large pizza")["message_pk"])[
+            "user_task_execution_pk"]
+        _answer(socket, _say(client, session_id, "cancel the order")["message_pk"])
+        cancelled = _answer(socket, _say(client, session_id, "yes")["message_pk"])
+        assert cancelled["text"] == "No problem, I've cancelled the order.", cancelled
+        deadline = time.monotonic() + 20
+        while client.ok("PUT", "/home_chat")["running_user_task_execution_pk"] is not None:
+            assert time.monotonic() < deadline, "the chat never left the cancelled order"
+            time.sleep(0.2)
+        assert client.ok("GET", "/order", params={"user_task_execution_pk": pk})["state"] == "Idle"
     finally:
         cluster_llm.responder = _responder
         socket.close()
