@@ -238,6 +238,14 @@ def test_close_stores_every_queued_row_and_leaves_no_spool(engine, label, tmp_pa
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_database_keeps_the_name_of_its_spool_folder():
+    # The folders earlier releases wrote must still be replayed: the key (mojodex_core.db.database_key,
+    # shared with the audio uploads' folder) is the URL without its password.
+    url = "postgresql+psycopg://mojodex:secret@postgres:5432/mojodex"
+    assert llm_call_spool_dir(Path("var"), url) == Path("var/spool/llm_call-db20b0523f5a")
+    assert llm_call_spool_dir(Path("var"), url.replace("secret", "other")) == Path("var/spool/llm_call-db20b0523f5a")
+
+
 def test_platform_close_stores_queued_rows_and_start_up_replays_a_stopped_process_spool(
     database_url, engine, label, tmp_path
 ):

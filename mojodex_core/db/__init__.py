@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import time
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -9,7 +10,7 @@ from types import MappingProxyType
 from typing import Iterator
 
 from sqlalchemy import create_engine, event, text
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -24,6 +25,14 @@ from mojodex_core.db.sqlite_writes import WriteGate, gated_connection_class
 # counts on the execution's lock to order them (the trace's positions) takes it first.
 # `Select.with_for_update(**EXECUTION_LOCK)`, `Session.get(..., with_for_update=EXECUTION_LOCK)`.
 EXECUTION_LOCK = MappingProxyType({"key_share": True})
+
+
+def database_key(database_url: str) -> str:
+    """A short name of the database (its URL, password left out) for the folders of var/ that hold one
+    database's files (the llm_call spool, the audio uploads): a var/ shared by platforms of several
+    databases never mixes them up. Every process of a deployment uses the same DATABASE_URL."""
+    key = make_url(database_url).render_as_string(hide_password=True)
+    return hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
 def make_engine(database_url: str, *, pool_size: int = 60, max_overflow: int = 0) -> Engine:

@@ -17,7 +17,6 @@ survives the death of the process, not of the machine.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import itertools
 import json
 import logging
@@ -29,8 +28,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy.engine import make_url
-
+from mojodex_core.db import database_key
 from mojodex_core.db.models import LLMCall
 
 log = logging.getLogger("mojodex.llm_calls")
@@ -48,8 +46,7 @@ _SUFFIX = ".jsonl"
 def llm_call_spool_dir(var_dir: Path, database_url: str) -> Path:
     """Where a platform spools its llm_call rows: one folder per database (password left out), so
     a var/ shared by platforms of several databases never replays a row into the wrong one."""
-    key = make_url(database_url).render_as_string(hide_password=True)
-    return Path(var_dir) / "spool" / f"llm_call-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+    return Path(var_dir) / "spool" / f"llm_call-{database_key(database_url)}"
 
 
 def _json_default(value: object) -> str:
