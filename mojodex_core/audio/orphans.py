@@ -8,9 +8,10 @@ deletes those older than the grace (``MOJODEX_AUDIO_ORPHAN_GRACE_S``, 1 h by def
 in flight is never touched.
 
 * ``orphans``: which files are orphans, given their names and ages and the names rows hold (pure);
-* ``messages_naming``: which of some names message rows hold, read from the database;
-* ``sweep_orphans``: reads the folder, asks which of the old candidates rows name (in batches), deletes
-  the others and logs one line. A failure (no folder, the database down) is logged, never raised.
+* ``messages_naming``: which of some names message rows hold, read from the database in one statement;
+* ``sweep_orphans``: reads the folder, asks once which of the old candidates rows name (not at all when
+  there is none), deletes the others and logs one line. A failure (no folder, the database down) is
+  logged, never raised.
 
 Only names the store makes are candidates: an upload's (``<digest>_<random>.<ext>``, and
 ``<digest>.<ext>`` from before names had their random part) and a staged file (``.<random>.part``,
@@ -24,7 +25,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
 from sqlalchemy import select
@@ -38,11 +39,11 @@ from mojodex_core.db.models import Message
 log = logging.getLogger("mojodex.audio")
 
 DEFAULT_GRACE_S = 3600.0
-BATCH = 500  # names per look-up: well under SQLite's bound parameters
+ROWS_PER_FETCH = 5000  # the named files are streamed, never all held at once
 _UPLOAD = r"[0-9a-f]{40}(?:_[0-9a-f]{32})?\.[a-z0-9]{1,8}"
 SWEEPABLE = re.compile(rf"{_UPLOAD}|\.[0-9a-f]{{32}}\.part|(?:voice_)?{_UPLOAD}\.part")
 
-NamesLookup = Callable[[list[str]], set[str]]
+NamesLookup = Callable[[Collection[str]], set[str]]
 
 
 @dataclass(frozen=True)
@@ -72,18 +73,23 @@ def orphans(files: Iterable[StoredFile], named: set[str], grace_s: float) -> lis
 
 
 def messages_naming(session_factory: sessionmaker[Session]) -> NamesLookup:
-    """Which of the given names a message's ``data.audio.file`` holds (SQLite's JSON_EXTRACT, Postgres' #>>)."""
+    """Which of the given names a message's ``data.audio.file`` holds (SQLite's JSON_EXTRACT, Postgres' #>>).
+
+    One statement reads the file every message that has one names, streamed, and keeps those asked
+    about: no index serves a look-up by name, so each statement scans the message table, and asking
+    by batches of names scanned it once a batch (a start-up of a long-lived deployment waited seconds)."""
     file = Message.data[("audio", "file")].as_string()
 
-    def lookup(names: list[str]) -> set[str]:
+    def lookup(names: Collection[str]) -> set[str]:
+        wanted = set(names)
         with transaction(session_factory) as db:
-            return set(db.scalars(select(file).where(file.in_(names)).distinct()))
+            named = db.scalars(select(file).where(file.is_not(None)).execution_options(yield_per=ROWS_PER_FETCH))
+            return {name for name in named if name in wanted}
 
     return lookup
 
 
-def sweep_orphans(store: AudioStore, named_among: NamesLookup, grace_s: float = DEFAULT_GRACE_S,
-                  batch: int = BATCH) -> SweepResult | None:
+def sweep_orphans(store: AudioStore, named_among: NamesLookup, grace_s: float = DEFAULT_GRACE_S) -> SweepResult | None:
     """Deletes the folder's orphans (``orphans``); None when it could not tell which they are."""
     try:
         now = time.time()
@@ -95,10 +101,8 @@ def sweep_orphans(store: AudioStore, named_among: NamesLookup, grace_s: float = 
         log.error("audio orphans: could not list %s (%s); nothing deleted", store.directory, exc)
         return None
     old = candidates(files, grace_s)
-    named: set[str] = set()
     try:
-        for start in range(0, len(old), batch):
-            named |= named_among(old[start:start + batch])
+        named = named_among(old) if old else set()
     except (SQLAlchemyError, OSError) as exc:  # the database down: no file can be told an orphan
         log.error("audio orphans: could not read which files messages name (%s: %s); nothing deleted",
                   type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")

@@ -7,10 +7,11 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from sqlalchemy import event
 
 from mojodex_core.audio.orphans import StoredFile, messages_naming, orphans, sweep_orphans
 from mojodex_core.audio.store import AudioStore
-from mojodex_core.db import make_engine, make_session_factory, transaction
+from mojodex_core.db import factory_engine, make_engine, make_session_factory, transaction
 from mojodex_core.db.models import Message
 from tests.unit._rows import session_row
 
@@ -82,14 +83,18 @@ def test_the_sweep_deletes_old_orphans_only_and_looks_up_only_old_candidates(tmp
     assert "5 file(s) looked at, 2 orphan(s) deleted, 3 kept" in line
 
 
-def test_the_sweep_asks_in_batches(tmp_path):
-    names = [AudioStore.new_name("s", str(i), "ogg") for i in range(7)]
+def test_the_sweep_asks_once_for_every_candidate_and_not_at_all_without_one(tmp_path):
+    # was: one look-up per 500 candidates, each a scan of the message table
+    names = [AudioStore.new_name("s", str(i), "ogg") for i in range(1201)]
     for name in names:
         _write(tmp_path, name, 2 * HOUR)
     lookup = _Names(set(names[:3]))
-    result = sweep_orphans(AudioStore(tmp_path), lookup, grace_s=HOUR, batch=3)
-    assert [len(b) for b in lookup.batches] == [3, 3, 1]
-    assert sorted(os.listdir(tmp_path)) == sorted(names[:3]) and result.deleted == 4
+    result = sweep_orphans(AudioStore(tmp_path), lookup, grace_s=HOUR)
+    assert [len(b) for b in lookup.batches] == [1201]
+    assert sorted(os.listdir(tmp_path)) == sorted(names[:3]) and result.deleted == 1198
+    lookup = _Names(set())
+    assert sweep_orphans(AudioStore(tmp_path), lookup, grace_s=1000 * HOUR).looked_at == 3
+    assert lookup.batches == []
 
 
 def test_a_link_in_the_folder_is_not_followed_nor_its_target_deleted(tmp_path):
@@ -151,3 +156,34 @@ def test_a_database_that_does_not_answer_deletes_nothing(tmp_path, caplog):
     unreachable.dispose()
     assert result is None and os.listdir(folder) == [UPLOAD]
     assert any("OperationalError" in r.getMessage() and "nothing deleted" in r.getMessage() for r in caplog.records)
+
+
+def test_the_sweep_reads_the_message_table_once_whatever_the_number_of_candidates(factory, tmp_path):
+    # was: no index serves data.audio.file, and each batch of 500 names was a scan of the whole table:
+    # 50,000 uploads on 500,000 messages held the start-up for 10 to 15 s
+    folder = tmp_path / "audio"
+    folder.mkdir()
+    names = []
+    with transaction(factory) as db:
+        session_id = session_row(db)
+        db.flush()
+        for i in range(1600):  # answered audio messages, all with their file: no orphan at all
+            names.append(AudioStore.new_name(session_id, f"m{i}", "m4a"))
+            _write(folder, names[-1], 2 * HOUR)
+            db.add(Message(session_id=session_id, sender="user", message_id=f"m{i}", event_name="user_message",
+                           text="t", status="answered", data={"audio": {"file": names[-1]}}))
+    _write(folder, UPLOAD, 2 * HOUR)  # and one orphan
+    statements = []
+
+    def record(_conn, _cursor, statement, *_args) -> None:  # noqa: ANN001
+        if "FROM message" in statement:
+            statements.append(statement)
+
+    engine = factory_engine(factory)
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        result = sweep_orphans(AudioStore(folder), messages_naming(factory), grace_s=HOUR)
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+    assert (result.looked_at, result.deleted) == (1601, 1) and len(os.listdir(folder)) == 1600
+    assert len(statements) == 1, statements
