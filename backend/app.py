@@ -122,8 +122,9 @@ def create_app(platform: Platform) -> tuple[Flask, SocketIO]:
 
 
 def resume_unfinished_turns(platform: Platform, retry_every_s: float = 5.0) -> None:
-    """Messages accepted before a restart but never answered are answered now, in order; then
-    the uploaded audio files no message names (a process killed mid-upload) are deleted once old.
+    """Messages accepted before a restart but never answered are answered now, in order; then, in
+    the background, the uploaded audio files no message names (a process killed mid-upload) are
+    deleted once old: the server does not wait for that sweep, whose look-up scans the message table.
 
     An unreachable database must not stop the server from starting (it has to answer
     /health with a 503): the resumption (and the sweep) is then retried in the background until it works.
@@ -148,7 +149,8 @@ def resume_unfinished_turns(platform: Platform, retry_every_s: float = 5.0) -> N
 
         threading.Thread(target=retry, name="resume-turns", daemon=True).start()
         return
-    platform.sweep_audio_orphans()
+    # Under the gevent server a greenlet, which hands the sweep to a native thread at once (run_blocking).
+    threading.Thread(target=platform.sweep_audio_orphans, name="audio-sweep", daemon=True).start()
 
 
 def _resume(platform: Platform, booted_at: datetime) -> None:

@@ -23,6 +23,7 @@ from mojodex_core.audio.store import AudioStore
 from mojodex_core.audio.transcription import AudioConfig, OpenAISpeech
 from mojodex_core.audio.transcription import OpenAITranscriber as AudioMessageTranscriber
 from mojodex_core.audio.turn import TranscribingHandler
+from mojodex_core.concurrency import run_blocking
 from mojodex_core.config import Settings, webhook_secret
 from mojodex_core.db import make_engine, make_session_factory, transaction
 from mojodex_core.execution.dispatch import TurnDispatcher
@@ -154,13 +155,14 @@ class Platform:
         return len(jobs)
 
     def sweep_audio_orphans(self) -> int:
-        """At start-up: uploaded audio files no message names, older than the grace, are deleted
-        (mojodex_core/audio/orphans.py). Never raises: a failure is logged, the start-up goes on."""
+        """After start-up: uploaded audio files no message names, older than the grace, are deleted
+        (mojodex_core/audio/orphans.py). Never raises: a failure is logged. On a native thread under the
+        gevent server (run_blocking): its SQLite scan and folder listing would hold every request."""
         if self.audio_store is None:
             return 0
         try:
-            result = sweep_orphans(self.audio_store, messages_naming(self.session_factory),
-                                   self.settings.audio_orphan_grace_s)
+            result = run_blocking(sweep_orphans, self.audio_store, messages_naming(self.session_factory),
+                                  self.settings.audio_orphan_grace_s)
         except Exception:  # noqa: BLE001 - an orphan file is harmless; a server that does not start is not
             log.exception("could not sweep the audio files no message names")
             return 0

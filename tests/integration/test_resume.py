@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 
+import backend.context
 from backend.app import _resume, resume_unfinished_turns
 from mojodex_core.audio.store import AudioStore
 from mojodex_core.db.models import Message
@@ -156,9 +158,56 @@ def test_audio_files_no_message_names_are_deleted_at_start_up_once_older_than_th
     llm.responder = _answer_all
     with caplog.at_level("INFO", logger="mojodex.audio"):
         resume_unfinished_turns(live.platform)
-    live.wait_idle()
+        live.wait_idle()
+        _wait_until(lambda: not (store.directory / orphan).exists())  # the sweep runs beside the server
+        _wait_until(lambda: any("orphan(s) deleted" in r.getMessage() for r in caplog.records))
     left = set(os.listdir(store.directory))
     assert {named, fresh, voice} <= left and not {orphan, staged} & left
     assert store.read(named) == wav_bytes(0.2)
     [line] = [r.getMessage() for r in caplog.records if "orphan(s) deleted" in r.getMessage()]
     assert ", 2 orphan(s) deleted," in line
+
+
+def test_the_start_up_does_not_wait_for_the_audio_sweep(live, llm, monkeypatch):
+    # was: the sweep ran in create_app before the server listened; its look-up scanned the message
+    # table (once per 500 uploads): a deployment of 50,000 uploads started 10 to 15 s later
+    client = live.new_user()
+    _pk, session_id = new_execution(client)
+    store = live.platform.audio_store
+    orphan = AudioStore.new_name(session_id, "orphan", "wav")
+    store.save(orphan, wav_bytes(0.2))
+    old = time.time() - 2 * 3600
+    os.utime(store.directory / orphan, (old, old))
+    looking, release = threading.Event(), threading.Event()
+    real = backend.context.messages_naming
+
+    def slow_naming(factory):  # noqa: ANN001, ANN202 - a look-up on a table of millions of messages
+        lookup = real(factory)
+
+        def named(names):  # noqa: ANN001, ANN202
+            looking.set()
+            release.wait(30)
+            return lookup(names)
+
+        return named
+
+    monkeypatch.setattr(backend.context, "messages_naming", slow_naming)
+    llm.responder = _answer_all
+    starting = threading.Thread(target=resume_unfinished_turns, args=(live.platform,), daemon=True)
+    try:
+        starting.start()
+        assert looking.wait(10), "the sweep did not start"
+        starting.join(5)
+        assert not starting.is_alive(), "the start-up waited for the audio sweep"
+    finally:
+        release.set()
+    starting.join(30)
+    live.wait_idle()
+    _wait_until(lambda: not (store.directory / orphan).exists())
+
+
+def _wait_until(predicate, timeout: float = 15.0) -> None:  # noqa: ANN001
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
