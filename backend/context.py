@@ -18,6 +18,7 @@ from sqlalchemy.orm import sessionmaker
 
 from background.jobs import JobHandler, JobRunner, ThreadJobRunner
 from background.runner import ThreadTurnRunner, TurnRunner
+from mojodex_core.audio.databases import may_sweep, register
 from mojodex_core.audio.orphans import messages_naming, sweep_orphans
 from mojodex_core.audio.store import AudioStore
 from mojodex_core.audio.transcription import AudioConfig, OpenAISpeech
@@ -25,7 +26,7 @@ from mojodex_core.audio.transcription import OpenAITranscriber as AudioMessageTr
 from mojodex_core.audio.turn import TranscribingHandler
 from mojodex_core.concurrency import run_blocking
 from mojodex_core.config import Settings, webhook_secret
-from mojodex_core.db import make_engine, make_session_factory, transaction
+from mojodex_core.db import database_key, make_engine, make_session_factory, transaction
 from mojodex_core.execution.dispatch import TurnDispatcher
 from mojodex_core.execution.events import SessionEventLog
 from mojodex_core.execution.jobs import SessionJob, SessionJobs
@@ -156,13 +157,20 @@ class Platform:
 
     def sweep_audio_orphans(self) -> int:
         """After start-up: uploaded audio files no message names, older than the grace, are deleted
-        (mojodex_core/audio/orphans.py). Never raises: a failure is logged. On a native thread under the
+        (mojodex_core/audio/orphans.py), only when the folder's registry lists this database alone
+        (mojodex_core/audio/databases.py). Never raises: a failure is logged. On a native thread under the
         gevent server (run_blocking): its SQLite scan and folder listing would hold every request."""
         if self.audio_store is None:
             return 0
+        store, key = self.audio_store, database_key(self.settings.database_url)
+
+        def sweep():  # noqa: ANN202 - only in a folder no other database's platform has used
+            if not may_sweep(store.directory, key):
+                return None
+            return sweep_orphans(store, messages_naming(self.session_factory), self.settings.audio_orphan_grace_s)
+
         try:
-            result = run_blocking(sweep_orphans, self.audio_store, messages_naming(self.session_factory),
-                                  self.settings.audio_orphan_grace_s)
+            result = run_blocking(sweep)
         except Exception:  # noqa: BLE001 - an orphan file is harmless; a server that does not start is not
             log.exception("could not sweep the audio files no message names")
             return 0
@@ -315,6 +323,8 @@ def build_platform(
     )
     audio = AudioConfig.from_settings(settings)
     audio_store = AudioStore(audio.directory)
+    # Before it serves: the sweep deletes only in a folder whose registry lists this database alone.
+    register(audio_store.directory, database_key(settings.database_url))
     # Audio messages are transcribed first, on the runner (off the request thread, in session order).
     transcribing = TranscribingHandler(
         factory, events, AudioMessageTranscriber(audio) if audio.configured else None, audio_store,

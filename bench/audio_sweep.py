@@ -75,6 +75,11 @@ def store_messages(url: str, folder: Path, messages: int, uploads: int, orphans:
     engine.dispose()
 
 
+def _uploads(folder: Path) -> int:
+    """The folder's files but its registry of databases (mojodex_core/audio/databases.py)."""
+    return sum(not name.startswith(".") for name in os.listdir(folder))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--messages", type=int, default=500_000)
@@ -107,9 +112,9 @@ def main() -> None:
         resume_unfinished_turns(platform)  # in create_app, before the server listens
         startup_blocked_s = time.perf_counter() - started
         deadline = time.monotonic() + 600
-        while len(os.listdir(store.directory)) > args.uploads and time.monotonic() < deadline:
+        while _uploads(store.directory) > args.uploads and time.monotonic() < deadline:
             time.sleep(0.05)  # the start-up's sweep, wherever it runs, deletes the orphans
-        orphans_deleted = args.uploads + args.orphans - len(os.listdir(store.directory))
+        orphans_deleted = args.uploads + args.orphans - _uploads(store.directory)
 
         statements: list[str] = []
         event.listen(platform.engine, "before_cursor_execute",

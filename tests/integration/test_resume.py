@@ -10,7 +10,9 @@ from datetime import UTC, datetime, timedelta
 
 import backend.context
 from backend.app import _resume, resume_unfinished_turns
+from mojodex_core.audio.databases import REGISTRY, register
 from mojodex_core.audio.store import AudioStore
+from mojodex_core.db import database_key
 from mojodex_core.db.models import Message
 from tests.integration._helpers import QUESTION, QUESTION_TEXT, message, new_execution
 from tests.integration.test_audio import wav_bytes
@@ -136,9 +138,18 @@ def test_an_audio_message_left_pending_is_transcribed_at_start_up(live, llm):
     assert stored.data["audio"]["transcription"] == "done"
 
 
+def _alone_in_the_audio_folder(live) -> None:  # noqa: ANN001
+    """The suite's var dir is shared by the platforms other tests start on other databases (an unreachable
+    one, ...): its audio folder's registry lists them all, and no sweep would run. Here it is this database's."""
+    folder = live.platform.audio_store.directory
+    (folder / REGISTRY).unlink(missing_ok=True)
+    register(folder, database_key(live.platform.settings.database_url))
+
+
 def test_audio_files_no_message_names_are_deleted_at_start_up_once_older_than_the_grace(live, llm, caplog):
     # A process killed between writing an upload's file and committing its row (or while staging it)
     # left files no message names: before, they stayed forever.
+    _alone_in_the_audio_folder(live)
     client = live.new_user()
     pk, session_id = new_execution(client)
     store = live.platform.audio_store
@@ -171,6 +182,7 @@ def test_audio_files_no_message_names_are_deleted_at_start_up_once_older_than_th
 def test_the_start_up_does_not_wait_for_the_audio_sweep(live, llm, monkeypatch):
     # was: the sweep ran in create_app before the server listened; its look-up scanned the message
     # table (once per 500 uploads): a deployment of 50,000 uploads started 10 to 15 s later
+    _alone_in_the_audio_folder(live)
     client = live.new_user()
     _pk, session_id = new_execution(client)
     store = live.platform.audio_store
