@@ -9,9 +9,13 @@ started with it: each platform adds its key at start-up, before it serves (``reg
 (``sweep_refusal``). A folder that is or was shared is never swept again, and the file a message names
 is never deleted; one whose registry cannot be read or written is not swept either.
 
+A registry created in a folder that already holds uploads (a var dir used before the registry existed,
+perhaps by several databases: the first platform to start would otherwise sweep the others' files) starts
+with an ``unknown`` line, and the folder is not swept until an operator who knows it is one database's
+removes that line.
+
 The registry is read and appended under an advisory lock on itself (``flock``), so platforms starting
-together never lose a key. Deleting it (the folder is known to be one database's) lets the next start
-register afresh. A dot name: the store never reads it nor does the sweep look at it.
+together never lose a key. A dot name: the store never reads it nor does the sweep look at it.
 """
 
 from __future__ import annotations
@@ -21,9 +25,12 @@ import logging
 import os
 from pathlib import Path
 
+from mojodex_core.audio.orphans import SWEEPABLE
+
 log = logging.getLogger("mojodex.audio")
 
 REGISTRY = ".databases"
+UNKNOWN = "unknown"  # the folder held uploads before its registry: whose, nobody can tell
 
 
 def _keys(text: str) -> list[str]:
@@ -40,6 +47,9 @@ def register(directory: Path, key: str) -> bool:
             fcntl.flock(registry, fcntl.LOCK_EX)
             registry.seek(0)
             text = registry.read()
+            if not text and _holds_uploads(directory):
+                text = UNKNOWN + "\n"
+                registry.write(text)
             if key not in _keys(text):
                 registry.write(("" if not text or text.endswith("\n") else "\n") + key + "\n")
                 registry.flush()
@@ -49,6 +59,11 @@ def register(directory: Path, key: str) -> bool:
         log.error("audio folder %s: could not add this database to %s (%s); its orphans will not be swept",
                   directory, REGISTRY, exc)
         return False
+
+
+def _holds_uploads(directory: Path) -> bool:
+    """Whether the folder has a file the store makes for an upload (``orphans.SWEEPABLE``)."""
+    return any(SWEEPABLE.fullmatch(entry.name) for entry in os.scandir(directory) if entry.is_file())
 
 
 def registered(directory: Path) -> list[str]:
@@ -65,6 +80,9 @@ def sweep_refusal(keys: list[str], key: str) -> str | None:
     """Why the folder must not be swept for database ``key`` when its registry lists ``keys``; None: it may."""
     if keys == [key]:
         return None
+    if UNKNOWN in keys:
+        return (f"it held uploads before its {REGISTRY} existed, maybe another database's: once it is known to be "
+                f"this database's alone, remove the '{UNKNOWN}' line")
     if key not in keys:
         return f"this database is not in its {REGISTRY}"
     return (f"{len(keys)} databases use this folder (its {REGISTRY}): set a var dir per database "

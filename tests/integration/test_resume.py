@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import backend.context
 from backend.app import _resume, resume_unfinished_turns
-from mojodex_core.audio.databases import REGISTRY, register
+from mojodex_core.audio.databases import REGISTRY
 from mojodex_core.audio.store import AudioStore
 from mojodex_core.db import database_key
 from mojodex_core.db.models import Message
@@ -142,8 +142,7 @@ def _alone_in_the_audio_folder(live) -> None:  # noqa: ANN001
     """The suite's var dir is shared by the platforms other tests start on other databases (an unreachable
     one, ...): its audio folder's registry lists them all, and no sweep would run. Here it is this database's."""
     folder = live.platform.audio_store.directory
-    (folder / REGISTRY).unlink(missing_ok=True)
-    register(folder, database_key(live.platform.settings.database_url))
+    (folder / REGISTRY).write_text(database_key(live.platform.settings.database_url) + "\n")
 
 
 def test_audio_files_no_message_names_are_deleted_at_start_up_once_older_than_the_grace(live, llm, caplog):

@@ -93,3 +93,23 @@ def test_a_registry_that_cannot_be_read_deletes_nothing(tmp_path, caplog):
     (folder / REGISTRY).write_bytes(b"aaa\n\xff\xfe\n")  # not text
     assert _sweep_if_alone(folder, "aaa") == 0
     assert orphan in os.listdir(folder)
+
+
+def test_a_folder_holding_uploads_before_its_registry_is_not_swept_until_an_operator_says_whose(tmp_path, caplog):
+    # A var dir shared by two databases before the registry existed: the first platform to start on this
+    # version would otherwise register alone and delete the other database's older recordings.
+    folder = tmp_path / "audio"
+    theirs = _old_orphan(folder)
+    assert register(folder, "aaa")
+    assert registered(folder) == ["unknown", "aaa"]
+    assert _sweep_if_alone(folder, "aaa") == 0 and (folder / theirs).exists()
+    assert "held uploads before its .databases existed" in caplog.text
+    (folder / REGISTRY).write_text("aaa\n")  # the operator knows the folder is this database's
+    assert _sweep_if_alone(folder, "aaa") == 1 and not (folder / theirs).exists()
+
+
+def test_a_registry_created_in_an_empty_folder_lists_only_its_database(tmp_path):
+    folder = tmp_path / "audio"
+    (folder).mkdir()
+    (folder / "voice_note.txt").write_text("not an upload")
+    assert register(folder, "aaa") and registered(folder) == ["aaa"]
