@@ -16,7 +16,7 @@ from mojodex_core.db.models import OrderSession, Session, Task, UserTask, UserTa
 from mojodex_core.home_chat.replies import home_chat_reply
 from mojodex_core.task_loader import store_spec
 from mojodex_core.task_spec import load_spec_file
-from tests.integration._helpers import message
+from tests.integration._helpers import message, session_socket
 from tests.order_platform.conftest import store_order_specs
 from tests.support.live import REPO_ROOT
 from tests.support.scripted_llm import HTTPError, Reply, ToolCall
@@ -68,8 +68,7 @@ def test_an_order_request_starts_the_order_in_the_home_chat(shop, llm):
     # was: order tasks were not offered, and a route to one was refused as "not one of your tasks"
     client = shop.new_user(tasks=["test_email", "order_pizzeria"])
     session_id = _home(client)
-    socket = client.socket(session_id)
-    try:
+    with session_socket(shop, client, session_id) as socket:
         llm.script(Reply(PIZZA))
         sent = _say(client, session_id, "I'd like to order a large pizza")
         reply = _answer(socket, sent["message_pk"])
@@ -98,16 +97,12 @@ def test_an_order_request_starts_the_order_in_the_home_chat(shop, llm):
         assert _answer(socket, again["message_pk"])["text"].startswith("Got it, a large pizza with pepperoni.")
         assert not [r for r in llm.requests[calls:] if "TASKS YOU CAN START" in r["messages"][0]["content"]]
         assert message(shop, again["message_pk"]).user_task_execution_fk == pk
-    finally:
-        socket.close()
-        shop.wait_idle()
 
 
 def test_a_finished_order_frees_the_home_chat(shop, llm):
     client = shop.new_user(tasks=["order_pizzeria"])
     session_id = _home(client)
-    socket = client.socket(session_id)
-    try:
+    with session_socket(shop, client, session_id) as socket:
         llm.script(ToolCall("route_to_task", json.dumps({"task_name": "order_pizzeria"})))
         sent = _say(client, session_id, "I'd like to order a large pizza")
         pk = _answer(socket, sent["message_pk"])["user_task_execution_pk"]
@@ -120,17 +115,13 @@ def test_a_finished_order_frees_the_home_chat(shop, llm):
         thanks = _say(client, session_id, "thanks!")
         assert _answer(socket, thanks["message_pk"])["text"] == "You're welcome!"
         assert "TASKS YOU CAN START" in llm.requests[-1]["messages"][0]["content"]
-    finally:
-        socket.close()
-        shop.wait_idle()
 
 
 def test_a_cancelled_order_frees_the_home_chat(shop, llm):
     # an order the chat routed to, cancelled (confirmed), is finished: the next request goes to the free chat
     client = shop.new_user(tasks=["order_pizzeria"])
     session_id = _home(client)
-    socket = client.socket(session_id)
-    try:
+    with session_socket(shop, client, session_id) as socket:
         llm.script(Reply(PIZZA))
         pk = _answer(socket, _say(client, session_id, "I'd like to order a large pizza")["message_pk"])[
             "user_task_execution_pk"]
@@ -145,9 +136,6 @@ def test_a_cancelled_order_frees_the_home_chat(shop, llm):
         assert (reply["text"], reply["user_task_execution_pk"]) == ("Here is a draft for Bob.", None)
         with shop.db() as db:
             assert db.get(UserTaskExecution, pk).status == "completed"
-    finally:
-        socket.close()
-        shop.wait_idle()
 
 
 def test_the_model_s_language_tag_is_not_a_path_for_the_routed_order(shop, llm, tmp_path):
@@ -158,13 +146,9 @@ def test_the_model_s_language_tag_is_not_a_path_for_the_routed_order(shop, llm, 
     language = "/".join([".."] * len(RESPONSES_DIR.parts)) + str(tmp_path / "leak")
     client = shop.new_user(tasks=["order_pizzeria"])
     session_id = _home(client)
-    socket = client.socket(session_id)
-    try:
+    with session_socket(shop, client, session_id) as socket:
         llm.script(Reply(f"<user_language>{language}</user_language>{PIZZA}"))
         reply = _answer(socket, _say(client, session_id, "I'd like to order a large pizza")["message_pk"])
-    finally:
-        socket.close()
-        shop.wait_idle()
     with shop.db() as db:
         stored = db.get(OrderSession, reply["user_task_execution_pk"]).conversation["language"]
         session_language = db.get(Session, session_id).language
@@ -176,8 +160,7 @@ def test_a_barge_in_of_a_left_order_leaves_the_free_chat_reply_running(shop, llm
     # as POST /user_task_execution_stop: a barge-in cancels the session's turn only when it is this order's
     client = shop.new_user(tasks=["order_pizzeria"])
     session_id = _home(client)
-    socket = client.socket(session_id)
-    try:
+    with session_socket(shop, client, session_id) as socket:
         llm.script(Reply(PIZZA))
         pk = _answer(socket, _say(client, session_id, "I'd like to order a large pizza")["message_pk"])[
             "user_task_execution_pk"]
@@ -188,9 +171,6 @@ def test_a_barge_in_of_a_left_order_leaves_the_free_chat_reply_running(shop, llm
         socket.wait_event("mojo_token", tokens + 1)  # the free chat's reply is streaming
         client.ok("POST", "/order_event", json={"user_task_execution_pk": pk, "event": "barge_in"})
         answer = _answer(socket, sent["message_pk"])
-    finally:
-        socket.close()
-        shop.wait_idle()
     assert answer.get("text") == "Hello! How can I help?", answer
 
 
@@ -199,14 +179,10 @@ def test_a_routing_message_naming_no_item_is_greeted(shop, llm, text):
     # not 'Sorry, we don't have "pizzeria"': the order's greeting, and the order goes on from there
     client = shop.new_user(tasks=["order_pizzeria"])
     session_id = _home(client)
-    socket = client.socket(session_id)
-    try:
+    with session_socket(shop, client, session_id) as socket:
         llm.script(Reply(PIZZA))
         reply = _answer(socket, _say(client, session_id, text)["message_pk"])
         then = _answer(socket, _say(client, session_id, "a large pizza")["message_pk"])
-    finally:
-        socket.close()
-        shop.wait_idle()
     assert reply["user_task_execution_pk"] is not None
     assert reply["text"] == "Hi, welcome to Corner Slice Pizzeria! What can I get for you today?"
     assert then["text"] == FIRST_REPLY
@@ -216,8 +192,7 @@ def test_a_left_order_goes_on_by_its_pk_beside_the_next_one(shop, llm):
     # the orders a home chat routed to share its session: each goes on with its own conversation
     client = shop.new_user(tasks=["order_pizzeria"])
     session_id = _home(client)
-    socket = client.socket(session_id)
-    try:
+    with session_socket(shop, client, session_id) as socket:
         llm.script(Reply(PIZZA), Reply(PIZZA))
         first = _answer(socket, _say(client, session_id, "I'd like to order a large pizza")["message_pk"])
         assert client.ok("PUT", "/home_chat", json={"leave_task": True})["running_user_task_execution_pk"] is None
@@ -227,9 +202,6 @@ def test_a_left_order_goes_on_by_its_pk_beside_the_next_one(shop, llm):
             "session_id": session_id, "user_task_execution_pk": first["user_task_execution_pk"], "text": "pepperoni",
             "message_id": uuid.uuid4().hex})
         reply = _answer(socket, sent["message_pk"])
-    finally:
-        socket.close()
-        shop.wait_idle()
     assert reply["user_task_execution_pk"] == first["user_task_execution_pk"]
     assert reply["text"].startswith("Got it, a large pizza with pepperoni.")
     orders = [client.ok("GET", "/order", params={"user_task_execution_pk": r["user_task_execution_pk"]})["order"]
@@ -244,14 +216,10 @@ def test_a_workflow_request_is_answered_with_how_to_start_it(shop, llm):
     session_id = _home(client)
     with shop.db() as db:
         user_task_pk = db.scalar(select(UserTask.user_task_pk).where(UserTask.user_id == client.user_id))
-    socket = client.socket(session_id)
-    try:
+    with session_socket(shop, client, session_id) as socket:
         llm.script(Reply(POEM))
         sent = _say(client, session_id, "write me a poem about the sea")
         reply = _answer(socket, sent["message_pk"])
-    finally:
-        socket.close()
-        shop.wait_idle()
     assert reply["text"] == home_chat_reply("en", "start_from_its_page", task="Write a poem")
     assert reply["user_task_execution_pk"] is None
     assert reply["start_task"] == {
@@ -293,14 +261,10 @@ def test_a_disabled_order_task_is_never_routed_to(shop, llm):
     with shop.db() as db:
         db.scalar(select(UserTask).where(UserTask.user_id == client.user_id)).enabled = False
     session_id = _home(client)
-    socket = client.socket(session_id)
-    try:
+    with session_socket(shop, client, session_id) as socket:
         llm.script(Reply(PIZZA))
         sent = _say(client, session_id, "I'd like to order a large pizza")
         reply = _answer(socket, sent["message_pk"])
-    finally:
-        socket.close()
-        shop.wait_idle()
     assert reply["text"] == home_chat_reply("en", "not_your_task")
     assert _executions(shop, session_id) == [] and "order_pizzeria" not in llm.requests[0]["messages"][0]["content"]
 
@@ -308,8 +272,7 @@ def test_a_disabled_order_task_is_never_routed_to(shop, llm):
 def test_a_failed_routing_call_starts_the_order_on_retry(shop, llm):
     client = shop.new_user(tasks=["order_pizzeria"])
     session_id = _home(client)
-    socket = client.socket(session_id)
-    try:
+    with session_socket(shop, client, session_id) as socket:
         llm.script(HTTPError(500), HTTPError(500), HTTPError(500))
         sent = _say(client, session_id, "I'd like to order a large pizza", message_id="pizza-1")
         error = _answer(socket, sent["message_pk"])
@@ -321,9 +284,6 @@ def test_a_failed_routing_call_starts_the_order_on_retry(shop, llm):
         assert again["message_pk"] == sent["message_pk"]
         reply = socket.wait_for(lambda evs: any(e == "order_state" for e, _ in evs))
         reply = next(d for e, d in reply if e == "mojo_message" and d.get("user_message_pk") == sent["message_pk"])
-    finally:
-        socket.close()
-        shop.wait_idle()
     [execution] = _executions(shop, session_id)
     assert reply["text"] == FIRST_REPLY and reply["user_task_execution_pk"] == execution.user_task_execution_pk
     assert message(shop, sent["message_pk"]).status == "answered"
@@ -334,8 +294,7 @@ def test_a_failed_routing_call_starts_the_order_on_retry(shop, llm):
 def test_a_task_disabled_while_the_model_routes_is_not_started(shop, llm):
     client = shop.new_user(tasks=["order_pizzeria"])
     session_id = client.ok("PUT", "/home_chat")["session_id"]
-    socket = client.socket(session_id)
-    try:
+    with session_socket(shop, client, session_id) as socket:
         llm.script(Reply(chunks=["<reasoning>they want a pizza</reasoning>", " ",
                                  "<route_to_task>order_pizzeria</route_to_task>"], delay_s=0.5))
         sent = _say(client, session_id, "I'd like to order a large pizza")
@@ -343,9 +302,6 @@ def test_a_task_disabled_while_the_model_routes_is_not_started(shop, llm):
         with shop.db() as db:
             db.scalar(select(UserTask).where(UserTask.user_id == client.user_id)).enabled = False
         reply = _answer(socket, sent["message_pk"])
-    finally:
-        socket.close()
-        shop.wait_idle()
     with shop.db() as db:
         created = db.scalars(select(UserTaskExecution).where(UserTaskExecution.session_id == session_id)).all()
     assert created == [], (reply.get("text"), [e.status for e in created])
