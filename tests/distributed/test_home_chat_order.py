@@ -10,9 +10,9 @@ from sqlalchemy import select
 from mojodex_core.db.models import HomeChat
 from tests.distributed.conftest import _responder
 from tests.order_platform.conftest import store_order_specs
+from tests.support.home_chat import PIZZA_ROUTE as PIZZA
+from tests.support.home_chat import answer
 from tests.support.scripted_llm import HTTPError, Reply, asks_structured
-
-PIZZA = "<reasoning>they want to order a pizza</reasoning><route_to_task>order_pizzeria</route_to_task>"
 
 
 def _route_or_answer(body: dict):  # noqa: ANN202
@@ -30,15 +30,8 @@ def _say(client, session_id: str, text: str, pk: int | None = None) -> dict:  # 
     return client.ok("PUT", "/user_message", json=body)
 
 
-def _answer(socket, message_pk: int) -> dict:  # noqa: ANN001
-    def answered(events: list) -> bool:
-        final = [d for e, d in events if e in ("mojo_message", "error") and d.get("user_message_pk") == message_pk]
-        if not final or "error" in final[0] or final[0].get("user_task_execution_pk") is None:
-            return bool(final)
-        return any(e == "order_state" and d["seq"] > final[0]["seq"] for e, d in events)
-
-    events = socket.wait_for(answered, timeout=40)
-    return next(d for e, d in events if e in ("mojo_message", "error") and d.get("user_message_pk") == message_pk)
+def _answer(socket, message_pk: int) -> dict:  # noqa: ANN001 - workers take longer than one process
+    return answer(socket, message_pk, timeout=40)
 
 
 def test_a_home_chat_order_runs_on_celery_workers(backends, cluster_llm):

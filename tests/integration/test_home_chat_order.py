@@ -18,10 +18,12 @@ from mojodex_core.task_loader import store_spec
 from mojodex_core.task_spec import load_spec_file
 from tests.integration._helpers import message, session_socket
 from tests.order_platform.conftest import store_order_specs
+from tests.support.home_chat import PIZZA_ROUTE as PIZZA
+from tests.support.home_chat import answer as _answer
+from tests.support.home_chat import say as _say
 from tests.support.live import REPO_ROOT
 from tests.support.scripted_llm import HTTPError, Reply, ToolCall
 
-PIZZA = "<reasoning>they want to order a pizza</reasoning><route_to_task>order_pizzeria</route_to_task>"
 POEM = "<reasoning>they want a poem</reasoning><route_to_task>write_poem</route_to_task>"
 FIRST_REPLY = "Any toppings on the large pizza?"
 
@@ -37,24 +39,6 @@ def shop(live):  # noqa: ANN001, ANN201
 
 def _home(client) -> str:  # noqa: ANN001
     return client.ok("PUT", "/home_chat")["session_id"]
-
-
-def _say(client, session_id: str, text: str, message_id: str | None = None) -> dict:  # noqa: ANN001
-    return client.ok("PUT", "/user_message", json={
-        "origin": "home_chat", "session_id": session_id, "text": text, "message_id": message_id or uuid.uuid4().hex,
-    })
-
-
-def _answer(socket, message_pk: int) -> dict:  # noqa: ANN001
-    """The final reply (or error) to ``message_pk``, and for an order's reply once its order_state arrived."""
-    def answered(events: list) -> bool:
-        final = [d for e, d in events if e in ("mojo_message", "error") and d.get("user_message_pk") == message_pk]
-        if not final or "error" in final[0] or final[0].get("user_task_execution_pk") is None:
-            return bool(final)
-        return any(e == "order_state" and d["seq"] > final[0]["seq"] for e, d in events)
-
-    events = socket.wait_for(answered)
-    return next(d for e, d in events if e in ("mojo_message", "error") and d.get("user_message_pk") == message_pk)
 
 
 def _executions(live, session_id: str) -> list[UserTaskExecution]:  # noqa: ANN001

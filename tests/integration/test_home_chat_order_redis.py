@@ -13,10 +13,12 @@ import pytest
 from mojodex_core.db.models import OrderSession, UserTaskExecution
 from mojodex_core.order_runtime.store import state_key
 from tests.order_platform.conftest import load_order_specs, order_settings
+from tests.support.home_chat import PIZZA_ROUTE as PIZZA
+from tests.support.home_chat import answer as _answer
+from tests.support.home_chat import say as _say
 from tests.support.live import LiveServer, serving
 from tests.support.scripted_llm import Reply
 
-PIZZA = "<reasoning>they want to order a pizza</reasoning><route_to_task>order_pizzeria</route_to_task>"
 needs_redis = pytest.mark.skipif(not os.environ.get("TEST_REDIS_URL"), reason="needs TEST_REDIS_URL")
 
 
@@ -31,22 +33,6 @@ def shop_server(database_url: str, scripted_llm, live_server) -> Iterator[LiveSe
 def shop(shop_server: LiveServer, llm) -> Iterator[LiveServer]:  # noqa: ANN001
     yield shop_server
     shop_server.wait_idle(10)
-
-
-def _say(client, session_id: str, text: str) -> dict:  # noqa: ANN001
-    return client.ok("PUT", "/user_message", json={
-        "origin": "home_chat", "session_id": session_id, "text": text, "message_id": uuid.uuid4().hex})
-
-
-def _answer(socket, message_pk: int) -> dict:  # noqa: ANN001
-    def answered(events: list) -> bool:
-        final = [d for e, d in events if e in ("mojo_message", "error") and d.get("user_message_pk") == message_pk]
-        if not final or "error" in final[0] or final[0].get("user_task_execution_pk") is None:
-            return bool(final)
-        return any(e == "order_state" and d["seq"] > final[0]["seq"] for e, d in events)
-
-    events = socket.wait_for(answered)
-    return next(d for e, d in events if e in ("mojo_message", "error") and d.get("user_message_pk") == message_pk)
 
 
 def _forget_recent(shop: LiveServer) -> None:
