@@ -18,13 +18,11 @@ from sqlalchemy.orm import sessionmaker
 
 from background.jobs import JobHandler, JobRunner, ThreadJobRunner
 from background.runner import ThreadTurnRunner, TurnRunner
-from mojodex_core.audio.databases import may_sweep, register
-from mojodex_core.audio.orphans import messages_naming, sweep_orphans
+from mojodex_core.audio.databases import register, sweep_if_alone
 from mojodex_core.audio.store import AudioStore
 from mojodex_core.audio.transcription import AudioConfig, OpenAISpeech
 from mojodex_core.audio.transcription import OpenAITranscriber as AudioMessageTranscriber
 from mojodex_core.audio.turn import TranscribingHandler
-from mojodex_core.concurrency import run_blocking
 from mojodex_core.config import Settings, webhook_secret
 from mojodex_core.db import database_key, make_engine, make_session_factory, transaction
 from mojodex_core.execution.dispatch import TurnDispatcher
@@ -156,25 +154,12 @@ class Platform:
         return len(jobs)
 
     def sweep_audio_orphans(self) -> int:
-        """After start-up: uploaded audio files no message names, older than the grace, are deleted
-        (mojodex_core/audio/orphans.py), only when the folder's registry lists this database alone
-        (mojodex_core/audio/databases.py). Never raises: a failure is logged. On a native thread under the
-        gevent server (run_blocking): its SQLite scan and folder listing would hold every request."""
+        """After start-up: the uploads no message names, older than the grace, deleted when the folder is this
+        database's alone (mojodex_core/audio/databases.py ``sweep_if_alone``). Never raises."""
         if self.audio_store is None:
             return 0
-        store, key = self.audio_store, database_key(self.settings.database_url)
-
-        def sweep():  # noqa: ANN202 - only in a folder no other database's platform has used
-            if not may_sweep(store.directory, key):
-                return None
-            return sweep_orphans(store, messages_naming(self.session_factory), self.settings.audio_orphan_grace_s)
-
-        try:
-            result = run_blocking(sweep)
-        except Exception:  # noqa: BLE001 - an orphan file is harmless; a server that does not start is not
-            log.exception("could not sweep the audio files no message names")
-            return 0
-        return result.deleted if result else 0
+        return sweep_if_alone(self.audio_store, self.session_factory, database_key(self.settings.database_url),
+                              self.settings.audio_orphan_grace_s)
 
     def start_workflow_watch(self) -> None:
         """Renews the heartbeat of this process' running steps; re-runs steps of dead processes once."""

@@ -25,7 +25,11 @@ import logging
 import os
 from pathlib import Path
 
-from mojodex_core.audio.orphans import SWEEPABLE
+from sqlalchemy.orm import Session, sessionmaker
+
+from mojodex_core.audio.orphans import SWEEPABLE, messages_naming, sweep_orphans
+from mojodex_core.audio.store import AudioStore
+from mojodex_core.concurrency import run_blocking
 
 log = logging.getLogger("mojodex.audio")
 
@@ -99,3 +103,20 @@ def may_sweep(directory: Path, key: str) -> bool:
         return True
     log.warning("audio orphans in %s: nothing deleted, %s", directory, reason)
     return False
+
+
+def sweep_if_alone(store: AudioStore, factory: sessionmaker[Session], key: str, grace_s: float) -> int:
+    """The orphans deleted (``orphans.sweep_orphans``) when the folder is database ``key``'s alone (``may_sweep``).
+    Never raises: a failure is logged. On a native thread under the gevent server (``run_blocking``): its SQLite
+    scan and folder listing would otherwise hold every request."""
+    def sweep():  # noqa: ANN202
+        if not may_sweep(store.directory, key):
+            return None
+        return sweep_orphans(store, messages_naming(factory), grace_s)
+
+    try:
+        result = run_blocking(sweep)
+    except Exception:  # noqa: BLE001 - an orphan file is harmless; a server that does not start is not
+        log.exception("could not sweep the audio files no message names")
+        return 0
+    return result.deleted if result else 0

@@ -8,7 +8,7 @@ import threading
 import time
 from datetime import UTC, datetime, timedelta
 
-import backend.context
+import mojodex_core.audio.databases
 from backend.app import _resume, resume_unfinished_turns
 from mojodex_core.audio.databases import REGISTRY
 from mojodex_core.audio.store import AudioStore
@@ -190,7 +190,7 @@ def test_the_start_up_does_not_wait_for_the_audio_sweep(live, llm, monkeypatch):
     old = time.time() - 2 * 3600
     os.utime(store.directory / orphan, (old, old))
     looking, release = threading.Event(), threading.Event()
-    real = backend.context.messages_naming
+    real = mojodex_core.audio.databases.messages_naming
 
     def slow_naming(factory):  # noqa: ANN001, ANN202 - a look-up on a table of millions of messages
         lookup = real(factory)
@@ -202,7 +202,7 @@ def test_the_start_up_does_not_wait_for_the_audio_sweep(live, llm, monkeypatch):
 
         return named
 
-    monkeypatch.setattr(backend.context, "messages_naming", slow_naming)
+    monkeypatch.setattr(mojodex_core.audio.databases, "messages_naming", slow_naming)
     llm.responder = _answer_all
     starting = threading.Thread(target=resume_unfinished_turns, args=(live.platform,), daemon=True)
     try:
