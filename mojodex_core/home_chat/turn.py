@@ -292,6 +292,9 @@ class HomeChatTurn:
         try:
             with transaction(self._factory) as db:
                 home_chat: HomeChat = home_chat_for_session(db, job.session_id, lock=True)
+                if not db.scalar(select(UserTask.enabled).where(UserTask.user_task_pk == task.user_task_pk)):
+                    # read when the prompt was built: disabled (or removed) while the model decided
+                    raise TaskUnavailable("the task was disabled")
                 message = db.get(Message, job.message_pk)
                 execution = UserTaskExecution(user_task_fk=task.user_task_pk, session_id=job.session_id,
                                               json_input_values={}, status="created")
