@@ -88,7 +88,7 @@ def run_gunicorn(settings: Settings, worker_connections: int = 1000) -> None:
             self.cfg.set("accesslog", "-")
             self.cfg.set("loglevel", settings.log_level.lower())
             # The banner comes last, once the app (and the local model) is ready to answer.
-            self.cfg.set("post_worker_init", lambda _worker: print(ready_banner(settings), flush=True))
+            self.cfg.set("post_worker_init", lambda _worker: show_banner(settings))
             # In the worker, once it stops serving (Ctrl-C, SIGTERM), before the interpreter waits
             # for its threads: a background job must not hold the exit.
             self.cfg.set("worker_exit", _quit_jobs)
@@ -104,6 +104,14 @@ def _quit_jobs(_arbiter, worker) -> None:  # noqa: ANN001 - gunicorn's worker_ex
     platform = getattr(app, "extensions", {}).get("mojodex") if app is not None else None
     if platform is not None:
         platform.quit_jobs()
+
+
+def show_banner(settings: Settings, stream=None) -> None:  # noqa: ANN001 - a text stream, stdout by default
+    """The banner in one write, its newline included: a log line another thread writes to the same terminal at
+    start-up (the audio sweep's) comes before or after it, never between the demo password and its newline."""
+    stream = stream or sys.stdout
+    stream.write(ready_banner(settings) + "\n")
+    stream.flush()
 
 
 def ready_banner(settings: Settings, webapp_dist: Path | None = None) -> str:
