@@ -9,6 +9,7 @@ changes once in years does not justify a dependency. A code may carry a region
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 ISO_639_1: frozenset[str] = frozenset("""
     aa ab ae af ak am an ar as av ay az ba be bg bh bi bm bn bo br bs ca ce ch co cr cs cu cv cy da
@@ -40,3 +41,11 @@ def language_code(value: str | None) -> str | None:
         return None
     language, region = match.groups()
     return f"{language.lower()}-{region.upper()}" if region else language.lower()
+
+
+def language_file(folder: Path, language: str | None) -> Path | None:
+    """``folder``'s ``<code>.json`` of ``language`` when it is a language code and the file exists, else None.
+    The one way a language names a resource file: a model's tag or a client's value is never a path."""
+    code = language_code(language)
+    path = folder / f"{code}.json" if code is not None else None
+    return path if path is not None and path.is_file() else None

@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from mojodex_core.config import PROJECT_ROOT
-from mojodex_core.languages import language_code
+from mojodex_core.languages import language_code, language_file
 
 REPLIES_DIR = "home_chat"
 FALLBACK = "en"
@@ -22,8 +22,8 @@ def _table(tasks_config_dir: Path, language: str) -> dict[str, str]:
     folder = tasks_config_dir / REPLIES_DIR
     table = json.loads((folder / f"{FALLBACK}.json").read_text(encoding="utf-8"))
     for name in dict.fromkeys([language.split("-")[0], language]):  # the base language, then the regional one
-        path = folder / f"{name}.json"
-        if name != FALLBACK and path.is_file():
+        path = language_file(folder, name) if name != FALLBACK else None
+        if path is not None:
             table = table | json.loads(path.read_text(encoding="utf-8"))
     return table
 

@@ -24,7 +24,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
-from mojodex_core.languages import language_code
+from mojodex_core.languages import language_file
 
 from .grammar_words import GRAMMAR
 from .menu import Menu
@@ -39,8 +39,8 @@ INTENTS_DIR = Path(__file__).resolve().parents[2] / "tasks_config" / "intents"
 def _discourse_words(lang: str = "en") -> frozenset[str]:
     """The discourse phrases of the conversation's language ("actually", "en fait"), kept whole: no content of
     their own. (Split into words, "en fait" would make the pronoun "en" one.)"""
-    path = INTENTS_DIR / f"{lang}.json"
-    if language_code(lang) != lang or not path.is_file():  # never a path a model or a client wrote
+    path = language_file(INTENTS_DIR, lang)
+    if path is None:
         return frozenset()
     return frozenset(p.lower() for p in json.loads(path.read_text(encoding="utf-8")).get("discourse", ()))
 

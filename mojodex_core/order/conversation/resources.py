@@ -16,7 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from mojodex_core.languages import language_code
+from mojodex_core.languages import language_code, language_file
 
 CONFIG_DIR = Path(__file__).resolve().parents[3] / "tasks_config"
 RESPONSES_DIR = CONFIG_DIR / "responses"
@@ -34,10 +34,8 @@ class _Blank(dict):
 def responses(language: str) -> dict[str, str]:
     """The response table of ``language`` (keys missing there come from ``en``; not a language code: ``en``)."""
     base = json.loads((RESPONSES_DIR / f"{FALLBACK}.json").read_text(encoding="utf-8"))
-    path = RESPONSES_DIR / f"{language}.json"
-    if language != FALLBACK and language_code(language) == language and path.is_file():
-        base = base | json.loads(path.read_text(encoding="utf-8"))
-    return base
+    path = language_file(RESPONSES_DIR, language) if language != FALLBACK else None
+    return base | json.loads(path.read_text(encoding="utf-8")) if path is not None else base
 
 
 def languages() -> list[str]:
@@ -85,10 +83,8 @@ def normalise(text: str) -> str:
 
 @lru_cache(maxsize=16)
 def _raw_intents(language: str) -> dict[str, Any]:
-    if language_code(language) != language:  # never a path: English alone (keywords merges it)
-        return {}
-    path = INTENTS_DIR / f"{language}.json"
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    path = language_file(INTENTS_DIR, language)  # none: English alone (keywords merges it)
+    return json.loads(path.read_text(encoding="utf-8")) if path is not None else {}
 
 
 def _merge(a: Any, b: Any) -> Any:
